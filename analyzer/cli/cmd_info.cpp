@@ -1,0 +1,120 @@
+// gpuscope info: what a trace file holds, and whether it is whole.
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "trace_summary.h"
+
+namespace gpuscope::cli {
+namespace {
+
+std::string utc_time(uint64_t realtime_ns) {
+  const time_t secs = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
+  tm parts{};
+  gmtime_r(&secs, &parts);
+  char buf[40];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &parts);
+  return fmt::format("{}.{:03}Z", buf, (realtime_ns / 1'000'000ull) % 1000);
+}
+
+std::string cpu_list(const std::vector<uint16_t>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "?" : out;
+}
+
+void print_process(const reader::ProcessInfo& p) {
+  std::string command;
+  for (const auto& a : p.argv) command += (command.empty() ? "" : " ") + a;
+  fmt::print("process:     pid {} (parent {}), uid {}, {}\n", p.pid, p.ppid, p.uid, p.exe);
+  fmt::print("command:     {}\n", command);
+  fmt::print("host:        {}, Linux {}, {} CPUs online, affinity {}\n", p.hostname,
+             p.kernel_release, p.online_cpus, cpu_list(p.cpu_affinity));
+  fmt::print("started:     {} (monotonic {:.6f} s)\n", utc_time(p.start_realtime_ns),
+             p.start_monotonic_ns / 1e9);
+  fmt::print("gpuscope:    {}{}\n", p.gpuscope_version, p.run_id.empty() ? "" : ", run " + p.run_id);
+  if (p.environment.empty()) {
+    fmt::print("environment: (none of the recorded variables set)\n");
+    return;
+  }
+  bool first = true;
+  for (const auto& [k, v] : p.environment) {
+    fmt::print("{}{}={}\n", first ? "environment: " : "             ", k, v);
+    first = false;
+  }
+}
+
+void print_counts(const reader::TraceSummary& s) {
+  const auto& c = s.counts;
+  fmt::print("events:      {} total: {} API calls, {} copies, {} memsets, {} kernels, {} syncs, "
+             "{} allocations, {} CPU samples, {} markers\n",
+             c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
+             c.cpu_samples, c.markers);
+  for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
+  if (s.first_ns != 0)
+    fmt::print("span:        {:.3f} s of recorded activity\n", (s.last_ns - s.first_ns) / 1e9);
+  if (s.dropped_total() == 0) {
+    fmt::print("dropped:     none\n");
+    return;
+  }
+  std::string parts;
+  for (size_t r = 0; r < s.drops.size(); ++r)
+    if (s.drops[r] != 0)
+      parts += fmt::format("{}{} ({})", parts.empty() ? "" : ", ", s.drops[r],
+                           reader::drop_reason_text(static_cast<fb::DropReason>(r)));
+  fmt::print("dropped:     {} events: {}\n", s.dropped_total(), parts);
+}
+
+void print_end(const reader::TraceSummary& s) {
+  if (!s.end) {
+    fmt::print("end:         TRUNCATED: no end-of-trace record (killed, crashed, or still running)\n");
+    return;
+  }
+  const auto& e = s.end;
+  const bool has_status = e->kind == fb::EndKind::ReturnFromMain || e->kind == fb::EndKind::Exit ||
+                          e->kind == fb::EndKind::ImmediateExit;
+  fmt::print("end:         {}{}{}\n", reader::end_kind_text(e->kind),
+             has_status ? fmt::format(", exit status {}", e->exit_status) : "",
+             e->message.empty() ? "" : ": " + e->message);
+  if (s.process && e->end_monotonic_ns > s.process->start_monotonic_ns)
+    fmt::print("duration:    {:.3f} s\n", (e->end_monotonic_ns - s.process->start_monotonic_ns) / 1e9);
+}
+
+}  // namespace
+
+int info_command(const std::string& path) {
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(path, &error)) {
+    fmt::print(stderr, "gpuscope: {}\n", error);
+    return 2;
+  }
+  const reader::TraceSummary s = reader::summarize(r);
+  fmt::print("trace:       {} ({} bytes)\n", path, s.file.size);
+  fmt::print("format:      {}.{}, {} frames read\n", s.file.format_major, s.file.format_minor,
+             s.stats.frames_read);
+  if (s.process) print_process(*s.process);
+  else fmt::print("process:     unknown (the metadata frame is missing or damaged)\n");
+  print_counts(s);
+  print_end(s);
+  for (const auto& p : s.problems)
+    if (p.kind != reader::ProblemKind::NoTotals)
+      fmt::print("warning:     {}: {}\n", reader::problem_kind_name(p.kind), p.message);
+  std::fflush(stdout);
+  if (!r.has_corruption()) return 0;
+  for (const auto& p : s.problems)
+    if (p.kind == reader::ProblemKind::CorruptFrame) {
+      fmt::print(stderr, "gpuscope: {}: {}\n", path, p.message);
+      break;
+    }
+  return 2;
+}
+
+}  // namespace gpuscope::cli

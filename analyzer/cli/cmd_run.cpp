@@ -1,0 +1,212 @@
+// gpuscope run: start a program with libgpuscope.so preloaded, stay out of
+// its way (signals forwarded, exit status passed through), then say where
+// its traces are.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "trace_summary.h"
+
+extern char** environ;
+
+namespace gpuscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+volatile sig_atomic_t g_child_pid = 0;
+
+// A terminal's Ctrl-C already reaches the child (same process group; the
+// kernel sends it with si_code SI_KERNEL): forwarding it would deliver it
+// twice. Signals sent to gpuscope by a process (kill, a supervisor) are
+// passed on.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (info != nullptr && info->si_code == SI_KERNEL) return;
+  if (g_child_pid > 0) kill(g_child_pid, sig);
+}
+
+void install_forwarding() {
+  struct sigaction sa{};
+  sa.sa_sigaction = forward_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+struct OutputPlan {
+  std::string env_value;  // GPUSCOPE_OUTPUT for the child, always absolute
+  fs::path directory;     // where the traces will be
+};
+
+bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
+  std::error_code ec;
+  if (o.output.empty()) {
+    plan->directory = fs::current_path();
+    plan->env_value = plan->directory.string() + "/";
+    return true;
+  }
+  const fs::path requested = fs::absolute(o.output);
+  const bool wants_directory = o.output.back() == '/' || fs::is_directory(requested, ec);
+  if (wants_directory) {
+    fs::create_directories(requested, ec);
+    if (!fs::is_directory(requested)) {
+      *error = "cannot create output directory " + requested.string() + ": " + ec.message();
+      return false;
+    }
+    plan->directory = requested;
+    plan->env_value = requested.string() + "/";
+    return true;
+  }
+  plan->directory = requested.parent_path();
+  plan->env_value = requested.string();
+  if (o.output.find('%') != std::string::npos) return true;
+  const auto status = fs::symlink_status(requested, ec);
+  if (fs::exists(status)) {
+    if (!o.force || !fs::is_regular_file(status)) {
+      *error = requested.string() + " already exists" +
+               (fs::is_regular_file(status) ? "; pass --force to replace it" : " and is not a regular file");
+      return false;
+    }
+    fs::remove(requested, ec);
+  }
+  return true;
+}
+
+std::string make_run_id() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+std::vector<std::string> child_environment(const std::string& library, const OutputPlan& plan,
+                                           const std::string& run_id) {
+  std::vector<std::string> env;
+  std::string preload = library;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("LD_PRELOAD=")) {
+      const std::string_view existing = entry.substr(11);
+      if (!existing.empty() && existing.find(library) == std::string_view::npos)
+        preload += ":" + std::string(existing);
+      continue;
+    }
+    if (entry.starts_with("GPUSCOPE_OUTPUT=") || entry.starts_with("GPUSCOPE_RUN_ID=") ||
+        entry.starts_with("GPUSCOPE_ROOT_PID="))
+      continue;
+    env.emplace_back(entry);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
+  env.push_back("GPUSCOPE_RUN_ID=" + run_id);
+  return env;
+}
+
+[[noreturn]] void exec_child(const std::vector<std::string>& command, std::vector<std::string> env) {
+  env.push_back("GPUSCOPE_ROOT_PID=" + std::to_string(getpid()));
+  std::vector<char*> argv, envp;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  execvpe(argv[0], argv.data(), envp.data());
+  const int err = errno;
+  fmt::print(stderr, "gpuscope: cannot run {}: {}\n", command[0], std::strerror(err));
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+int wait_for(pid_t child) {
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return 1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Traces of this run: files in the output directory whose metadata carries
+// our run id. Reading only the first frame of each candidate keeps it cheap.
+std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& run_id) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    reader::TraceReader r;
+    std::string error;
+    if (!r.open_file(entry.path().string(), &error)) continue;
+    bool ours = false;
+    r.read([&](const reader::ChunkView& v) {
+      const auto* m = v.chunk->metadata();
+      ours = m != nullptr && m->run_id() != nullptr && m->run_id()->str() == run_id;
+    }, 1);
+    if (ours) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void report_trace(const fs::path& path) {
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(path.string(), &error)) {
+    fmt::print(stderr, "gpuscope: {}\n", error);
+    return;
+  }
+  const reader::TraceSummary s = reader::summarize(r);
+  const std::string who = s.process ? fmt::format("pid {}, {}", s.process->pid, s.process->exe) : "?";
+  std::string end = "no end record (killed or crashed)";
+  if (s.end) end = s.end->kind == fb::EndKind::OutputFailed ? s.end->message
+                                                           : fmt::format("exit status {}", s.end->exit_status);
+  fmt::print(stderr, "gpuscope: trace {} ({}): {} events, {} dropped, {}\n", path.string(), who,
+             s.counts.total(), s.dropped_total(), end);
+}
+
+}  // namespace
+
+int run_command(const RunOptions& o) {
+  if (o.command.empty()) {
+    spdlog::error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
+    return 2;
+  }
+  std::string error;
+  const std::string library = locate_capture_library(&error);
+  OutputPlan plan;
+  if (library.empty() || !plan_output(o, &plan, &error)) {
+    spdlog::error("{}", error);
+    return 2;
+  }
+  const std::string run_id = make_run_id();
+  const auto env = child_environment(library, plan, run_id);
+  install_forwarding();
+  const pid_t child = fork();
+  if (child < 0) {
+    spdlog::error("fork failed: {}", std::strerror(errno));
+    return 2;
+  }
+  if (child == 0) exec_child(o.command, env);
+  g_child_pid = child;
+  const int status = wait_for(child);
+  g_child_pid = 0;
+  if (o.quiet) return status;
+  if (status > 128) fmt::print(stderr, "gpuscope: {} was killed by signal {} ({})\n", o.command[0],
+                               status - 128, strsignal(status - 128));
+  const auto traces = find_run_traces(plan.directory, run_id);
+  if (traces.empty())
+    fmt::print(stderr, "gpuscope: no trace was written for {} (a statically linked program cannot be "
+                       "traced through LD_PRELOAD; any reason the library gave is printed above)\n",
+               o.command[0]);
+  for (const auto& t : traces) report_trace(t);
+  return status;
+}
+
+}  // namespace gpuscope::cli

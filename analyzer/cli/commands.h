@@ -1,0 +1,28 @@
+// The gpuscope subcommands. main.cpp wires them to CLI11; each lives in its
+// own cmd_*.cpp and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpuscope::cli {
+
+struct RunOptions {
+  std::string output;  // -o: directory, file or pattern
+  bool force = false;  // replace an existing trace file named by -o
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+// Runs the command under libgpuscope.so; returns its exit status (128+N when
+// killed by signal N), 127/126 when it cannot be started, 2 on usage errors.
+int run_command(const RunOptions& options);
+
+// Prints what a trace holds; 0 when it read cleanly (a missing end record is
+// only a warning), 2 when it is unreadable or damaged.
+int info_command(const std::string& path);
+
+// Where libgpuscope.so is, relative to this executable; empty + *error if not.
+std::string locate_capture_library(std::string* error);
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,36 @@
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+
+#include "commands.h"
+
+namespace gpuscope::cli {
+
+// bin/gpuscope -> lib/libgpuscope.so, in the build tree and in an install or
+// unpacked bundle alike; never a path baked in at build time.
+std::string locate_capture_library(std::string* error) {
+  namespace fs = std::filesystem;
+  if (const char* override_path = std::getenv("GPUSCOPE_LIBRARY")) {
+    if (fs::is_regular_file(override_path)) return fs::absolute(override_path).string();
+    *error = std::string("GPUSCOPE_LIBRARY=") + override_path + " is not a file";
+    return {};
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    *error = "cannot find this executable's path (/proc/self/exe): " + ec.message();
+    return {};
+  }
+  const fs::path dir = exe.parent_path();
+  const std::array<fs::path, 3> candidates = {dir / "../lib/libgpuscope.so", dir / "../lib64/libgpuscope.so",
+                                              dir / "libgpuscope.so"};
+  for (const fs::path& c : candidates)
+    if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
+  *error = "cannot find libgpuscope.so for " + exe.string() + " (looked in " +
+           (dir / "../lib").lexically_normal().string() + " and " + dir.string() + ")";
+  return {};
+}
+
+}  // namespace gpuscope::cli

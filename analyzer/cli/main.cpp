@@ -1,0 +1,73 @@
+// gpuscope: the command line. One subcommand per cmd_*.cpp.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "container.h"
+#include "gpuscope_version.h"
+
+namespace {
+
+void setup_logging() {
+  auto logger = spdlog::stderr_logger_st("gpuscope");
+  logger->set_pattern("gpuscope: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+}
+
+std::string version_text() {
+  return fmt::format("gpuscope {} (trace format {}.{})", GPUSCOPE_VERSION_STRING,
+                     gpuscope::container::kFormatMajor, gpuscope::container::kFormatMinor);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setup_logging();
+  CLI::App app{"gpuscope: find out why a GPU workload is slow.\n"
+               "Wrap a program with `gpuscope run -- CMD`, then read its trace."};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+
+  gpuscope::cli::RunOptions run_options;
+  CLI::App* run = app.add_subcommand("run", "Run a program under gpuscope and write its trace");
+  run->add_option("-o,--output", run_options.output,
+                  "Trace directory, file, or pattern (%p pid, %h host, %n program, %t start time); "
+                  "default: the current directory");
+  run->add_flag("--force", run_options.force, "Replace an existing trace file named by -o");
+  run->add_flag("-q,--quiet", run_options.quiet, "Print nothing after the program ends");
+  run->add_option("command", run_options.command, "Program and its arguments")->required();
+  run->prefix_command();  // everything from the program name on belongs to the program
+  run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");
+
+  std::string trace_path;
+  CLI::App* info = app.add_subcommand("info", "Show what a trace holds and whether it is whole");
+  info->add_option("trace", trace_path, "Trace file")->required()->check(CLI::ExistingFile);
+
+  std::string help_topic;
+  CLI::App* help = app.add_subcommand("help", "Show help for a command");
+  help->add_option("command", help_topic, "Command to explain");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  if (*run) return gpuscope::cli::run_command(run_options);
+  if (*info) return gpuscope::cli::info_command(trace_path);
+  if (*help) {
+    if (help_topic.empty()) {
+      std::cout << app.help();
+      return 0;
+    }
+    try {
+      std::cout << app.get_subcommand(help_topic)->help();
+      return 0;
+    } catch (const CLI::OptionNotFound&) {
+      spdlog::error("no command named '{}' (try: gpuscope help)", help_topic);
+      return 2;
+    }
+  }
+  return 2;
+}

@@ -1,0 +1,85 @@
+#include "record_checks.h"
+
+#include <algorithm>
+
+#include "record_coding.h"
+#include "trace_reader.h"
+
+namespace gpuscope::reader {
+namespace {
+
+// 2^62 ns is 146 years of uptime; 10^15 ns is 11.6 days in one call.
+constexpr uint64_t kMaxTimestamp = uint64_t{1} << 62;
+constexpr uint64_t kMaxDuration = 1'000'000'000'000'000ull;
+
+template <class E> bool in_range(E value) {
+  return static_cast<uint64_t>(value) <= static_cast<uint64_t>(E::MAX);
+}
+
+bool timing_ok(uint64_t start, uint64_t duration) {
+  return start <= kMaxTimestamp && duration <= kMaxDuration;
+}
+
+bool valid(const fb::ApiCall& r) { return timing_ok(r.start_ns(), r.duration_ns()); }
+bool valid(const fb::Copy& r) {
+  return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.direction()) &&
+         in_range(r.src_kind()) && in_range(r.dst_kind()) && in_range(r.source());
+}
+bool valid(const fb::Memset& r) {
+  return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.memory_kind()) && in_range(r.source());
+}
+bool valid(const fb::Kernel& r) { return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.source()); }
+bool valid(const fb::Sync& r) {
+  return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.kind()) && in_range(r.source());
+}
+bool valid(const fb::Alloc& r) {
+  return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.op()) &&
+         in_range(r.memory_kind()) && in_range(r.source());
+}
+bool valid(const fb::CpuSample& r) {
+  return r.start_ns() <= kMaxTimestamp && r.cpu_ns() <= kMaxTimestamp && r.system_ns() <= r.cpu_ns();
+}
+bool valid(const fb::Marker& r) {
+  return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.kind());
+}
+
+template <class T>
+uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, std::vector<T>* out) {
+  out->clear();
+  if (in == nullptr) return 0;
+  out->reserve(in->size());
+  for (const T* r : *in) out->push_back(*r);
+  container::delta_decode(std::span<T>(*out), base);
+  const size_t before = out->size();
+  std::erase_if(*out, [](const T& r) { return !valid(r); });
+  return before - out->size();
+}
+
+}  // namespace
+
+uint64_t decode_records(const fb::Chunk& c, DecodedRecords* out) {
+  const uint64_t base = c.base_ns();
+  uint64_t invalid = 0;
+  invalid += decode_vector(c.api_calls(), base, &out->api_calls);
+  invalid += decode_vector(c.copies(), base, &out->copies);
+  invalid += decode_vector(c.memsets(), base, &out->memsets);
+  invalid += decode_vector(c.kernels(), base, &out->kernels);
+  invalid += decode_vector(c.syncs(), base, &out->syncs);
+  invalid += decode_vector(c.allocs(), base, &out->allocs);
+  invalid += decode_vector(c.cpu_samples(), base, &out->cpu_samples);
+  invalid += decode_vector(c.markers(), base, &out->markers);
+  return invalid;
+}
+
+void DecodedRecords::fill_view(ChunkView* v) const {
+  v->api_calls = api_calls;
+  v->copies = copies;
+  v->memsets = memsets;
+  v->kernels = kernels;
+  v->syncs = syncs;
+  v->allocs = allocs;
+  v->cpu_samples = cpu_samples;
+  v->markers = markers;
+}
+
+}  // namespace gpuscope::reader

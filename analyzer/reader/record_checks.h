@@ -1,0 +1,34 @@
+// Semantic checks and decoding of the record vectors of one chunk.
+// The FlatBuffer verifier only proves the bytes are structurally safe to
+// read; these checks throw out records whose values make no sense (an enum
+// out of range, a duration of centuries), which is what a flipped bit or a
+// crafted file produces.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpuscope_generated.h"
+
+namespace gpuscope::reader {
+
+struct ChunkView;
+
+struct DecodedRecords {
+  std::vector<fb::ApiCall> api_calls;
+  std::vector<fb::Copy> copies;
+  std::vector<fb::Memset> memsets;
+  std::vector<fb::Kernel> kernels;
+  std::vector<fb::Sync> syncs;
+  std::vector<fb::Alloc> allocs;
+  std::vector<fb::CpuSample> cpu_samples;
+  std::vector<fb::Marker> markers;
+
+  void fill_view(ChunkView* view) const;
+};
+
+// Copies, delta-decodes and checks every record vector of `chunk`; returns
+// how many records were rejected.
+uint64_t decode_records(const fb::Chunk& chunk, DecodedRecords* out);
+
+}  // namespace gpuscope::reader

@@ -1,0 +1,139 @@
+#include "trace_summary.h"
+
+#include <algorithm>
+
+namespace gpuscope::reader {
+namespace {
+
+std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+
+template <class T> void widen_span(std::span<const T> records, uint64_t* first, uint64_t* last) {
+  for (const T& r : records) {
+    *first = std::min(*first, r.start_ns());
+    uint64_t end = r.start_ns();
+    if constexpr (requires { r.duration_ns(); }) end += r.duration_ns();
+    *last = std::max(*last, end);
+  }
+}
+
+void read_drops(const flatbuffers::Vector<flatbuffers::Offset<fb::DropCount>>* v,
+                std::array<uint64_t, kDropReasons>* out) {
+  if (v == nullptr) return;
+  out->fill(0);
+  for (const fb::DropCount* d : *v) {
+    const auto r = static_cast<size_t>(d->reason());
+    if (r < kDropReasons) (*out)[r] = d->count();
+  }
+}
+
+EndInfo to_end_info(const fb::Totals& t) {
+  EndInfo e;
+  e.kind = t.end_kind() <= fb::EndKind::MAX ? t.end_kind() : fb::EndKind::Unknown;
+  e.exit_status = t.exit_status();
+  e.end_monotonic_ns = t.end_monotonic_ns();
+  e.events_written = t.events_written();
+  e.frames_written = t.frames_written();
+  e.bytes_written = t.bytes_written();
+  e.message = str(t.message());
+  return e;
+}
+
+}  // namespace
+
+ProcessInfo to_process_info(const fb::ProcessMetadata& m) {
+  ProcessInfo p;
+  p.pid = m.pid();
+  p.ppid = m.ppid();
+  p.uid = m.uid();
+  p.exe = str(m.exe());
+  if (m.argv() != nullptr)
+    for (const auto* a : *m.argv()) p.argv.push_back(str(a));
+  p.start_monotonic_ns = m.start_monotonic_ns();
+  p.start_realtime_ns = m.start_realtime_ns();
+  p.hostname = str(m.hostname());
+  p.kernel_release = str(m.kernel_release());
+  if (m.cpu_affinity() != nullptr) p.cpu_affinity.assign(m.cpu_affinity()->begin(), m.cpu_affinity()->end());
+  p.online_cpus = m.online_cpus();
+  if (m.environment() != nullptr)
+    for (const auto* kv : *m.environment()) p.environment.emplace_back(str(kv->key()), str(kv->value()));
+  p.gpuscope_version = str(m.gpuscope_version());
+  p.boot_id = str(m.boot_id());
+  p.run_id = str(m.run_id());
+  return p;
+}
+
+uint64_t TraceSummary::dropped_total() const {
+  uint64_t n = 0;
+  for (uint64_t d : drops) n += d;
+  return n;
+}
+
+TraceSummary summarize(TraceReader& reader) {
+  TraceSummary s;
+  s.file = reader.info();
+  uint64_t first = UINT64_MAX, last = 0;
+  std::unordered_map<uint32_t, uint64_t> calls_by_id;
+  reader.read([&](const ChunkView& v) {
+    const fb::Chunk& c = *v.chunk;
+    if (c.metadata() != nullptr && !s.process) s.process = to_process_info(*c.metadata());
+    if (c.strings() != nullptr)
+      for (const auto* is : *c.strings()) s.strings[is->id()] = str(is->text());
+    read_drops(c.drops(), &s.drops);
+    if (c.totals() != nullptr) {
+      s.end = to_end_info(*c.totals());
+      read_drops(c.totals()->drops(), &s.drops);
+    }
+    s.counts.api_calls += v.api_calls.size();
+    s.counts.copies += v.copies.size();
+    s.counts.memsets += v.memsets.size();
+    s.counts.kernels += v.kernels.size();
+    s.counts.syncs += v.syncs.size();
+    s.counts.allocs += v.allocs.size();
+    s.counts.cpu_samples += v.cpu_samples.size();
+    s.counts.markers += v.markers.size();
+    for (const auto& call : v.api_calls) ++calls_by_id[call.function_id()];
+    widen_span(v.api_calls, &first, &last);
+    widen_span(v.copies, &first, &last);
+    widen_span(v.memsets, &first, &last);
+    widen_span(v.kernels, &first, &last);
+    widen_span(v.syncs, &first, &last);
+    widen_span(v.allocs, &first, &last);
+    widen_span(v.cpu_samples, &first, &last);
+    widen_span(v.markers, &first, &last);
+  });
+  for (const auto& [id, n] : calls_by_id) {
+    auto it = s.strings.find(id);
+    s.calls_by_function[it != s.strings.end() ? it->second : "<unknown #" + std::to_string(id) + ">"] += n;
+  }
+  if (first != UINT64_MAX) {
+    s.first_ns = first;
+    s.last_ns = last;
+  }
+  s.stats = reader.stats();
+  s.problems = reader.problems();
+  return s;
+}
+
+const char* end_kind_text(fb::EndKind kind) {
+  switch (kind) {
+    case fb::EndKind::ReturnFromMain: return "returned from main";
+    case fb::EndKind::Exit: return "exit()";
+    case fb::EndKind::ImmediateExit: return "_exit()";
+    case fb::EndKind::Exec: return "replaced by exec()";
+    case fb::EndKind::OutputFailed: return "capture stopped: the trace could not be written";
+    case fb::EndKind::Detached: return "capture detached";
+    default: return "ended (how is unknown)";
+  }
+}
+
+const char* drop_reason_text(fb::DropReason reason) {
+  switch (reason) {
+    case fb::DropReason::BufferFull: return "thread buffer full";
+    case fb::DropReason::NoBuffer: return "no thread buffer free";
+    case fb::DropReason::NotRecording: return "after capture stopped";
+    case fb::DropReason::RecordTooLarge: return "record too large";
+  }
+  return "unknown";
+}
+
+}  // namespace gpuscope::reader

@@ -1,0 +1,81 @@
+// A one-pass summary of a trace: who wrote it, how many records of each
+// kind, what was dropped, how it ended, and what was wrong with the file.
+// `gpuscope info` prints it; tests assert on it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "trace_reader.h"
+
+namespace gpuscope::reader {
+
+struct ProcessInfo {
+  int pid = 0;
+  int ppid = 0;
+  uint32_t uid = 0;
+  std::string exe;
+  std::vector<std::string> argv;
+  uint64_t start_monotonic_ns = 0;
+  uint64_t start_realtime_ns = 0;
+  std::string hostname;
+  std::string kernel_release;
+  std::vector<uint16_t> cpu_affinity;
+  uint32_t online_cpus = 0;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::string gpuscope_version;
+  std::string boot_id;
+  std::string run_id;
+};
+
+struct EndInfo {
+  fb::EndKind kind = fb::EndKind::Unknown;
+  int exit_status = 0;
+  uint64_t end_monotonic_ns = 0;
+  uint64_t events_written = 0;
+  uint32_t frames_written = 0;
+  uint64_t bytes_written = 0;
+  std::string message;
+};
+
+inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) + 1;
+
+struct RecordCounts {
+  uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,
+           cpu_samples = 0, markers = 0;
+  uint64_t total() const {
+    return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers;
+  }
+};
+
+struct TraceSummary {
+  FileInfo file;
+  std::optional<ProcessInfo> process;
+  RecordCounts counts;
+  uint64_t first_ns = 0;  // earliest record start
+  uint64_t last_ns = 0;   // latest record end
+  std::array<uint64_t, kDropReasons> drops{};  // as of the last frame read
+  std::optional<EndInfo> end;                  // the last Totals frame
+  std::unordered_map<uint32_t, std::string> strings;
+  std::map<std::string, uint64_t> calls_by_function;
+  ReadStats stats;
+  std::vector<Problem> problems;
+
+  uint64_t dropped_total() const;
+};
+
+// Reads the whole trace through `reader` (already opened).
+TraceSummary summarize(TraceReader& reader);
+
+ProcessInfo to_process_info(const fb::ProcessMetadata& m);
+
+const char* end_kind_text(fb::EndKind kind);
+const char* drop_reason_text(fb::DropReason reason);
+
+}  // namespace gpuscope::reader

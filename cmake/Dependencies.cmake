@@ -1,0 +1,47 @@
+# Locates gpuscope's dependencies. Every one of them is a Debian package that
+# scripts/install-deps.sh installs; docs/dependencies.md says why each is here.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+# --- CUDA toolkit (headers, CUPTI, nvcc) --------------------------------------
+if(NOT DEFINED CUDAToolkit_ROOT AND NOT DEFINED ENV{CUDAToolkit_ROOT})
+  set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+find_package(CUDAToolkit QUIET)
+if(NOT CUDAToolkit_FOUND)
+  message(FATAL_ERROR "gpuscope: CUDA toolkit not found at '${CUDAToolkit_ROOT}': install the CUDA 13 toolkit or configure with -DCUDAToolkit_ROOT=/path/to/cuda")
+endif()
+if(CUDAToolkit_VERSION_MAJOR LESS 13)
+  message(FATAL_ERROR "gpuscope: CUDA toolkit ${CUDAToolkit_VERSION} at '${CUDAToolkit_ROOT}' is older than 13.0: point -DCUDAToolkit_ROOT at a CUDA 13 toolkit")
+endif()
+message(STATUS "gpuscope: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_LIBRARY_ROOT}")
+
+# --- libraries -----------------------------------------------------------------
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(GTest REQUIRED)
+if(GPUSCOPE_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+# flatbuffers: header-only use (builder, verifier); flatc generates headers.
+find_path(FLATBUFFERS_INCLUDE_DIR flatbuffers/flatbuffers.h REQUIRED)
+find_program(FLATC_EXECUTABLE flatc REQUIRED)
+
+# zstd: the static archive is PIC on Debian, so it links into libgpuscope.so
+# with hidden symbols and the traced program's own libzstd (if any) is untouched.
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+find_library(ZSTD_STATIC_LIBRARY NAMES libzstd.a HINTS ${ZSTD_LIBRARY_DIRS})
+if(NOT ZSTD_STATIC_LIBRARY)
+  message(FATAL_ERROR "gpuscope: libzstd.a not found (Debian package libzstd-dev)")
+endif()
+
+# libunwind: the nongnu libunwind through pkg-config, never LLVM's libunwind.so.1.
+# Only its headers are used at build time; the capture library dlopens
+# libunwind.so.8 with RTLD_LOCAL so that its `backtrace` never interposes the
+# traced program's glibc backtrace().
+pkg_check_modules(LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
+
+# elfutils libdw: offline symbolization in the analyzer.
+pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)

@@ -1,0 +1,188 @@
+#include "chunk_builder.h"
+
+#include <cstring>
+
+#include "record_coding.h"
+
+namespace gpuscope::capture {
+namespace {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+Offset<fb::ProcessMetadata> build_metadata(FlatBufferBuilder& fbb, const ProcessMetadata& m) {
+  std::vector<Offset<fb::KeyValue>> env;
+  for (const auto& [k, v] : m.environment)
+    env.push_back(fb::CreateKeyValueDirect(fbb, k.c_str(), v.c_str()));
+  std::vector<Offset<flatbuffers::String>> argv;
+  for (const auto& a : m.argv) argv.push_back(fbb.CreateString(a));
+  return fb::CreateProcessMetadataDirect(
+      fbb, m.pid, m.ppid, m.uid, m.exe.c_str(), &argv, m.start_monotonic_ns, m.start_realtime_ns,
+      m.hostname.c_str(), m.kernel_release.c_str(), &m.cpu_affinity, &env,
+      m.gpuscope_version.c_str(), m.online_cpus, m.boot_id.c_str(), m.run_id.c_str());
+}
+
+Offset<flatbuffers::Vector<Offset<fb::DropCount>>> build_drops(FlatBufferBuilder& fbb,
+                                                               const DropCounts& drops) {
+  std::vector<Offset<fb::DropCount>> out;
+  for (size_t r = 0; r < drops.size(); ++r)
+    if (drops[r] != 0) out.push_back(fb::CreateDropCount(fbb, static_cast<fb::DropReason>(r), drops[r]));
+  return fbb.CreateVector(out);
+}
+
+Offset<fb::Totals> build_totals(FlatBufferBuilder& fbb, const TotalsInfo& t, const DropCounts& drops) {
+  auto drop_vec = build_drops(fbb, drops);
+  auto message = t.message.empty() ? 0 : fbb.CreateString(t.message);
+  fb::TotalsBuilder b(fbb);
+  b.add_end_monotonic_ns(t.end_monotonic_ns);
+  b.add_end_kind(t.end_kind);
+  b.add_exit_status(t.exit_status);
+  b.add_events_written(t.events_written);
+  b.add_drops(drop_vec);
+  b.add_frames_written(t.frames_written);
+  b.add_bytes_written(t.bytes_written);
+  if (!message.IsNull()) b.add_message(message);
+  return b.Finish();
+}
+
+// The delta base of a chunk: the smallest first start among its vectors (any
+// value decodes correctly; a close one keeps the first deltas small).
+template <class Tuple> uint64_t earliest_start(const Tuple& records) {
+  uint64_t base = UINT64_MAX;
+  std::apply([&](const auto&... vec) {
+    ((base = vec.empty() ? base : std::min(base, vec.front().start_ns())), ...);
+  }, records);
+  return base == UINT64_MAX ? 0 : base;
+}
+
+template <class T>
+Offset<flatbuffers::Vector<const T*>> encoded_vector(FlatBufferBuilder& fbb, std::vector<T>& v,
+                                                     uint64_t base) {
+  if (v.empty()) return 0;
+  container::delta_encode(std::span<T>(v), base);
+  return fbb.CreateVectorOfStructs(v);
+}
+
+}  // namespace
+
+bool ChunkBuilder::add_record(RecordType type, const std::byte* payload, uint32_t size) {
+  bool ok = false;
+  visit_record_type(type, [&]<class T>(std::type_identity<T>) {
+    if (size != sizeof(T)) return;
+    T record;
+    std::memcpy(&record, payload, sizeof record);
+    add(record);
+    ok = true;
+  });
+  return ok;
+}
+
+void ChunkBuilder::add_strings(std::vector<std::pair<uint32_t, std::string>> strings) {
+  if (strings_.empty()) {
+    strings_ = std::move(strings);
+  } else {
+    for (auto& s : strings) strings_.push_back(std::move(s));
+  }
+}
+
+size_t ChunkBuilder::record_count() const {
+  size_t n = 0;
+  std::apply([&](const auto&... vec) { ((n += vec.size()), ...); }, records_);
+  return n;
+}
+
+size_t ChunkBuilder::approximate_bytes() const {
+  size_t n = 0;
+  std::apply([&](const auto&... vec) { ((n += vec.size() * sizeof(vec[0])), ...); }, records_);
+  return n;
+}
+
+bool ChunkBuilder::empty() const {
+  return record_count() == 0 && !metadata_ && strings_.empty() && !totals_;
+}
+
+std::span<const uint8_t> ChunkBuilder::build() {
+  fbb_.Clear();
+  const uint64_t base = earliest_start(records_);
+  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers] = records_;
+  // Children before the table that refers to them (FlatBuffers builds bottom-up).
+  auto api_v = encoded_vector(fbb_, api, base);
+  auto copy_v = encoded_vector(fbb_, copies, base);
+  auto memset_v = encoded_vector(fbb_, memsets, base);
+  auto kernel_v = encoded_vector(fbb_, kernels, base);
+  auto sync_v = encoded_vector(fbb_, syncs, base);
+  auto alloc_v = encoded_vector(fbb_, allocs, base);
+  auto cpu_v = encoded_vector(fbb_, cpu, base);
+  auto marker_v = encoded_vector(fbb_, markers, base);
+  Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
+  if (!strings_.empty()) {
+    std::vector<Offset<fb::InternedString>> s;
+    for (const auto& [id, text] : strings_) s.push_back(fb::CreateInternedStringDirect(fbb_, id, text.c_str()));
+    strings_v = fbb_.CreateVector(s);
+  }
+  auto metadata_v = metadata_ ? build_metadata(fbb_, *metadata_) : 0;
+  auto drops_v = drops_ ? build_drops(fbb_, *drops_) : 0;
+  auto totals_v = totals_ ? build_totals(fbb_, *totals_, drops_.value_or(DropCounts{})) : 0;
+
+  fb::ChunkBuilder c(fbb_);
+  c.add_base_ns(base);
+  if (!metadata_v.IsNull()) c.add_metadata(metadata_v);
+  if (!strings_v.IsNull()) c.add_strings(strings_v);
+  if (!api_v.IsNull()) c.add_api_calls(api_v);
+  if (!copy_v.IsNull()) c.add_copies(copy_v);
+  if (!memset_v.IsNull()) c.add_memsets(memset_v);
+  if (!kernel_v.IsNull()) c.add_kernels(kernel_v);
+  if (!sync_v.IsNull()) c.add_syncs(sync_v);
+  if (!alloc_v.IsNull()) c.add_allocs(alloc_v);
+  if (!cpu_v.IsNull()) c.add_cpu_samples(cpu_v);
+  if (!marker_v.IsNull()) c.add_markers(marker_v);
+  if (!drops_v.IsNull()) c.add_drops(drops_v);
+  if (!totals_v.IsNull()) c.add_totals(totals_v);
+  fb::FinishChunkBuffer(fbb_, c.Finish());
+  return {fbb_.GetBufferPointer(), fbb_.GetSize()};
+}
+
+void ChunkBuilder::clear() {
+  std::apply([](auto&... vec) { (vec.clear(), ...); }, records_);
+  metadata_.reset();
+  strings_.clear();
+  drops_.reset();
+  totals_.reset();
+}
+
+FrameEncoder::FrameEncoder(int zstd_level) : cctx_(ZSTD_createCCtx()) {
+  if (cctx_ == nullptr) return;
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, zstd_level);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);     // integrity of the payload
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);  // reader checks it against the header
+}
+
+FrameEncoder::~FrameEncoder() { ZSTD_freeCCtx(cctx_); }
+
+std::span<const std::byte> FrameEncoder::encode(std::span<const uint8_t> chunk, uint32_t sequence) {
+  if (cctx_ == nullptr) {
+    last_error_ = "zstd context could not be created";
+    return {};
+  }
+  const size_t bound = ZSTD_compressBound(chunk.size());
+  frame_.resize(sizeof(container::FrameHeader) + container::align8(bound));
+  const size_t payload = ZSTD_compress2(cctx_, frame_.data() + sizeof(container::FrameHeader), bound,
+                                        chunk.data(), chunk.size());
+  if (ZSTD_isError(payload)) {
+    last_error_ = ZSTD_getErrorName(payload);
+    return {};
+  }
+  const auto header = container::make_frame_header(static_cast<uint32_t>(payload),
+                                                   static_cast<uint32_t>(chunk.size()), sequence);
+  std::memcpy(frame_.data(), &header, sizeof header);
+  const size_t total = sizeof header + container::align8(payload);
+  std::memset(frame_.data() + sizeof header + payload, 0, total - sizeof header - payload);
+  return {frame_.data(), total};
+}
+
+std::span<const std::byte> file_header_bytes() {
+  static const container::FileHeader header = container::make_file_header();
+  return {reinterpret_cast<const std::byte*>(&header), sizeof header};
+}
+
+}  // namespace gpuscope::capture

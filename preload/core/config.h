@@ -1,0 +1,62 @@
+// Capture settings, read once from the environment at start-up.
+//
+// Variables (docs/trace-format.md lists them too):
+//   GPUSCOPE_OUTPUT          directory, file, or pattern with %p %h %n %t %%
+//   GPUSCOPE_ROOT_PID        pid of the process `gpuscope run` started; other
+//                            processes of the run derive their own file name
+//   GPUSCOPE_DISABLE=1       load inert
+//   GPUSCOPE_BUFFER_KB       ring buffer per thread (default 1024)
+//   GPUSCOPE_MAX_THREADS     thread buffers (default 256)
+//   GPUSCOPE_FLUSH_MS        longest time between two frames (default 100)
+//   GPUSCOPE_CPU_SAMPLE_MS   CPU-time sampling period, 0 = off (default 10)
+//   GPUSCOPE_ZSTD_LEVEL      compression level (default 1)
+//   GPUSCOPE_EXIT_TIMEOUT_MS longest wait for the final flush at exit (default 3000)
+// Under secure execution (setuid, file capabilities) none of them is read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuscope::capture {
+
+struct SessionOptions {
+  uint32_t ring_kb = 1024;
+  uint32_t max_threads = 256;
+  uint32_t drain_interval_ms = 10;
+  uint32_t flush_interval_ms = 100;
+  uint32_t cpu_sample_interval_ms = 10;
+  int zstd_level = 1;
+  uint32_t exit_timeout_ms = 3000;
+};
+
+struct CaptureConfig {
+  bool disabled = false;
+  bool secure_execution = false;
+  std::string output;  // GPUSCOPE_OUTPUT as given
+  int root_pid = 0;
+  SessionOptions options;
+};
+
+// Reads the GPUSCOPE_* variables (none under AT_SECURE).
+CaptureConfig read_capture_config();
+
+// What the name pattern expands to; exposed for tests.
+struct NameFields {
+  int pid = 0;
+  std::string host;
+  std::string exe;
+  uint64_t start_realtime_ns = 0;
+};
+
+// Turns GPUSCOPE_OUTPUT into the file path for this process:
+//  - empty: ./gpuscope-%n-%p.gpuscope
+//  - an existing directory, or ending in '/': DIR/gpuscope-%n-%p.gpuscope
+//  - containing '%': the pattern expanded
+//  - otherwise the file itself.
+// A process other than the run's root (root_pid set and not ours) whose name
+// has no %p writes NAME-<pid>.EXT instead, so a run's processes never collide.
+std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& fields);
+
+std::string expand_name_pattern(const std::string& pattern, const NameFields& fields);
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,119 @@
+#include "process_info.h"
+
+#include <sched.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <array>
+#include <fstream>
+#include <iterator>
+#include <string_view>
+
+#include "clock.h"
+#include "gpuscope_version.h"
+
+extern char** environ;
+
+namespace gpuscope::capture {
+namespace {
+
+std::string read_small_file(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string trim_newline(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string> read_cmdline() {
+  std::vector<std::string> args;
+  const std::string raw = read_small_file("/proc/self/cmdline");
+  size_t begin = 0;
+  while (begin < raw.size()) {
+    size_t end = raw.find('\0', begin);
+    if (end == std::string::npos) end = raw.size();
+    args.emplace_back(raw, begin, end - begin);
+    begin = end + 1;
+  }
+  return args;
+}
+
+std::string read_link(const char* path) {
+  std::array<char, 4096> buf{};
+  const ssize_t n = readlink(path, buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), static_cast<size_t>(n)) : std::string();
+}
+
+std::vector<uint16_t> cpu_affinity() {
+  std::vector<uint16_t> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(static_cast<uint16_t>(cpu));
+  return cpus;
+}
+
+std::vector<std::pair<std::string, std::string>> recorded_environment() {
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    if (is_recorded_environment_variable(entry.substr(0, eq)))
+      vars.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return vars;
+}
+
+}  // namespace
+
+bool is_recorded_environment_variable(std::string_view name) {
+  static constexpr std::string_view kExact[] = {
+      "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+      "CUDA_LAUNCH_BLOCKING", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
+      "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
+      "CUDA_MPS_PIPE_DIRECTORY", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTORCH_CUDA_ALLOC_CONF",
+      "PYTORCH_NO_CUDA_MEMORY_CACHING", "TF_FORCE_GPU_ALLOW_GROWTH",
+      "XLA_PYTHON_CLIENT_PREALLOCATE", "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+      "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "SIMGPU_NODE"};
+  for (std::string_view e : kExact)
+    if (name == e) return true;
+  return name.starts_with("GPUSCOPE_");
+}
+
+std::string executable_name() {
+  const std::string exe = read_link("/proc/self/exe");
+  const size_t slash = exe.rfind('/');
+  std::string name = slash == std::string::npos ? exe : exe.substr(slash + 1);
+  return name.empty() ? std::string("unknown") : name;
+}
+
+ProcessMetadata collect_process_metadata() {
+  ProcessMetadata m;
+  m.pid = getpid();
+  m.ppid = getppid();
+  m.uid = getuid();
+  m.exe = read_link("/proc/self/exe");
+  m.argv = read_cmdline();
+  m.start_monotonic_ns = monotonic_ns();
+  m.start_realtime_ns = realtime_ns();
+  utsname u{};
+  if (uname(&u) == 0) {
+    m.hostname = u.nodename;
+    m.kernel_release = u.release;
+  }
+  m.boot_id = trim_newline(read_small_file("/proc/sys/kernel/random/boot_id"));
+  m.cpu_affinity = cpu_affinity();
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  m.online_cpus = online > 0 ? static_cast<uint32_t>(online) : 0;
+  m.environment = recorded_environment();
+  for (const auto& [key, value] : m.environment)
+    if (key == "GPUSCOPE_RUN_ID") m.run_id = value;
+  m.gpuscope_version = GPUSCOPE_VERSION_STRING;
+  return m;
+}
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,126 @@
+// The hot path: what a hook does to record an event.
+//
+// Cost budget (docs/performance.md): one TLS load, two relaxed atomic loads,
+// two vDSO clock reads, one ring push. No lock, no allocation, no syscall.
+// Everything that can be slow (claiming a buffer, lazy initialization) is in
+// the out-of-line slow path, taken once per thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "clock.h"
+#include "thread_slots.h"
+
+namespace gpuscope::capture {
+
+enum class Phase : uint32_t {
+  Idle = 0,       // not started (yet): hooks pass through
+  Recording = 1,  // events go to the thread buffers
+  Stopped = 2,    // capture ended (exit, output failure): pass through
+  Disabled = 3    // never record in this process (fork child, secure exec, opt-out)
+};
+
+// Per-thread state. Plain and zero-initialized so no TLS constructor runs, and
+// initial-exec so an access is a single %fs-relative load.
+struct ThreadContext {
+  ThreadSlot* slot;
+  uint32_t generation;  // the session generation `slot` belongs to
+  uint8_t internal;     // non-zero while gpuscope's own code runs on this thread
+  uint8_t depth;        // nesting of hooked calls on this thread
+  uint8_t exited;       // the thread-exit destructor has run
+  uint8_t key_set;      // the thread-exit destructor is armed
+  uint16_t claim_backoff;  // events to skip before trying to claim a buffer again
+};
+
+namespace detail {
+extern std::atomic<Phase> g_phase;
+extern std::atomic<uint32_t> g_generation;
+extern thread_local ThreadContext t_context __attribute__((tls_model("initial-exec")));
+ThreadSlot* attach_current_thread() noexcept;
+}  // namespace detail
+
+inline ThreadContext& thread_context() noexcept { return detail::t_context; }
+
+// Marks a stretch of gpuscope's own code on this thread: hooks reached from
+// it (say, a CUDA call made by a library gpuscope uses) are not recorded.
+class InternalScope {
+ public:
+  InternalScope() noexcept { ++detail::t_context.internal; }
+  ~InternalScope() { --detail::t_context.internal; }
+  InternalScope(const InternalScope&) = delete;
+  InternalScope& operator=(const InternalScope&) = delete;
+};
+
+// The calling thread's buffer if this event should be recorded, else null.
+inline ThreadSlot* recording_slot() noexcept {
+  ThreadContext& t = detail::t_context;
+  if (t.internal != 0) return nullptr;
+  ThreadSlot* s = t.slot;
+  if (__builtin_expect(s == nullptr ||
+                           t.generation != detail::g_generation.load(std::memory_order_relaxed),
+                       0)) {
+    return detail::attach_current_thread();
+  }
+  if (__builtin_expect(detail::g_phase.load(std::memory_order_relaxed) != Phase::Recording, 0)) {
+    s->drops[static_cast<size_t>(fb::DropReason::NotRecording)].add();
+    return nullptr;
+  }
+  return s;
+}
+
+template <class T> inline bool record(ThreadSlot* slot, const T& r) noexcept {
+  if (slot->ring.try_push(RecordTag<T>::value, &r, sizeof r)) return true;
+  slot->drops[static_cast<size_t>(fb::DropReason::BufferFull)].add();
+  return false;
+}
+
+template <class T> inline bool record(const T& r) noexcept {
+  ThreadSlot* slot = recording_slot();
+  return slot != nullptr && record(slot, r);
+}
+
+// Brackets one hooked call: takes the start time and a correlation id on
+// entry, and on finish() records the ApiCall with its duration and result.
+// Typed records (Copy, Sync, ...) for the same call reuse correlation_id().
+class ApiCallScope {
+ public:
+  explicit ApiCallScope(uint32_t function_id) noexcept : slot_(recording_slot()) {
+    if (slot_ == nullptr) return;
+    ThreadContext& t = detail::t_context;
+    depth_ = t.depth++;
+    function_id_ = function_id;
+    correlation_id_ = slot_->next_correlation_id();
+    start_ns_ = monotonic_ns();
+  }
+  ~ApiCallScope() {
+    if (slot_ != nullptr) --detail::t_context.depth;
+  }
+  ApiCallScope(const ApiCallScope&) = delete;
+  ApiCallScope& operator=(const ApiCallScope&) = delete;
+
+  bool active() const noexcept { return slot_ != nullptr; }
+  ThreadSlot* slot() const noexcept { return slot_; }
+  uint64_t correlation_id() const noexcept { return correlation_id_; }
+  uint64_t start_ns() const noexcept { return start_ns_; }
+
+  // Records the call; returns its end timestamp (0 when inactive).
+  uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0, int16_t device = -1,
+                  uint32_t stack_id = 0) noexcept {
+    if (slot_ == nullptr) return 0;
+    const uint64_t end = monotonic_ns();
+    const fb::ApiCall rec(start_ns_, end - start_ns_, correlation_id_, stream, slot_->tid, stack_id,
+                          result, function_id_, depth_, flags, device, 0);
+    record(slot_, rec);
+    return end;
+  }
+
+ private:
+  ThreadSlot* slot_;
+  uint64_t start_ns_ = 0;
+  uint64_t correlation_id_ = 0;
+  uint32_t function_id_ = 0;
+  uint8_t depth_ = 0;
+};
+
+}  // namespace gpuscope::capture

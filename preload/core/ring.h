@@ -1,0 +1,104 @@
+// Single-producer single-consumer byte ring carrying fixed-size records.
+//
+// The producer is one traced thread (the hot path): it copies a record in and
+// publishes it with one release store. No lock, no allocation, no syscall.
+// When the ring is full the record is refused and the caller counts the drop:
+// the traced program never waits for gpuscope.
+//
+// The consumer is the writer thread. Each record is an 8-byte header plus a
+// payload whose size is a multiple of 8; a record never wraps: at the end of
+// the buffer a Padding header fills the rest and the record starts at 0.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "record_types.h"
+
+namespace gpuscope::capture {
+
+struct RingRecordHeader {
+  RecordType type;
+  uint8_t reserved[3];
+  uint32_t payload_size;
+};
+static_assert(sizeof(RingRecordHeader) == 8);
+
+class SpscRing {
+ public:
+  // `memory` must be 8-byte aligned, `capacity` a power of two >= 64.
+  void attach(std::byte* memory, size_t capacity) noexcept {
+    data_ = memory;
+    capacity_ = capacity;
+    head_.store(0, std::memory_order_relaxed);
+    tail_.store(0, std::memory_order_relaxed);
+    cached_tail_ = 0;
+  }
+
+  size_t capacity() const noexcept { return capacity_; }
+
+  // Producer side. Returns false (and writes nothing) when there is no room.
+  bool try_push(RecordType type, const void* payload, uint32_t payload_size) noexcept {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const size_t total = sizeof(RingRecordHeader) + payload_size;
+    const size_t pos = head & (capacity_ - 1);
+    const size_t to_end = capacity_ - pos;
+    const size_t needed = total + (to_end < total ? to_end : 0);
+    if (head + needed - cached_tail_ > capacity_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (head + needed - cached_tail_ > capacity_) return false;
+    }
+    uint64_t at = head;
+    if (to_end < total) {  // fill the end with padding and start over at 0
+      write_header(pos, RecordType::Padding, static_cast<uint32_t>(to_end - sizeof(RingRecordHeader)));
+      at += to_end;
+    }
+    const size_t start = at & (capacity_ - 1);
+    write_header(start, type, payload_size);
+    std::memcpy(data_ + start + sizeof(RingRecordHeader), payload, payload_size);
+    head_.store(at + total, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side: calls f(type, payload, size) for every published record,
+  // then frees their space. Returns the number of records delivered.
+  template <class F> size_t drain(F&& f) {
+    uint64_t tail = tail_.load(std::memory_order_relaxed);
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    size_t delivered = 0;
+    while (tail < head) {
+      const size_t pos = tail & (capacity_ - 1);
+      RingRecordHeader h;
+      std::memcpy(&h, data_ + pos, sizeof h);
+      if (h.type != RecordType::Padding) {
+        f(h.type, data_ + pos + sizeof h, h.payload_size);
+        ++delivered;
+      }
+      tail += sizeof h + h.payload_size;
+    }
+    tail_.store(tail, std::memory_order_release);
+    return delivered;
+  }
+
+  bool empty() const noexcept {
+    return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_acquire);
+  }
+
+ private:
+  void write_header(size_t pos, RecordType type, uint32_t payload_size) noexcept {
+    RingRecordHeader h{type, {}, payload_size};
+    std::memcpy(data_ + pos, &h, sizeof h);
+  }
+
+  // head_ and the producer's cached view of tail_ share a cache line; tail_
+  // lives on its own so the two sides do not false-share.
+  alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t cached_tail_ = 0;
+  std::byte* data_ = nullptr;
+  size_t capacity_ = 0;
+  alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+}  // namespace gpuscope::capture

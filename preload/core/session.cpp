@@ -1,0 +1,194 @@
+#include "session.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <bit>
+#include <memory>
+#include <mutex>
+
+#include "writer.h"
+
+namespace gpuscope::capture {
+
+namespace detail {
+std::atomic<Phase> g_phase{Phase::Idle};
+std::atomic<uint32_t> g_generation{0};
+thread_local ThreadContext t_context __attribute__((tls_model("initial-exec"))) = {};
+}  // namespace detail
+
+namespace {
+
+// Everything below is touched by start/stop (serialized by g_lifecycle) and
+// by the slow path of the hot path (read-only after start).
+std::timed_mutex g_lifecycle;
+std::atomic<SlotPool*> g_pool{nullptr};
+std::atomic<uint64_t> g_unslotted_drops{0};
+Writer* g_writer = nullptr;
+TraceOutput* g_output = nullptr;
+SessionOptions g_options;
+std::string g_path;
+pid_t g_owner_pid = 0;
+uint32_t g_sessions_started = 0;
+
+pthread_key_t g_exit_key;
+pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
+
+std::atomic<void (*)()> g_lazy_initializer{nullptr};
+std::atomic<int> g_lazy_state{0};  // 0 not run, 1 running, 2 done
+
+constexpr uint16_t kClaimBackoff = 1024;
+
+StringTable& strings_instance() {
+  // Never destroyed: hooks may intern during static destruction.
+  static StringTable* table = new StringTable();
+  return *table;
+}
+
+// Thread exit (pthread key destructor; runs after C++ thread_local
+// destructors): hand the buffer to the writer for a last drain.
+void on_thread_exit(void*) {
+  ThreadContext& t = detail::t_context;
+  t.exited = 1;
+  if (t.slot != nullptr && t.generation == detail::g_generation.load(std::memory_order_acquire))
+    t.slot->state.store(SlotState::Retired, std::memory_order_release);
+  t.slot = nullptr;
+}
+
+void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
+
+void run_lazy_initializer_once() {
+  void (*init)() = g_lazy_initializer.load(std::memory_order_acquire);
+  int expected = 0;
+  if (init == nullptr || !g_lazy_state.compare_exchange_strong(expected, 1)) return;
+  {
+    InternalScope internal;
+    init();
+  }
+  g_lazy_state.store(2, std::memory_order_release);
+}
+
+// The thread buffers outlive sessions: a later session in the same process
+// keeps every thread's buffer. Only a different geometry (tests) replaces
+// the pool, which bumps the generation so threads claim anew; the old pool
+// is freed, so that must happen with no thread recording.
+SlotPool* pool_for(const SessionOptions& o) {
+  const size_t ring_bytes = std::bit_ceil(std::max<size_t>(o.ring_kb * 1024ull, 4096));
+  SlotPool* pool = g_pool.load(std::memory_order_acquire);
+  if (pool != nullptr && pool->size() == o.max_threads && pool->ring_bytes() == ring_bytes) {
+    for (uint32_t i = 0; i < pool->size(); ++i)
+      for (auto& counter : pool->at(i).drops) counter.value.store(0, std::memory_order_relaxed);
+    return pool;
+  }
+  auto fresh = std::make_unique<SlotPool>();
+  if (!fresh->create(o.max_threads, ring_bytes)) return nullptr;
+  delete g_pool.exchange(fresh.get(), std::memory_order_acq_rel);
+  detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
+  return fresh.release();
+}
+
+}  // namespace
+
+ThreadSlot* detail::attach_current_thread() noexcept {
+  ThreadContext& t = t_context;
+  if (t.exited != 0) return nullptr;
+  Phase phase = g_phase.load(std::memory_order_acquire);
+  if (phase == Phase::Idle) {
+    run_lazy_initializer_once();
+    phase = g_phase.load(std::memory_order_acquire);
+  }
+  if (phase != Phase::Recording) return nullptr;
+  if (t.claim_backoff != 0) {
+    --t.claim_backoff;
+    g_unslotted_drops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  const uint32_t generation = g_generation.load(std::memory_order_acquire);
+  ThreadSlot* slot = g_pool.load(std::memory_order_acquire)->claim(static_cast<uint32_t>(gettid()));
+  if (slot == nullptr) {
+    t.claim_backoff = kClaimBackoff;
+    g_unslotted_drops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (t.key_set == 0) {
+    pthread_setspecific(g_exit_key, &t);  // any non-null value arms the destructor
+    t.key_set = 1;
+  }
+  t.slot = slot;
+  t.generation = generation;
+  return slot;
+}
+
+bool start_session(const SessionOptions& options, const std::string& path,
+                   const ProcessMetadata& metadata, std::string* error) {
+  std::lock_guard lock(g_lifecycle);
+  if (g_writer != nullptr || detail::g_phase.load() == Phase::Disabled) {
+    *error = "capture is already running or disabled in this process";
+    return false;
+  }
+  pthread_once(&g_exit_key_once, make_exit_key);
+  SlotPool* pool = pool_for(options);
+  if (pool == nullptr) {
+    *error = "cannot reserve memory for thread buffers";
+    return false;
+  }
+  auto output = std::make_unique<TraceOutput>();
+  if (!output->create(path, error)) return false;
+  if (g_sessions_started++ != 0) strings_instance().mark_all_pending();  // a new file
+  g_unslotted_drops.store(0);
+  auto writer = std::make_unique<Writer>(options, *pool, strings_instance(), *output, g_unslotted_drops);
+  if (!writer->start(metadata, error)) return false;
+  g_options = options;
+  g_path = path;
+  g_owner_pid = getpid();
+  g_output = output.release();
+  g_writer = writer.release();
+  detail::g_phase.store(Phase::Recording, std::memory_order_release);
+  return true;
+}
+
+void stop_session(fb::EndKind kind, int exit_status) {
+  // Timed: _exit() from a signal handler that interrupted a stop on this
+  // very thread must not deadlock the program's exit.
+  std::unique_lock lock(g_lifecycle, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::milliseconds(g_options.exit_timeout_ms))) return;
+  if (g_writer == nullptr || getpid() != g_owner_pid) return;
+  Phase expected = Phase::Recording;
+  detail::g_phase.compare_exchange_strong(expected, Phase::Stopped);
+  if (g_writer->finish(kind, exit_status, /*stop=*/true, g_options.exit_timeout_ms)) {
+    delete g_writer;
+    delete g_output;
+  }  // else: the writer thread is still busy (a stuck disk); leave it be
+  g_writer = nullptr;
+  g_output = nullptr;
+}
+
+void checkpoint_session(fb::EndKind kind, int exit_status) {
+  std::lock_guard lock(g_lifecycle);
+  if (g_writer == nullptr || getpid() != g_owner_pid) return;
+  if (detail::g_phase.load() != Phase::Recording) return;
+  g_writer->finish(kind, exit_status, /*stop=*/false, g_options.exit_timeout_ms);
+}
+
+void disable_after_fork() {
+  // Runs in the child right after fork: no locks (another thread of the
+  // parent may have held g_lifecycle), no writer. The parent's objects are
+  // abandoned, not destroyed.
+  detail::g_phase.store(Phase::Disabled, std::memory_order_release);
+  g_writer = nullptr;
+  g_output = nullptr;
+}
+
+void disable_capture() { detail::g_phase.store(Phase::Disabled, std::memory_order_release); }
+
+Phase current_phase() { return detail::g_phase.load(std::memory_order_acquire); }
+
+const std::string& session_path() { return g_path; }
+
+StringTable& session_strings() { return strings_instance(); }
+
+void set_lazy_initializer(void (*initializer)()) {
+  g_lazy_initializer.store(initializer, std::memory_order_release);
+}
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,48 @@
+// The capture session: the one owner of the thread buffers, the writer and
+// the trace file of this process. Hook front-ends and tests drive it through
+// these functions; the hot path only ever sees recorder.h.
+#pragma once
+
+#include <string>
+
+#include "config.h"
+#include "process_info.h"
+#include "recorder.h"
+#include "string_table.h"
+
+namespace gpuscope::capture {
+
+// Creates the trace at `path` (refusing existing files, symlinks, FIFOs),
+// writes its header and metadata, starts the writer, then turns the hot path
+// on. Returns false with a sentence in *error when the trace cannot be made.
+bool start_session(const SessionOptions& options, const std::string& path,
+                   const ProcessMetadata& metadata, std::string* error);
+
+// Ends capture: final drain, a Totals frame, file closed. Idempotent and
+// thread-safe; waits at most options.exit_timeout_ms, then lets the process go.
+void stop_session(fb::EndKind kind, int exit_status);
+
+// Before exec: writes all recorded so far plus a Totals frame for `kind`,
+// and keeps capturing in case exec fails (a later Totals frame supersedes).
+void checkpoint_session(fb::EndKind kind, int exit_status);
+
+// In the child of fork(): recording is off for good, and the parent's writer
+// thread, locks and file are never touched.
+void disable_after_fork();
+
+// Turns this process's capture off before it ever started (opt-out, secure
+// execution, unusable output).
+void disable_capture();
+
+Phase current_phase();
+const std::string& session_path();
+
+// Function names, kernel names and the like, interned for records.
+StringTable& session_strings();
+
+// Run once by the first hooked call that arrives before the library's own
+// constructor has started the session (another library's constructor
+// calling CUDA, say).
+void set_lazy_initializer(void (*initializer)());
+
+}  // namespace gpuscope::capture

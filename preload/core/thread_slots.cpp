@@ -1,0 +1,58 @@
+#include "thread_slots.h"
+
+#include <sys/mman.h>
+
+#include <bit>
+
+namespace gpuscope::capture {
+
+SlotPool::~SlotPool() {
+  if (memory_ != nullptr) munmap(memory_, mapped_bytes_);
+}
+
+bool SlotPool::create(uint32_t slots, size_t ring_bytes) {
+  ring_bytes_ = std::bit_ceil(std::max<size_t>(ring_bytes, 4096));
+  mapped_bytes_ = ring_bytes_ * slots;
+  // MAP_NORESERVE: reserve address space for every possible thread, but only
+  // the pages a thread actually writes cost memory.
+  void* mem = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  memory_ = static_cast<std::byte*>(mem);
+  slots_ = std::make_unique<ThreadSlot[]>(slots);
+  count_ = slots;
+  for (uint32_t i = 0; i < slots; ++i) slots_[i].ring.attach(memory_ + i * ring_bytes_, ring_bytes_);
+  return true;
+}
+
+ThreadSlot* SlotPool::claim(uint32_t tid) noexcept {
+  for (uint32_t i = 0; i < count_; ++i) {
+    ThreadSlot& s = slots_[i];
+    SlotState expected = SlotState::Free;
+    if (s.state.load(std::memory_order_relaxed) != SlotState::Free) continue;
+    if (!s.state.compare_exchange_strong(expected, SlotState::Owned, std::memory_order_acquire))
+      continue;
+    s.tid = tid;
+    s.correlation_prefix = (next_ordinal_.fetch_add(1, std::memory_order_relaxed) + 1) << 40;
+    s.next_sequence = 0;
+    return &s;
+  }
+  return nullptr;
+}
+
+void SlotPool::recycle(ThreadSlot& slot, uint64_t* retired_drops) noexcept {
+  for (size_t r = 0; r < kDropReasonCount; ++r) {
+    retired_drops[r] += slot.drops[r].get();
+    slot.drops[r].value.store(0, std::memory_order_relaxed);
+  }
+  const size_t index = static_cast<size_t>(&slot - slots_.get());
+  // An exited thread's pages go back to the system: thread churn must not
+  // leave the process holding one ring per thread it ever had.
+  madvise(memory_ + index * ring_bytes_, ring_bytes_, MADV_DONTNEED);
+  slot.ring.attach(memory_ + index * ring_bytes_, ring_bytes_);
+  slot.tid = 0;
+  // Release: the next owner's acquire CAS sees the reset ring and counters.
+  slot.state.store(SlotState::Free, std::memory_order_release);
+}
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,74 @@
+// A fixed pool of per-thread ring buffers, reserved once per session.
+//
+// A traced thread claims a slot on its first event (one CAS, no allocation:
+// the memory was mapped when the session started, and only pages that are
+// written become resident). When the thread exits its slot is retired; the
+// writer drains it and returns it to the pool. Threads beyond the pool's
+// size record nothing and their events are counted as NoBuffer drops.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ring.h"
+
+namespace gpuscope::capture {
+
+inline constexpr size_t kDropReasonCount = 4;  // fb::DropReason values
+
+// A counter written by exactly one thread and read by the writer: a relaxed
+// load+store pair instead of a locked read-modify-write.
+struct SingleWriterCounter {
+  std::atomic<uint64_t> value{0};
+  void add(uint64_t n = 1) noexcept {
+    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
+};
+
+enum class SlotState : uint32_t { Free = 0, Owned = 1, Retired = 2 };
+
+struct ThreadSlot {
+  SpscRing ring;
+  std::atomic<SlotState> state{SlotState::Free};
+  uint32_t tid = 0;
+  uint64_t correlation_prefix = 0;  // thread ordinal << 40
+  uint64_t next_sequence = 0;       // producer-owned
+  SingleWriterCounter drops[kDropReasonCount];
+
+  uint64_t next_correlation_id() noexcept { return correlation_prefix | ++next_sequence; }
+};
+
+class SlotPool {
+ public:
+  SlotPool() = default;
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+  ~SlotPool();
+
+  // Maps `slots` rings of `ring_bytes` (rounded up to a power of two).
+  bool create(uint32_t slots, size_t ring_bytes);
+
+  // Hot-path-safe: claims a free slot for the calling thread or returns null.
+  ThreadSlot* claim(uint32_t tid) noexcept;
+
+  uint32_t size() const noexcept { return count_; }
+  ThreadSlot& at(uint32_t i) noexcept { return slots_[i]; }
+  size_t ring_bytes() const noexcept { return ring_bytes_; }
+
+  // Writer side: returns a drained, retired slot to the pool, folding its
+  // drop counters into `retired_drops` first.
+  void recycle(ThreadSlot& slot, uint64_t* retired_drops) noexcept;
+
+ private:
+  std::unique_ptr<ThreadSlot[]> slots_;
+  std::byte* memory_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  size_t ring_bytes_ = 0;
+  uint32_t count_ = 0;
+  std::atomic<uint64_t> next_ordinal_{0};
+};
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,106 @@
+#include "trace_output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace gpuscope::capture {
+namespace {
+
+std::string describe_create_error(const std::string& path, int err) {
+  switch (err) {
+    case EEXIST:
+      return "cannot create trace " + path + ": a file, FIFO or other entry already exists there";
+    case ELOOP:
+      return "cannot create trace " + path + ": it is a symbolic link (refused)";
+    default:
+      return "cannot create trace " + path + ": " + std::strerror(err);
+  }
+}
+
+}  // namespace
+
+TraceOutput::~TraceOutput() { close(); }
+
+bool TraceOutput::create(const std::string& path, std::string* error) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    failed_ = true;
+    failure_ = describe_create_error(path, errno);
+    if (error != nullptr) *error = failure_;
+    return false;
+  }
+  // O_EXCL guarantees we created it; the check guards against exotic
+  // filesystems that ignore it.
+  struct stat st{};
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    failed_ = true;
+    failure_ = "cannot create trace " + path + ": not a regular file owned by this user";
+    if (error != nullptr) *error = failure_;
+    close();
+    return false;
+  }
+  return true;
+}
+
+void TraceOutput::adopt(int fd, std::string path) {
+  fd_ = fd;
+  path_ = std::move(path);
+}
+
+bool TraceOutput::write_all(std::span<const std::byte> bytes) {
+  const std::byte* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      failure_ = "writing trace " + path_ + " failed: " + std::strerror(errno);
+      return false;
+    }
+    if (n == 0) {
+      failure_ = "writing trace " + path_ + " failed: no progress";
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool TraceOutput::append(std::span<const std::byte> bytes) {
+  if (failed_ || fd_ < 0) return false;
+  if (write_all(bytes)) {
+    good_size_ += bytes.size();
+    return true;
+  }
+  failed_ = true;
+  // A half-written frame would read as corruption; cut it off so the file
+  // ends on a frame boundary and reads as merely truncated.
+  if (ftruncate(fd_, static_cast<off_t>(good_size_)) == 0) lseek(fd_, 0, SEEK_END);
+  return false;
+}
+
+bool TraceOutput::append_after_failure(std::span<const std::byte> bytes) {
+  if (fd_ < 0) return false;
+  const std::string first_failure = failure_;  // the reason worth reporting
+  const bool landed = write_all(bytes);
+  failure_ = first_failure;
+  if (landed) {
+    good_size_ += bytes.size();
+    return true;
+  }
+  if (ftruncate(fd_, static_cast<off_t>(good_size_)) == 0) lseek(fd_, 0, SEEK_END);
+  return false;
+}
+
+void TraceOutput::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace gpuscope::capture

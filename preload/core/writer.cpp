@@ -1,0 +1,205 @@
+#include "writer.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+
+#include "clock.h"
+#include "diag.h"
+#include "recorder.h"
+
+namespace gpuscope::capture {
+namespace {
+
+constexpr size_t kEarlyFlushBytes = 8u << 20;  // a chunk this large is written at once
+
+// Starts `fn` on a new thread with every signal blocked: the program's
+// handlers must never run on gpuscope's thread, and a SIGPIPE/SIGXFSZ from a
+// failed write must stay with the write.
+template <class F> std::thread start_signal_free_thread(F&& fn) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  std::thread t(std::forward<F>(fn));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return t;
+}
+
+}  // namespace
+
+Writer::Writer(const SessionOptions& options, SlotPool& pool, StringTable& strings,
+               TraceOutput& output, std::atomic<uint64_t>& unslotted_drops)
+    : options_(options),
+      pool_(pool),
+      strings_(strings),
+      output_(output),
+      unslotted_drops_(unslotted_drops),
+      encoder_(options.zstd_level),
+      cpu_sampler_(strings) {}
+
+Writer::~Writer() {
+  // Only reached when stop timed out: the thread may still be writing, so it
+  // is let go rather than joined.
+  if (thread_.joinable()) thread_.detach();
+}
+
+bool Writer::start(const ProcessMetadata& metadata, std::string* error) {
+  if (!output_.append(file_header_bytes())) {
+    *error = output_.failure();
+    return false;
+  }
+  builder_.set_metadata(metadata);
+  builder_.add_strings(strings_.take_pending());
+  if (!write_chunk(nullptr)) {
+    *error = output_.failure();
+    return false;
+  }
+  started_ = true;
+  thread_ = start_signal_free_thread([this] { run(); });
+  return true;
+}
+
+void Writer::run() {
+  InternalScope internal;  // nothing this thread does is traced
+  pthread_setname_np(pthread_self(), "gpuscope-writer");
+  uint64_t last_flush = monotonic_ns();
+  uint64_t last_cpu_sample = 0;
+  const uint64_t flush_ns = options_.flush_interval_ms * 1'000'000ull;
+  const uint64_t cpu_ns = options_.cpu_sample_interval_ms * 1'000'000ull;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_interval_ms),
+                   [this] { return request_.pending; });
+    const Request req = request_;
+    lock.unlock();
+    const uint64_t now = monotonic_ns();
+    drain_all();
+    if (cpu_ns != 0 && (now - last_cpu_sample >= cpu_ns || req.pending)) {
+      cpu_sampler_.sample(now, builder_);
+      last_cpu_sample = now;
+    }
+    if (req.pending) {
+      const TotalsInfo totals = make_totals(req.kind, req.exit_status, "");
+      write_chunk(&totals);
+      last_flush = now;
+    } else if (now - last_flush >= flush_ns || builder_.approximate_bytes() >= kEarlyFlushBytes) {
+      write_chunk(nullptr);
+      last_flush = now;
+    }
+    lock.lock();
+    if (req.pending) {
+      completed_serial_ = req.serial;
+      request_.pending = false;
+      done_.notify_all();
+      if (req.stop) break;
+    }
+  }
+  if (!output_dead_) output_.close();
+  thread_exited_ = true;
+  done_.notify_all();
+}
+
+void Writer::drain_all() {
+  for (uint32_t i = 0; i < pool_.size(); ++i) {
+    ThreadSlot& slot = pool_.at(i);
+    const SlotState state = slot.state.load(std::memory_order_acquire);
+    if (state == SlotState::Free) continue;
+    slot.ring.drain([&](RecordType type, const std::byte* payload, uint32_t size) {
+      if (output_dead_) {
+        ++events_discarded_;
+        return;
+      }
+      builder_.add_record(type, payload, size);
+    });
+    // Retired was stored after the thread's last push, so the drain above
+    // has emptied it for good.
+    if (state == SlotState::Retired) pool_.recycle(slot, retired_drops_);
+  }
+  // Strings after records: every string a drained record refers to was
+  // interned before that record was pushed, so it is in this chunk or earlier.
+  if (!output_dead_) builder_.add_strings(strings_.take_pending());
+}
+
+DropCounts Writer::current_drops() const {
+  DropCounts d{};
+  for (size_t r = 0; r < kDropReasonCount; ++r) d[r] = retired_drops_[r];
+  for (uint32_t i = 0; i < pool_.size(); ++i)
+    for (size_t r = 0; r < kDropReasonCount; ++r) d[r] += pool_.at(i).drops[r].get();
+  d[static_cast<size_t>(fb::DropReason::NoBuffer)] += unslotted_drops_.load(std::memory_order_relaxed);
+  return d;
+}
+
+TotalsInfo Writer::make_totals(fb::EndKind kind, int exit_status, std::string message) const {
+  TotalsInfo t;
+  t.end_monotonic_ns = monotonic_ns();
+  t.end_kind = kind;
+  t.exit_status = exit_status;
+  t.events_written = events_written_;  // write_frame adds this chunk's records
+  t.frames_written = frames_written_;
+  t.bytes_written = output_.bytes_written();
+  t.message = std::move(message);
+  return t;
+}
+
+bool Writer::write_chunk(const TotalsInfo* totals) {
+  if (output_dead_) return false;
+  if (builder_.empty() && totals == nullptr) return true;
+  builder_.set_drops(current_drops());
+  TotalsInfo with_count;
+  if (totals != nullptr) {
+    with_count = *totals;
+    with_count.events_written += builder_.record_count();
+    builder_.set_totals(with_count);
+  }
+  const size_t records = builder_.record_count();
+  const bool ok = write_frame(builder_.build(), totals);
+  builder_.clear();
+  if (ok) events_written_ += records;
+  return ok;
+}
+
+bool Writer::write_frame(std::span<const uint8_t> chunk, const TotalsInfo* /*totals*/) {
+  const auto frame = encoder_.encode(chunk, frames_written_);
+  if (!frame.empty() && output_.append(frame)) {
+    ++frames_written_;
+    return true;
+  }
+  on_output_failure();
+  return false;
+}
+
+void Writer::on_output_failure() {
+  output_dead_ = true;
+  const std::string reason = output_.failed() ? output_.failure()
+                                              : std::string("compressing a frame failed: ") + encoder_.last_error();
+  if (!started_) return;  // start() hands the reason to its caller instead
+  detail::g_phase.store(Phase::Stopped, std::memory_order_relaxed);
+  diag_line("%s; tracing stopped, the program continues untraced", reason.c_str());
+  // Say in the trace itself why it ends here, if a small frame still fits.
+  ChunkBuilder last;
+  last.set_drops(current_drops());
+  last.set_totals(make_totals(fb::EndKind::OutputFailed, 0, reason));
+  const auto frame = encoder_.encode(last.build(), frames_written_);
+  if (!frame.empty() && output_.append_after_failure(frame)) ++frames_written_;
+  output_.close();
+}
+
+bool Writer::finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeout_ms) {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable() || thread_exited_) return true;
+  request_ = Request{true, stop, kind, exit_status, request_.serial + 1};
+  const uint64_t serial = request_.serial;
+  wake_.notify_one();
+  const bool done = done_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    return completed_serial_ >= serial || thread_exited_;
+  });
+  if (done && stop) {
+    lock.unlock();
+    thread_.join();
+  }
+  return done;
+}
+
+
+}  // namespace gpuscope::capture

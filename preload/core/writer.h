@@ -1,0 +1,85 @@
+// The writer thread: the only code that touches the trace file.
+//
+// Every drain interval it empties the thread rings into a ChunkBuilder and
+// samples CPU time; at least every flush interval (or when a chunk grows
+// large) it compresses the chunk into a frame and appends it. A SIGKILL
+// therefore loses at most one flush interval. All signals are blocked in
+// this thread so it never runs the program's handlers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "chunk_builder.h"
+#include "config.h"
+#include "cpu_sampler.h"
+#include "string_table.h"
+#include "thread_slots.h"
+#include "trace_output.h"
+
+namespace gpuscope::capture {
+
+class Writer {
+ public:
+  Writer(const SessionOptions& options, SlotPool& pool, StringTable& strings, TraceOutput& output,
+         std::atomic<uint64_t>& unslotted_drops);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Writes the file header and the metadata frame on the calling thread (so
+  // a process killed right away still leaves a readable trace), then starts
+  // the writer thread.
+  bool start(const ProcessMetadata& metadata, std::string* error);
+
+  // Writes everything recorded so far and a Totals frame. With stop=true the
+  // thread then ends; stop=false (before exec) keeps capturing, and a later
+  // Totals frame supersedes this one. Waits at most timeout_ms.
+  bool finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeout_ms);
+
+ private:
+  struct Request {
+    bool pending = false;
+    bool stop = false;
+    fb::EndKind kind = fb::EndKind::Unknown;
+    int exit_status = 0;
+    uint64_t serial = 0;
+  };
+
+  void run();
+  void drain_all();
+  bool write_chunk(const TotalsInfo* totals);
+  bool write_frame(std::span<const uint8_t> chunk, const TotalsInfo* totals);
+  void on_output_failure();
+  DropCounts current_drops() const;
+  TotalsInfo make_totals(fb::EndKind kind, int exit_status, std::string message) const;
+
+  SessionOptions options_;
+  SlotPool& pool_;
+  StringTable& strings_;
+  TraceOutput& output_;
+  std::atomic<uint64_t>& unslotted_drops_;
+  ChunkBuilder builder_;
+  FrameEncoder encoder_;
+  CpuSampler cpu_sampler_;
+  uint64_t retired_drops_[kDropReasonCount] = {};
+  uint64_t events_written_ = 0;
+  uint64_t events_discarded_ = 0;  // drained after the output failed
+  uint32_t frames_written_ = 0;
+  bool output_dead_ = false;
+  bool started_ = false;  // failures after start are reported on stderr by the writer
+
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  Request request_;
+  uint64_t completed_serial_ = 0;
+  bool thread_exited_ = false;
+};
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,193 @@
+// The process-lifecycle front-end of libgpuscope.so: start capture when the
+// library loads, note how the process ends, write the last frame on every
+// exit path that runs code, and keep fork children and exec'd images apart.
+//
+// Exit paths:  return from main  -> __libc_start_main wrapper notes the status
+//              exit()            -> noted, then the destructor finalizes
+//              _exit() / _Exit() -> finalized right here (no destructors run)
+//              exec*()           -> everything so far flushed before the image goes
+//              fatal signal, SIGKILL -> nothing runs; the reader reports the
+//                                   trace as truncated after its last flush
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <string>
+
+#include "diag.h"
+#include "real_symbol.h"
+#include "session.h"
+
+#define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gpuscope::preload {
+namespace {
+
+using capture::Phase;
+using fb::EndKind;
+
+std::atomic<bool> g_initialized{false};
+std::atomic<int> g_end_kind{static_cast<int>(EndKind::Unknown)};
+std::atomic<int> g_exit_status{0};
+pid_t g_process_pid = 0;
+
+void on_fork_child() { capture::disable_after_fork(); }
+
+void initialize_capture() {
+  if (g_initialized.exchange(true)) return;
+  capture::InternalScope internal;
+  g_process_pid = getpid();
+  const capture::CaptureConfig config = capture::read_capture_config();
+  if (config.secure_execution) {
+    capture::diag_line("secure-execution program (setuid or file capabilities): not traced");
+    capture::disable_capture();
+    return;
+  }
+  if (config.disabled) {
+    capture::disable_capture();
+    return;
+  }
+  const capture::ProcessMetadata metadata = capture::collect_process_metadata();
+  const capture::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
+                                   metadata.start_realtime_ns};
+  const std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
+  std::string error;
+  if (!capture::start_session(config.options, path, metadata, &error)) {
+    capture::diag_line("%s; the program runs untraced", error.c_str());
+    capture::disable_capture();
+    return;
+  }
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+}
+
+// First writer wins: exit() called from an atexit handler after main
+// returned does not overwrite main's status.
+void note_end(EndKind kind, int status) {
+  int unknown = static_cast<int>(EndKind::Unknown);
+  if (g_end_kind.compare_exchange_strong(unknown, static_cast<int>(kind)))
+    g_exit_status.store(status);
+}
+
+bool is_capturing_process() {
+  return getpid() == g_process_pid && capture::current_phase() == Phase::Recording;
+}
+
+void finalize(EndKind fallback_kind, int fallback_status) {
+  note_end(fallback_kind, fallback_status);
+  capture::stop_session(static_cast<EndKind>(g_end_kind.load()), g_exit_status.load());
+}
+
+__attribute__((constructor(101))) void on_load() {
+  capture::set_lazy_initializer(initialize_capture);
+  initialize_capture();
+}
+
+__attribute__((destructor(101))) void on_unload() {
+  if (getpid() == g_process_pid) finalize(EndKind::Unknown, 0);
+}
+
+using MainFn = int (*)(int, char**, char**);
+MainFn g_real_main = nullptr;
+
+int main_wrapper(int argc, char** argv, char** envp) {
+  const int status = g_real_main(argc, argv, envp);
+  note_end(EndKind::ReturnFromMain, status);
+  return status;
+}
+
+// Calls exec with a flush first; if exec fails capture simply goes on.
+template <class Exec> int with_exec_checkpoint(Exec&& exec) {
+  if (is_capturing_process()) capture::checkpoint_session(EndKind::Exec, 0);
+  return exec();
+}
+
+// execl-style argument lists, gathered into an argv on the stack.
+#define GPUSCOPE_COLLECT_ARGS(first, argv_out, after_null)                 \
+  size_t count = 1;                                                         \
+  {                                                                         \
+    va_list probe;                                                          \
+    va_start(probe, first);                                                 \
+    while (va_arg(probe, const char*) != nullptr) ++count;                  \
+    va_end(probe);                                                          \
+  }                                                                         \
+  auto** argv_out = static_cast<char**>(__builtin_alloca((count + 1) * sizeof(char*))); \
+  {                                                                         \
+    va_list args;                                                           \
+    va_start(args, first);                                                  \
+    argv_out[0] = const_cast<char*>(first);                                 \
+    for (size_t i = 1; i <= count; ++i) argv_out[i] = va_arg(args, char*);  \
+    after_null;                                                             \
+    va_end(args);                                                           \
+  }
+
+}  // namespace
+}  // namespace gpuscope::preload
+
+using namespace gpuscope::preload;
+
+GPUSCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(),
+                                      void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+  using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
+  g_real_main = main;
+  return next<StartFn>("__libc_start_main")(main_wrapper, argc, argv, init, fini, rtld_fini,
+                                            stack_end);
+}
+
+GPUSCOPE_EXPORT [[noreturn]] void exit(int status) {
+  note_end(EndKind::Exit, status);
+  next<void (*)(int)>("exit")(status);
+  __builtin_unreachable();
+}
+
+GPUSCOPE_EXPORT [[noreturn]] void quick_exit(int status) {
+  if (getpid() == g_process_pid) finalize(EndKind::Exit, status);
+  next<void (*)(int)>("quick_exit")(status);
+  __builtin_unreachable();
+}
+
+GPUSCOPE_EXPORT [[noreturn]] void _exit(int status) {
+  // A vfork child shares our memory but not our pid: it must not finalize.
+  if (getpid() == g_process_pid) finalize(EndKind::ImmediateExit, status);
+  next<void (*)(int)>("_exit")(status);
+  __builtin_unreachable();
+}
+
+GPUSCOPE_EXPORT [[noreturn]] void _Exit(int status) {
+  if (getpid() == g_process_pid) finalize(EndKind::ImmediateExit, status);
+  next<void (*)(int)>("_Exit")(status);
+  __builtin_unreachable();
+}
+
+GPUSCOPE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  return with_exec_checkpoint([&] { return next<decltype(&execve)>("execve")(path, argv, envp); });
+}
+
+GPUSCOPE_EXPORT int execv(const char* path, char* const argv[]) {
+  return with_exec_checkpoint([&] { return next<decltype(&execv)>("execv")(path, argv); });
+}
+
+GPUSCOPE_EXPORT int execvp(const char* file, char* const argv[]) {
+  return with_exec_checkpoint([&] { return next<decltype(&execvp)>("execvp")(file, argv); });
+}
+
+GPUSCOPE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  return with_exec_checkpoint(
+      [&] { return next<decltype(&execvpe)>("execvpe")(file, argv, envp); });
+}
+
+GPUSCOPE_EXPORT int execl(const char* path, const char* arg, ...) {
+  GPUSCOPE_COLLECT_ARGS(arg, argv, (void)0)
+  return execv(path, argv);
+}
+
+GPUSCOPE_EXPORT int execlp(const char* file, const char* arg, ...) {
+  GPUSCOPE_COLLECT_ARGS(arg, argv, (void)0)
+  return execvp(file, argv);
+}
+
+GPUSCOPE_EXPORT int execle(const char* path, const char* arg, ...) {
+  char** envp = nullptr;
+  GPUSCOPE_COLLECT_ARGS(arg, argv, envp = va_arg(args, char**))
+  return execve(path, argv, envp);
+}

@@ -1,0 +1,107 @@
+// The gpuscope trace container: the byte layout around the FlatBuffer chunks.
+// Shared by the writer (preload/) and the reader (analyzer/); nothing else is.
+// docs/trace-format.md is the prose version of this file.
+//
+//   FileHeader (32 bytes)
+//   Frame*     each: FrameHeader (24 bytes) + zstd payload + zero padding to 8
+//
+// A frame's payload is one zstd frame (content size and content checksum on)
+// holding one FlatBuffer `gpuscope.fb.Chunk`. Frames start 8-byte aligned.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace gpuscope::container {
+
+// Bump major for changes old readers cannot read; minor for additions they
+// can skip (new Chunk fields, new vectors).
+inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMinor = 0;
+
+inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
+inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};
+
+// Header flags.
+inline constexpr uint32_t kFlagDeltaCoded = 1u << 0;  // record timestamps/ids are delta-coded
+
+// Hard limits the reader enforces before allocating anything.
+inline constexpr uint32_t kMaxFramePayload = 64u << 20;   // compressed bytes
+inline constexpr uint32_t kMaxChunkBytes = 128u << 20;    // decompressed bytes
+
+struct FileHeader {
+  char magic[8];
+  uint16_t format_major;
+  uint16_t format_minor;
+  uint32_t header_size;  // sizeof(FileHeader) for 1.x; lets later versions grow it
+  uint32_t flags;
+  uint32_t reserved;
+  uint32_t reserved2;
+  uint32_t header_crc;   // CRC-32C of the 28 bytes before it
+};
+static_assert(sizeof(FileHeader) == 32);
+
+struct FrameHeader {
+  char magic[4];
+  uint32_t payload_size;  // bytes of zstd data following this header
+  uint32_t chunk_size;    // bytes of the decompressed FlatBuffer
+  uint32_t sequence;      // 0, 1, 2, ... per file: gaps mean lost frames
+  uint32_t reserved;
+  uint32_t header_crc;    // CRC-32C of the 20 bytes before it
+};
+static_assert(sizeof(FrameHeader) == 24);
+
+constexpr size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
+
+// CRC-32C (Castagnoli), bytewise table: enough for 24-byte headers; payload
+// integrity comes from zstd's own content checksum.
+namespace detail {
+constexpr std::array<uint32_t, 256> make_crc32c_table() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+inline constexpr auto kCrc32cTable = make_crc32c_table();
+}  // namespace detail
+
+inline uint32_t crc32c(const void* data, size_t size) {
+  auto* p = static_cast<const uint8_t*>(data);
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < size; ++i) c = detail::kCrc32cTable[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+inline FileHeader make_file_header() {
+  FileHeader h{};
+  std::memcpy(h.magic, kFileMagic.data(), sizeof h.magic);
+  h.format_major = kFormatMajor;
+  h.format_minor = kFormatMinor;
+  h.header_size = sizeof(FileHeader);
+  h.flags = kFlagDeltaCoded;
+  h.header_crc = crc32c(&h, offsetof(FileHeader, header_crc));
+  return h;
+}
+
+inline FrameHeader make_frame_header(uint32_t payload_size, uint32_t chunk_size,
+                                     uint32_t sequence) {
+  FrameHeader h{};
+  std::memcpy(h.magic, kFrameMagic.data(), sizeof h.magic);
+  h.payload_size = payload_size;
+  h.chunk_size = chunk_size;
+  h.sequence = sequence;
+  h.header_crc = crc32c(&h, offsetof(FrameHeader, header_crc));
+  return h;
+}
+
+inline bool frame_header_intact(const FrameHeader& h) {
+  return std::memcmp(h.magic, kFrameMagic.data(), sizeof h.magic) == 0 &&
+         h.header_crc == crc32c(&h, offsetof(FrameHeader, header_crc));
+}
+
+}  // namespace gpuscope::container

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs gpuscope's build and test dependencies from Debian packages, only
+# those that are missing. Idempotent; runs apt-get update only when it must
+# install something. Works as root on a fresh Debian 12 machine (uses sudo
+# otherwise, when available).
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libspdlog-dev libfmt-dev          # messages in the CLI and analyzer
+  libflatbuffers-dev flatbuffers-compiler   # trace chunks (flatc runs at build time)
+  libunwind-dev                     # call stacks in the traced process
+  libzstd-dev                       # frame compression
+  libdw-dev                         # offline symbolization
+  libcli11-dev                      # command line
+  nlohmann-json3-dev                # simgpu node descriptions, JSON reports
+  libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  python3                           # small test helpers
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
+    echo "install-deps: missing ${missing[*]} and not root (no sudo)" >&2; exit 1; fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
