@@ -185,6 +185,14 @@ Phase current_phase() { return detail::g_phase.load(std::memory_order_acquire); 
 
 const std::string& session_path() { return g_path; }
 
+uint32_t free_thread_buffers() {
+  SlotPool* pool = g_pool.load(std::memory_order_acquire);
+  uint32_t n = 0;
+  for (uint32_t i = 0; pool != nullptr && i < pool->size(); ++i)
+    n += pool->at(i).state.load(std::memory_order_acquire) == SlotState::Free ? 1 : 0;
+  return n;
+}
+
 StringTable& session_strings() { return strings_instance(); }
 
 void set_lazy_initializer(void (*initializer)()) {

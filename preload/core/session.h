@@ -35,6 +35,10 @@ void disable_after_fork();
 void disable_capture();
 
 Phase current_phase();
+
+// Thread buffers currently free (not owned by a live or not-yet-drained
+// exited thread).
+uint32_t free_thread_buffers();
 const std::string& session_path();
 
 // Function names, kernel names and the like, interned for records.

@@ -10,15 +10,16 @@
 namespace gpuscope::capture {
 namespace {
 
+// O_EXCL refuses whatever is at the path; say what it was.
 std::string describe_create_error(const std::string& path, int err) {
-  switch (err) {
-    case EEXIST:
-      return "cannot create trace " + path + ": a file, FIFO or other entry already exists there";
-    case ELOOP:
-      return "cannot create trace " + path + ": it is a symbolic link (refused)";
-    default:
-      return "cannot create trace " + path + ": " + std::strerror(err);
-  }
+  const std::string prefix = "cannot create trace " + path + ": ";
+  struct stat st{};
+  if (err != EEXIST && err != ELOOP) return prefix + std::strerror(err);
+  if (lstat(path.c_str(), &st) != 0) return prefix + std::strerror(err);
+  if (S_ISLNK(st.st_mode)) return prefix + "it is a symbolic link (refused, never followed)";
+  if (S_ISFIFO(st.st_mode)) return prefix + "a FIFO already exists there (refused)";
+  if (st.st_uid != geteuid()) return prefix + "a file of another user already exists there (refused)";
+  return prefix + "a file already exists there (refused, never overwritten)";
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+// Reads a whole trace into plain vectors, for tests to assert on.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trace_reader.h"
+#include "trace_summary.h"
+
+namespace gpuscope::test {
+
+struct TraceContents {
+  bool opened = false;
+  std::string error;
+  reader::TraceSummary summary;
+  std::vector<fb::ApiCall> api_calls;
+  std::vector<fb::Copy> copies;
+  std::vector<fb::Memset> memsets;
+  std::vector<fb::Kernel> kernels;
+  std::vector<fb::Sync> syncs;
+  std::vector<fb::Alloc> allocs;
+  std::vector<fb::CpuSample> cpu_samples;
+  std::vector<fb::Marker> markers;
+};
+
+inline TraceContents read_trace(reader::TraceReader& r) {
+  TraceContents t;
+  t.opened = true;
+  // One pass for the records, one (through summarize) for the summary.
+  r.read([&](const reader::ChunkView& v) {
+    t.api_calls.insert(t.api_calls.end(), v.api_calls.begin(), v.api_calls.end());
+    t.copies.insert(t.copies.end(), v.copies.begin(), v.copies.end());
+    t.memsets.insert(t.memsets.end(), v.memsets.begin(), v.memsets.end());
+    t.kernels.insert(t.kernels.end(), v.kernels.begin(), v.kernels.end());
+    t.syncs.insert(t.syncs.end(), v.syncs.begin(), v.syncs.end());
+    t.allocs.insert(t.allocs.end(), v.allocs.begin(), v.allocs.end());
+    t.cpu_samples.insert(t.cpu_samples.end(), v.cpu_samples.begin(), v.cpu_samples.end());
+    t.markers.insert(t.markers.end(), v.markers.begin(), v.markers.end());
+  });
+  return t;
+}
+
+// Opens `path` twice: once for the records, once for the summary.
+inline TraceContents read_trace_file(const std::string& path) {
+  TraceContents t;
+  reader::TraceReader records;
+  if (!records.open_file(path, &t.error)) return t;
+  t = read_trace(records);
+  reader::TraceReader summary;
+  summary.open_file(path, &t.error);
+  t.summary = reader::summarize(summary);
+  return t;
+}
+
+}  // namespace gpuscope::test

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "../support/temp_dir.h"
+
+namespace gpuscope::capture {
+namespace {
+
+NameFields fields() { return {4242, "node7", "serve", 1'764'442'560'000'000'000ull}; }
+
+TEST(OutputPath, DefaultIsExeAndPidInWorkingDirectory) {
+  EXPECT_EQ(resolve_output_path("", 0, fields()), "gpuscope-serve-4242.gpuscope");
+}
+
+TEST(OutputPath, DirectoryGetsDefaultName) {
+  test::TempDir dir;
+  EXPECT_EQ(resolve_output_path(dir.path(), 0, fields()), dir.path() + "/gpuscope-serve-4242.gpuscope");
+  EXPECT_EQ(resolve_output_path("/not/yet/made/", 0, fields()), "/not/yet/made/gpuscope-serve-4242.gpuscope");
+}
+
+TEST(OutputPath, PatternExpandsEveryField) {
+  EXPECT_EQ(resolve_output_path("/t/%n.%h.%p.%t.%%.%x", 0, fields()),
+            "/t/serve.node7.4242.20251129T185600Z.%.%x");
+}
+
+TEST(OutputPath, PlainFileBelongsToTheRootProcessOnly) {
+  EXPECT_EQ(resolve_output_path("/t/run.gpuscope", 4242, fields()), "/t/run.gpuscope");
+  EXPECT_EQ(resolve_output_path("/t/run.gpuscope", 1, fields()), "/t/run-4242.gpuscope");
+  EXPECT_EQ(resolve_output_path("/t.d/run", 1, fields()), "/t.d/run-4242");
+  EXPECT_EQ(resolve_output_path("/t/%n.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
+  EXPECT_EQ(resolve_output_path("/t/%n-%p.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
+}
+
+TEST(CaptureConfig, ReadsAndBoundsVariables) {
+  setenv("GPUSCOPE_BUFFER_KB", "64", 1);
+  setenv("GPUSCOPE_FLUSH_MS", "5", 1);
+  setenv("GPUSCOPE_MAX_THREADS", "0", 1);      // out of range: default kept
+  setenv("GPUSCOPE_ZSTD_LEVEL", "3x", 1);      // not a number: default kept
+  const CaptureConfig c = read_capture_config();
+  EXPECT_EQ(c.options.ring_kb, 64u);
+  EXPECT_EQ(c.options.flush_interval_ms, 5u);
+  EXPECT_EQ(c.options.drain_interval_ms, 5u);  // never longer than a flush
+  EXPECT_EQ(c.options.max_threads, 256u);
+  EXPECT_EQ(c.options.zstd_level, 1);
+  EXPECT_FALSE(c.secure_execution);
+  for (const char* v : {"GPUSCOPE_BUFFER_KB", "GPUSCOPE_FLUSH_MS", "GPUSCOPE_MAX_THREADS", "GPUSCOPE_ZSTD_LEVEL"})
+    unsetenv(v);
+}
+
+}  // namespace
+}  // namespace gpuscope::capture
