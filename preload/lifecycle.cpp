@@ -9,6 +9,7 @@
 //              fatal signal, SIGKILL -> nothing runs; the reader reports the
 //                                   trace as truncated after its last flush
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,7 +52,14 @@ void initialize_capture() {
   const capture::ProcessMetadata metadata = capture::collect_process_metadata();
   const capture::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
                                    metadata.start_realtime_ns};
-  const std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
+  std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
+  // `gpuscope run -o FILE -- sh -c 'exec app'`: the run's root pid is the
+  // shell and then the app. The CLI made sure FILE did not exist when the run
+  // began, so an existing FILE here is the previous image's trace.
+  struct stat st{};
+  if (config.root_pid == metadata.pid && path == config.output && lstat(path.c_str(), &st) == 0 &&
+      S_ISREG(st.st_mode))
+    path = capture::exec_successor_path(path, metadata.pid, fields.exe);
   std::string error;
   if (!capture::start_session(config.options, path, metadata, &error)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());

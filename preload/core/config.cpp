@@ -36,13 +36,16 @@ std::string utc_timestamp(uint64_t realtime_ns) {
   return buf;
 }
 
-// "dir/app.gpuscope" -> "dir/app-<pid>.gpuscope"; "dir/trace" -> "dir/trace-<pid>".
-std::string with_pid_suffix(const std::string& path, int pid) {
+// "dir/app.gpuscope" -> "dir/app<suffix>.gpuscope"; "dir/trace" -> "dir/trace<suffix>".
+std::string with_suffix(const std::string& path, const std::string& suffix) {
   const size_t slash = path.rfind('/');
   const size_t dot = path.rfind('.');
   const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
-  const std::string suffix = "-" + std::to_string(pid);
   return has_ext ? path.substr(0, dot) + suffix + path.substr(dot) : path + suffix;
+}
+
+std::string with_pid_suffix(const std::string& path, int pid) {
+  return with_suffix(path, "-" + std::to_string(pid));
 }
 
 }  // namespace
@@ -67,6 +70,10 @@ CaptureConfig read_capture_config() {
   read_number<uint32_t>("GPUSCOPE_EXIT_TIMEOUT_MS", &o.exit_timeout_ms, 0, 600'000);
   o.drain_interval_ms = std::min(o.drain_interval_ms, o.flush_interval_ms);
   return c;
+}
+
+std::string exec_successor_path(const std::string& path, int pid, const std::string& exe) {
+  return with_suffix(path, "-" + std::to_string(pid) + "-" + exe);
 }
 
 std::string expand_name_pattern(const std::string& pattern, const NameFields& f) {

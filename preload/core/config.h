@@ -57,6 +57,10 @@ struct NameFields {
 // has no %p writes NAME-<pid>.EXT instead, so a run's processes never collide.
 std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& fields);
 
+// The run's root process replaced itself with exec after its first image
+// had created the trace file: the new image writes NAME-<pid>-<exe>.EXT.
+std::string exec_successor_path(const std::string& path, int pid, const std::string& exe);
+
 std::string expand_name_pattern(const std::string& pattern, const NameFields& fields);
 
 }  // namespace gpuscope::capture

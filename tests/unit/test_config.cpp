@@ -32,6 +32,11 @@ TEST(OutputPath, PlainFileBelongsToTheRootProcessOnly) {
   EXPECT_EQ(resolve_output_path("/t/%n-%p.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
 }
 
+TEST(OutputPath, ExecSuccessorAddsPidAndProgram) {
+  EXPECT_EQ(exec_successor_path("/t/run.gpuscope", 7, "python3"), "/t/run-7-python3.gpuscope");
+  EXPECT_EQ(exec_successor_path("/t.d/run", 7, "python3"), "/t.d/run-7-python3");
+}
+
 TEST(CaptureConfig, ReadsAndBoundsVariables) {
   setenv("GPUSCOPE_BUFFER_KB", "64", 1);
   setenv("GPUSCOPE_FLUSH_MS", "5", 1);

@@ -1,0 +1,94 @@
+// A program that does what its arguments say, in order, so end-to-end tests
+// can compare its behaviour with and without gpuscope:
+//   out:TEXT err:TEXT      print a line to stdout / stderr
+//   sleep:MS spin:MS       wait / burn CPU
+//   threads:N              N threads, alive together for 200 ms, then joined
+//   fork:CODE              fork; the child prints and exit()s with CODE
+//   fork_exec:CODE         fork; the child execs this program to exit with CODE
+//   vfork_exec:CODE        the same through vfork
+//   return:C exit:C _exit:C thread_exit:C   end that way with status C
+//   abort signal:N         die by abort() / raise(N)
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "behave";
+}
+
+void spin(int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  volatile unsigned long x = 0;
+  while (std::chrono::steady_clock::now() < until) x = x + 1;
+}
+
+void run_threads(int n) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) threads.emplace_back([] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); });
+  for (auto& t : threads) t.join();
+  std::printf("joined %d threads\n", n);
+}
+
+int wait_child(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void fork_child(int code, bool exec, bool use_vfork) {
+  std::fflush(stdout);
+  const std::string self = self_path();
+  const std::string exit_arg = "exit:" + std::to_string(code);
+  const pid_t pid = use_vfork ? vfork() : fork();
+  if (pid == 0) {
+    if (exec) {
+      execl(self.c_str(), "behave", "out:exec-child", exit_arg.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::printf("fork-child\n");
+    std::exit(code);  // runs atexit handlers and destructors in the child
+  }
+  std::printf("child exited %d\n", wait_child(pid));
+}
+
+int value(const std::string& arg) { return std::atoi(arg.substr(arg.find(':') + 1).c_str()); }
+std::string text(const std::string& arg) { return arg.substr(arg.find(':') + 1); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string cmd = a.substr(0, a.find(':'));
+    if (cmd == "out") std::printf("%s\n", text(a).c_str());
+    else if (cmd == "err") std::fprintf(stderr, "%s\n", text(a).c_str());
+    else if (cmd == "sleep") std::this_thread::sleep_for(std::chrono::milliseconds(value(a)));
+    else if (cmd == "spin") spin(value(a));
+    else if (cmd == "threads") run_threads(value(a));
+    else if (cmd == "fork") fork_child(value(a), false, false);
+    else if (cmd == "fork_exec") fork_child(value(a), true, false);
+    else if (cmd == "vfork_exec") fork_child(value(a), true, true);
+    else if (cmd == "return") return value(a);
+    else if (cmd == "exit") std::exit(value(a));
+    else if (cmd == "_exit") { std::fflush(stdout); _exit(value(a)); }
+    else if (cmd == "thread_exit") std::thread([&] { std::fflush(stdout); std::exit(value(a)); }).join();
+    else if (cmd == "abort") { std::fflush(stdout); std::abort(); }
+    else if (cmd == "signal") { std::fflush(stdout); raise(value(a)); }
+    else { std::fprintf(stderr, "behave: unknown command %s\n", a.c_str()); return 99; }
+    std::fflush(stdout);
+  }
+  return 0;
+}

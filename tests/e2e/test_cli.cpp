@@ -1,0 +1,178 @@
+// The gpuscope command line as a user meets it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+
+#include "container.h"
+#include "e2e_support.h"
+
+namespace gpuscope::test {
+namespace {
+
+ProcessResult gpuscope(std::vector<std::string> args) {
+  args.insert(args.begin(), gpuscope_exe());
+  return run(args, clean_env());
+}
+
+TEST(Cli, VersionNamesToolAndFormatVersions) {
+  const auto r = gpuscope({"--version"});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(^gpuscope \d+\.\d+\.\d+ \(trace format 1\.0\))"))) << r.out;
+}
+
+TEST(Cli, HelpForACommand) {
+  const auto r = gpuscope({"help", "run"});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_NE(r.out.find("--output"), std::string::npos) << r.out;
+  EXPECT_EQ(gpuscope({"help", "nosuch"}).exit_code(), 2);
+}
+
+TEST(Cli, RunPassesExitStatusAndSaysWhereTheTraceIs) {
+  TempDir dir;
+  const auto r = gpuscope({"run", "-o", dir.path(), "--", bin("behave"), "out:hi", "exit:17"});
+  EXPECT_EQ(r.exit_code(), 17);
+  EXPECT_EQ(r.out, "hi\n");
+  const auto traces = traces_in(dir.path());
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_NE(r.err.find("gpuscope: trace " + traces[0]), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exit status 17"), std::string::npos) << r.err;
+}
+
+TEST(Cli, RunReportsDeathBySignalAs128PlusN) {
+  TempDir dir;
+  const auto r = gpuscope({"run", "-o", dir.path(), "--", bin("behave"), "spin:300", "signal:9"});
+  EXPECT_EQ(r.exit_code(), 128 + SIGKILL);
+  EXPECT_NE(r.err.find("killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no end record"), std::string::npos) << r.err;
+}
+
+TEST(Cli, RunForwardsTerminationSignals) {
+  TempDir dir;
+  Spawned p = spawn({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("behave"), "sleep:20000"},
+                    clean_env());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto start = std::chrono::steady_clock::now();
+  kill(p.pid, SIGTERM);
+  const ProcessResult r = finish(p);
+  EXPECT_EQ(r.exit_code(), 128 + SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(Cli, RunOfAMissingProgramSaysSo) {
+  const auto r = gpuscope({"run", "-q", "--", "/no/such/program"});
+  EXPECT_EQ(r.exit_code(), 127);
+  EXPECT_NE(r.err.find("gpuscope: cannot run /no/such/program: No such file or directory"), std::string::npos)
+      << r.err;
+}
+
+TEST(Cli, RunRefusesToReplaceAFileUnlessForced) {
+  TempDir dir;
+  const std::string out = dir.file("mine.gpuscope");
+  std::ofstream(out) << "old";
+  auto r = gpuscope({"run", "-o", out, "--", bin("behave"), "return:0"});
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_NE(r.err.find("already exists; pass --force"), std::string::npos) << r.err;
+  r = gpuscope({"run", "--force", "-o", out, "--", bin("behave"), "return:0"});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_TRUE(read_trace_file(out).summary.process.has_value());
+}
+
+TEST(Cli, RunWithAFileAndAnExecingWrapperKeepsBothImages) {
+  TempDir dir;
+  const std::string out = dir.file("run.gpuscope");
+  const auto r = gpuscope({"run", "-q", "-o", out, "--", "sh", "-c", "exec '" + bin("behave") + "' out:app"});
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.out, "app\n");
+  EXPECT_EQ(r.err, "");
+  const auto traces = traces_in(dir.path());
+  ASSERT_EQ(traces.size(), 2u);  // run.gpuscope (sh) and run-<pid>-behave.gpuscope
+  const TraceContents app = read_trace_file(traces[0] == out ? traces[1] : traces[0]);
+  ASSERT_TRUE(app.summary.process.has_value());
+  EXPECT_NE(app.summary.process->exe.find("behave"), std::string::npos);
+}
+
+TEST(Cli, InfoShowsMetadataCountsAndEnd) {
+  TempDir dir;
+  const std::string out = dir.file("t.gpuscope");
+  ASSERT_EQ(gpuscope({"run", "-q", "-o", out, "--", bin("behave"), "spin:100", "return:5"}).exit_code(), 5);
+  const auto r = gpuscope({"info", out});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_NE(r.out.find("format:      1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("command:     " + bin("behave") + " spin:100 return:5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("LD_PRELOAD="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CPU samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dropped:     none"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("end:         returned from main, exit status 5"), std::string::npos) << r.out;
+}
+
+TEST(Cli, InfoOnANonTraceIsOneLineAndExit2) {
+  TempDir dir;
+  std::ofstream(dir.file("notes.txt")) << "hello, not a trace at all";
+  const auto r = gpuscope({"info", dir.file("notes.txt")});
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_EQ(r.err, "gpuscope: " + dir.file("notes.txt") + " is not a gpuscope trace (no gpuscope file header at offset 0)\n");
+}
+
+TEST(Cli, InfoOnANewerFormatNamesBothVersions) {
+  TempDir dir;
+  container::FileHeader h = container::make_file_header();
+  h.format_major = 7;
+  h.header_crc = container::crc32c(&h, offsetof(container::FileHeader, header_crc));
+  std::ofstream(dir.file("new.gpuscope"), std::ios::binary).write(reinterpret_cast<const char*>(&h), sizeof h);
+  const auto r = gpuscope({"info", dir.file("new.gpuscope")});
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_NE(r.err.find("trace format 7.0 is newer than this gpuscope supports (1.0)"), std::string::npos) << r.err;
+  EXPECT_EQ(count_lines_with(r.err, "gpuscope:"), 1);
+}
+
+TEST(Cli, InfoOnACorruptFramePrintsWhatItReadThenTheOffset) {
+  TempDir dir;
+  const std::string out = dir.file("t.gpuscope");
+  ASSERT_EQ(gpuscope({"run", "-q", "-o", out, "--", bin("behave"), "spin:400", "return:0"}).exit_code(), 0);
+  std::fstream f(out, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(out) / 2));
+  f.put('\xff').put('\x00').put('\xff');
+  f.close();
+  const auto r = gpuscope({"info", out});
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_NE(r.out.find("process:"), std::string::npos) << r.out;  // what precedes the damage
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("corrupt frame at offset [0-9]+"))) << r.err;
+}
+
+TEST(Cli, LibraryExportsOnlyHookSymbols) {
+  const auto r = run({"nm", "-D", "--defined-only", capture_library()}, clean_env());
+  ASSERT_EQ(r.exit_code(), 0);
+  const std::set<std::string> allowed = {"__libc_start_main", "exit", "_exit", "_Exit", "quick_exit",
+                                         "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle"};
+  std::istringstream lines(r.out);
+  std::string line;
+  int exported = 0;
+  while (std::getline(lines, line)) {
+    const std::string name = line.substr(line.rfind(' ') + 1);
+    EXPECT_TRUE(allowed.count(name)) << "unexpected export: " << line;
+    ++exported;
+  }
+  EXPECT_EQ(exported, static_cast<int>(allowed.size()));
+  const auto deps = run({"readelf", "-d", capture_library()}, clean_env());
+  EXPECT_EQ(deps.out.find("libstdc++"), std::string::npos) << "libstdc++ must be linked statically";
+}
+
+TEST(Cli, RealCudaRuntimeWithoutADriverIsTracedAndUnchanged) {
+  if (!std::filesystem::exists(bin("minimal_cuda"))) GTEST_SKIP() << "samples not built";
+  const auto plain = run({bin("minimal_cuda")}, clean_env());
+  TempDir dir;
+  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("minimal_cuda")}, clean_env());
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_EQ(traced.err, plain.err);
+  EXPECT_EQ(traced.status, plain.status);
+  const auto traces = traces_in(dir.path());
+  ASSERT_EQ(traces.size(), 1u);
+  const TraceContents t = read_trace_file(traces[0]);
+  ASSERT_TRUE(t.summary.end.has_value());
+  EXPECT_EQ(t.summary.end->exit_status, plain.exit_code());
+}
+
+}  // namespace
+}  // namespace gpuscope::test
