@@ -26,6 +26,7 @@ inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};
 
 // Header flags.
 inline constexpr uint32_t kFlagDeltaCoded = 1u << 0;  // record timestamps/ids are delta-coded
+inline constexpr uint32_t kFlagShuffled = 1u << 1;    // record vectors are byte-shuffled (byte_shuffle.h)
 
 // Hard limits the reader enforces before allocating anything.
 inline constexpr uint32_t kMaxFramePayload = 64u << 20;   // compressed bytes
@@ -83,7 +84,7 @@ inline FileHeader make_file_header() {
   h.format_major = kFormatMajor;
   h.format_minor = kFormatMinor;
   h.header_size = sizeof(FileHeader);
-  h.flags = kFlagDeltaCoded;
+  h.flags = kFlagDeltaCoded | kFlagShuffled;
   h.header_crc = crc32c(&h, offsetof(FileHeader, header_crc));
   return h;
 }

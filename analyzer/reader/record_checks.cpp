@@ -1,7 +1,9 @@
 #include "record_checks.h"
 
 #include <algorithm>
+#include <cstring>
 
+#include "byte_shuffle.h"
 #include "record_coding.h"
 #include "trace_reader.h"
 
@@ -44,11 +46,14 @@ bool valid(const fb::Marker& r) {
 }
 
 template <class T>
-uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, std::vector<T>* out) {
+uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, bool shuffled,
+                       std::vector<T>* out) {
   out->clear();
   if (in == nullptr) return 0;
-  out->reserve(in->size());
-  for (const T* r : *in) out->push_back(*r);
+  out->resize(in->size());
+  auto* dst = reinterpret_cast<uint8_t*>(out->data());
+  if (shuffled) container::unshuffle_records(in->Data(), in->size(), sizeof(T), dst);
+  else std::memcpy(dst, in->Data(), in->size() * sizeof(T));
   container::delta_decode(std::span<T>(*out), base);
   const size_t before = out->size();
   std::erase_if(*out, [](const T& r) { return !valid(r); });
@@ -57,17 +62,17 @@ uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, s
 
 }  // namespace
 
-uint64_t decode_records(const fb::Chunk& c, DecodedRecords* out) {
+uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) {
   const uint64_t base = c.base_ns();
   uint64_t invalid = 0;
-  invalid += decode_vector(c.api_calls(), base, &out->api_calls);
-  invalid += decode_vector(c.copies(), base, &out->copies);
-  invalid += decode_vector(c.memsets(), base, &out->memsets);
-  invalid += decode_vector(c.kernels(), base, &out->kernels);
-  invalid += decode_vector(c.syncs(), base, &out->syncs);
-  invalid += decode_vector(c.allocs(), base, &out->allocs);
-  invalid += decode_vector(c.cpu_samples(), base, &out->cpu_samples);
-  invalid += decode_vector(c.markers(), base, &out->markers);
+  invalid += decode_vector(c.api_calls(), base, shuffled, &out->api_calls);
+  invalid += decode_vector(c.copies(), base, shuffled, &out->copies);
+  invalid += decode_vector(c.memsets(), base, shuffled, &out->memsets);
+  invalid += decode_vector(c.kernels(), base, shuffled, &out->kernels);
+  invalid += decode_vector(c.syncs(), base, shuffled, &out->syncs);
+  invalid += decode_vector(c.allocs(), base, shuffled, &out->allocs);
+  invalid += decode_vector(c.cpu_samples(), base, shuffled, &out->cpu_samples);
+  invalid += decode_vector(c.markers(), base, shuffled, &out->markers);
   return invalid;
 }
 

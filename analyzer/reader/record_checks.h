@@ -27,8 +27,8 @@ struct DecodedRecords {
   void fill_view(ChunkView* view) const;
 };
 
-// Copies, delta-decodes and checks every record vector of `chunk`; returns
-// how many records were rejected.
-uint64_t decode_records(const fb::Chunk& chunk, DecodedRecords* out);
+// Copies (unshuffling when `shuffled`), delta-decodes and checks every record
+// vector of `chunk`; returns how many records were rejected.
+uint64_t decode_records(const fb::Chunk& chunk, bool shuffled, DecodedRecords* out);
 
 }  // namespace gpuscope::reader

@@ -257,7 +257,8 @@ bool TraceReader::decode_chunk(uint64_t offset, const FrameHeader& h,
   if (!fb::VerifyChunkBuffer(verifier)) return corrupt("chunk fails FlatBuffer verification");
   const fb::Chunk* chunk = fb::GetChunk(chunk_bytes);
   DecodedRecords records;
-  const uint64_t invalid = decode_records(*chunk, &records);
+  const uint64_t invalid =
+      decode_records(*chunk, (info_.flags & container::kFlagShuffled) != 0, &records);
   if (invalid != 0) {
     stats_.records_invalid += invalid;
     add_problem(ProblemKind::InvalidRecords, offset,

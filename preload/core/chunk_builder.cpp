@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "byte_shuffle.h"
 #include "record_coding.h"
 
 namespace gpuscope::capture {
@@ -55,12 +56,16 @@ template <class Tuple> uint64_t earliest_start(const Tuple& records) {
   return base == UINT64_MAX ? 0 : base;
 }
 
+// Delta-codes and byte-shuffles a record vector into the chunk; the
+// FlatBuffer vector keeps its struct type, its bytes are in shuffled order.
 template <class T>
 Offset<flatbuffers::Vector<const T*>> encoded_vector(FlatBufferBuilder& fbb, std::vector<T>& v,
-                                                     uint64_t base) {
+                                                     uint64_t base, ScratchBuffer& scratch) {
   if (v.empty()) return 0;
   container::delta_encode(std::span<T>(v), base);
-  return fbb.CreateVectorOfStructs(v);
+  uint8_t* shuffled = scratch.reserve(v.size() * sizeof(T));
+  container::shuffle_records(reinterpret_cast<const uint8_t*>(v.data()), v.size(), sizeof(T), shuffled);
+  return fbb.CreateVectorOfStructs(reinterpret_cast<const T*>(shuffled), v.size());
 }
 
 }  // namespace
@@ -106,14 +111,14 @@ std::span<const uint8_t> ChunkBuilder::build() {
   const uint64_t base = earliest_start(records_);
   auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers] = records_;
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
-  auto api_v = encoded_vector(fbb_, api, base);
-  auto copy_v = encoded_vector(fbb_, copies, base);
-  auto memset_v = encoded_vector(fbb_, memsets, base);
-  auto kernel_v = encoded_vector(fbb_, kernels, base);
-  auto sync_v = encoded_vector(fbb_, syncs, base);
-  auto alloc_v = encoded_vector(fbb_, allocs, base);
-  auto cpu_v = encoded_vector(fbb_, cpu, base);
-  auto marker_v = encoded_vector(fbb_, markers, base);
+  auto api_v = encoded_vector(fbb_, api, base, shuffle_scratch_);
+  auto copy_v = encoded_vector(fbb_, copies, base, shuffle_scratch_);
+  auto memset_v = encoded_vector(fbb_, memsets, base, shuffle_scratch_);
+  auto kernel_v = encoded_vector(fbb_, kernels, base, shuffle_scratch_);
+  auto sync_v = encoded_vector(fbb_, syncs, base, shuffle_scratch_);
+  auto alloc_v = encoded_vector(fbb_, allocs, base, shuffle_scratch_);
+  auto cpu_v = encoded_vector(fbb_, cpu, base, shuffle_scratch_);
+  auto marker_v = encoded_vector(fbb_, markers, base, shuffle_scratch_);
   Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
   if (!strings_.empty()) {
     std::vector<Offset<fb::InternedString>> s;
@@ -165,8 +170,8 @@ std::span<const std::byte> FrameEncoder::encode(std::span<const uint8_t> chunk, 
     return {};
   }
   const size_t bound = ZSTD_compressBound(chunk.size());
-  frame_.resize(sizeof(container::FrameHeader) + container::align8(bound));
-  const size_t payload = ZSTD_compress2(cctx_, frame_.data() + sizeof(container::FrameHeader), bound,
+  auto* frame = reinterpret_cast<std::byte*>(frame_.reserve(sizeof(container::FrameHeader) + container::align8(bound)));
+  const size_t payload = ZSTD_compress2(cctx_, frame + sizeof(container::FrameHeader), bound,
                                         chunk.data(), chunk.size());
   if (ZSTD_isError(payload)) {
     last_error_ = ZSTD_getErrorName(payload);
@@ -174,10 +179,10 @@ std::span<const std::byte> FrameEncoder::encode(std::span<const uint8_t> chunk, 
   }
   const auto header = container::make_frame_header(static_cast<uint32_t>(payload),
                                                    static_cast<uint32_t>(chunk.size()), sequence);
-  std::memcpy(frame_.data(), &header, sizeof header);
+  std::memcpy(frame, &header, sizeof header);
   const size_t total = sizeof header + container::align8(payload);
-  std::memset(frame_.data() + sizeof header + payload, 0, total - sizeof header - payload);
-  return {frame_.data(), total};
+  std::memset(frame + sizeof header + payload, 0, total - sizeof header - payload);
+  return {frame, total};
 }
 
 std::span<const std::byte> file_header_bytes() {

@@ -62,13 +62,14 @@ class SpscRing {
     return true;
   }
 
-  // Consumer side: calls f(type, payload, size) for every published record,
-  // then frees their space. Returns the number of records delivered.
-  template <class F> size_t drain(F&& f) {
+  // Consumer side: calls f(type, payload, size) for published records (at
+  // most max_records of them), then frees their space. Returns how many
+  // records were delivered.
+  template <class F> size_t drain(F&& f, size_t max_records = SIZE_MAX) {
     uint64_t tail = tail_.load(std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_acquire);
     size_t delivered = 0;
-    while (tail < head) {
+    while (tail < head && delivered < max_records) {
       const size_t pos = tail & (capacity_ - 1);
       RingRecordHeader h;
       std::memcpy(&h, data_ + pos, sizeof h);

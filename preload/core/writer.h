@@ -53,6 +53,7 @@ class Writer {
   void run();
   void drain_all();
   bool write_chunk(const TotalsInfo* totals);
+  bool write_chunk_with_strings();  // mid-drain: strings interned so far go first
   bool write_frame(std::span<const uint8_t> chunk, const TotalsInfo* totals);
   void on_output_failure();
   DropCounts current_drops() const;
