@@ -248,11 +248,9 @@ bool TraceReader::decode_chunk(uint64_t offset, const FrameHeader& h,
   const unsigned long long content = ZSTD_getFrameContentSize(payload_.data(), payload_.size());
   if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN || content != h.chunk_size)
     return corrupt("compressed payload does not match the frame header");
-  chunk_storage_.assign(container::align8(h.chunk_size) / 8 + 1, 0);
-  auto* chunk_bytes = reinterpret_cast<uint8_t*>(chunk_storage_.data());
-  const size_t got = ZSTD_decompress(chunk_bytes, h.chunk_size, payload_.data(), payload_.size());
-  if (ZSTD_isError(got)) return corrupt(std::string("decompression failed: ") + ZSTD_getErrorName(got));
-  if (got != h.chunk_size) return corrupt("decompressed size differs from the frame header");
+  std::string why;
+  const uint8_t* chunk_bytes = decompress(h.chunk_size, &why);
+  if (chunk_bytes == nullptr) return corrupt(why);
   flatbuffers::Verifier verifier(chunk_bytes, h.chunk_size, /*max_depth=*/16, /*max_tables=*/1'000'000);
   if (!fb::VerifyChunkBuffer(verifier)) return corrupt("chunk fails FlatBuffer verification");
   const fb::Chunk* chunk = fb::GetChunk(chunk_bytes);
@@ -276,19 +274,63 @@ bool TraceReader::decode_chunk(uint64_t offset, const FrameHeader& h,
   return true;
 }
 
-uint64_t TraceReader::find_next_frame(uint64_t from) const {
+TraceReader::~TraceReader() { ZSTD_freeDCtx(dctx_); }
+
+// Streams the payload into a buffer that grows only as real output appears:
+// a hostile header claiming 100 MiB costs nothing unless the data really
+// decompresses that far. zstd verifies the content checksum at the end.
+const uint8_t* TraceReader::decompress(uint32_t chunk_size, std::string* why) {
+  if (dctx_ == nullptr) dctx_ = ZSTD_createDCtx();
+  ZSTD_DCtx_reset(dctx_, ZSTD_reset_session_only);
+  ZSTD_DCtx_setParameter(dctx_, ZSTD_d_windowLogMax, 27);  // <= 128 MiB window
+  size_t capacity = std::min<size_t>(chunk_size, size_t{1} << 20);
+  chunk_storage_.resize(capacity / 8 + 1);
+  ZSTD_inBuffer in{payload_.data(), payload_.size(), 0};
+  ZSTD_outBuffer out{chunk_storage_.data(), capacity, 0};
+  for (;;) {
+    const size_t r = ZSTD_decompressStream(dctx_, &out, &in);
+    if (ZSTD_isError(r)) {
+      *why = std::string("decompression failed: ") + ZSTD_getErrorName(r);
+      return nullptr;
+    }
+    if (r == 0) break;  // frame complete, checksum verified
+    if (out.pos < out.size) {
+      if (in.pos == in.size) {
+        *why = "compressed payload ends early";
+        return nullptr;
+      }
+      continue;
+    }
+    if (capacity >= chunk_size) {
+      *why = "payload decompresses to more than the frame header says";
+      return nullptr;
+    }
+    capacity = std::min<size_t>(capacity * 2, chunk_size);
+    chunk_storage_.resize(capacity / 8 + 1);
+    out.dst = chunk_storage_.data();
+    out.size = capacity;
+  }
+  if (out.pos != chunk_size || in.pos != in.size) {
+    *why = "decompressed size differs from the frame header";
+    return nullptr;
+  }
+  return reinterpret_cast<const uint8_t*>(chunk_storage_.data());
+}
+
+uint64_t TraceReader::find_next_frame(uint64_t from) {
   constexpr size_t kBlock = 1 << 20;
-  std::vector<uint8_t> block(kBlock + sizeof(FrameHeader));
   uint64_t pos = container::align8(from);
   while (pos + sizeof(FrameHeader) <= info_.size) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), info_.size - pos));
-    if (!source_->read(pos, block.data(), n)) break;
+    // Overlap blocks by one header so a header across a boundary is found.
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock + sizeof(FrameHeader), info_.size - pos));
+    scan_buffer_.resize(n);
+    if (!source_->read(pos, scan_buffer_.data(), n)) break;
     for (size_t i = 0; i + sizeof(FrameHeader) <= n; i += 8) {
       FrameHeader h;
-      std::memcpy(&h, block.data() + i, sizeof h);
+      std::memcpy(&h, scan_buffer_.data() + i, sizeof h);
       if (container::frame_header_intact(h)) return pos + i;
     }
-    if (n < block.size()) break;
+    if (n < kBlock + sizeof(FrameHeader)) break;
     pos += kBlock;
   }
   return info_.size;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <zstd.h>
+
 #include "container.h"
 #include "gpuscope_generated.h"
 
@@ -80,6 +82,11 @@ struct ReadStats {
 
 class TraceReader {
  public:
+  TraceReader() = default;
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
   // Checks the file header. On failure returns false and sets *error to one
   // line naming the file and what is wrong (not a trace, newer version, ...).
   bool open(std::unique_ptr<ByteSource> source, const std::string& name, std::string* error);
@@ -100,7 +107,8 @@ class TraceReader {
   FrameResult read_frame(uint64_t offset, uint64_t* next, const std::function<void(const ChunkView&)>& visit);
   bool decode_chunk(uint64_t offset, const container::FrameHeader& header,
                     const std::function<void(const ChunkView&)>& visit);
-  uint64_t find_next_frame(uint64_t from) const;
+  uint64_t find_next_frame(uint64_t from);
+  const uint8_t* decompress(uint32_t chunk_size, std::string* why);
   void add_problem(ProblemKind kind, uint64_t offset, std::string message);
 
   std::unique_ptr<ByteSource> source_;
@@ -111,7 +119,9 @@ class TraceReader {
   uint64_t suppressed_problems_ = 0;
   uint32_t expected_sequence_ = 0;
   std::vector<uint8_t> payload_;
+  std::vector<uint8_t> scan_buffer_;  // resynchronization window
   std::vector<uint64_t> chunk_storage_;  // 8-aligned: the verifier checks alignment
+  ZSTD_DCtx* dctx_ = nullptr;
 };
 
 }  // namespace gpuscope::reader

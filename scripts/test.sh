@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds gpuscope and runs every test: the regular build (unit, end-to-end,
+# samples on simgpu, schema evolution, fuzz corpus replay), the same unit and
+# fuzz tests under AddressSanitizer + UBSan, and a bounded libFuzzer run of
+# the trace reader when clang's fuzzer runtime is present.
+# Usage: scripts/test.sh            (from a fresh clone: installs what is missing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${GPUSCOPE_JOBS:-$(nproc)}
+
+./scripts/install-deps.sh
+
+echo "== regular build"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest -j"$jobs" --output-on-failure --timeout 600)
+
+echo "== AddressSanitizer + UBSan build (capture core, reader, fuzz replay)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUSCOPE_SANITIZE=ON \
+      -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+   ctest -j"$jobs" --output-on-failure --timeout 900)
+
+if command -v clang++ >/dev/null 2>&1 && \
+   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  echo "== libFuzzer: trace reader"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSCOPE_FUZZ=ON \
+        -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_seeds
+  (cd build-fuzz && ctest -R fuzz.reader_libfuzzer --output-on-failure --timeout 900)
+else
+  echo "== libFuzzer run skipped: clang's fuzzer runtime is not installed (corpus replay ran above)"
+fi
+echo "== all tests passed"
