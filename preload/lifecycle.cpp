@@ -86,10 +86,7 @@ void finalize(EndKind fallback_kind, int fallback_status) {
   capture::stop_session(static_cast<EndKind>(g_end_kind.load()), g_exit_status.load());
 }
 
-__attribute__((constructor(101))) void on_load() {
-  capture::set_lazy_initializer(initialize_capture);
-  initialize_capture();
-}
+__attribute__((constructor(101))) void on_load() { initialize_capture(); }
 
 __attribute__((destructor(101))) void on_unload() {
   if (getpid() == g_process_pid) finalize(EndKind::Unknown, 0);
@@ -131,6 +128,9 @@ template <class Exec> int with_exec_checkpoint(Exec&& exec) {
 
 }  // namespace
 }  // namespace gpuscope::preload
+
+// The strong definition of the core's weak hook (session.h).
+void gpuscope::capture::initialize_capture_early() { gpuscope::preload::initialize_capture(); }
 
 using namespace gpuscope::preload;
 

@@ -34,7 +34,6 @@ uint32_t g_sessions_started = 0;
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 
-std::atomic<void (*)()> g_lazy_initializer{nullptr};
 std::atomic<int> g_lazy_state{0};  // 0 not run, 1 running, 2 done
 
 constexpr uint16_t kClaimBackoff = 1024;
@@ -58,12 +57,11 @@ void on_thread_exit(void*) {
 void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
 void run_lazy_initializer_once() {
-  void (*init)() = g_lazy_initializer.load(std::memory_order_acquire);
   int expected = 0;
-  if (init == nullptr || !g_lazy_state.compare_exchange_strong(expected, 1)) return;
+  if (!g_lazy_state.compare_exchange_strong(expected, 1)) return;
   {
     InternalScope internal;
-    init();
+    initialize_capture_early();
   }
   g_lazy_state.store(2, std::memory_order_release);
 }
@@ -195,8 +193,6 @@ uint32_t free_thread_buffers() {
 
 StringTable& session_strings() { return strings_instance(); }
 
-void set_lazy_initializer(void (*initializer)()) {
-  g_lazy_initializer.store(initializer, std::memory_order_release);
-}
+__attribute__((weak)) void initialize_capture_early() {}
 
 }  // namespace gpuscope::capture

@@ -46,7 +46,9 @@ StringTable& session_strings();
 
 // Run once by the first hooked call that arrives before the library's own
 // constructor has started the session (another library's constructor
-// calling CUDA, say).
-void set_lazy_initializer(void (*initializer)());
+// calling CUDA, say). The core defines it weak and empty; the preload
+// front-end (lifecycle.cpp) defines the real one, so it is in place before
+// any constructor runs.
+void initialize_capture_early();
 
 }  // namespace gpuscope::capture
