@@ -70,12 +70,18 @@ Offset<flatbuffers::Vector<const T*>> encoded_vector(FlatBufferBuilder& fbb, std
 
 }  // namespace
 
-bool ChunkBuilder::add_record(RecordType type, const std::byte* payload, uint32_t size) {
+bool ChunkBuilder::add_record(RecordType type, const std::byte* payload, uint32_t size,
+                              const TickConverter* ticks) {
   bool ok = false;
   visit_record_type(type, [&]<class T>(std::type_identity<T>) {
     if (size != sizeof(T)) return;
     T record;
     std::memcpy(&record, payload, sizeof record);
+    if (ticks != nullptr) {
+      record.mutate_start_ns(ticks->to_ns(record.start_ns()));
+      if constexpr (requires { record.duration_ns(); })
+        record.mutate_duration_ns(ticks->span_ns(record.duration_ns()));
+    }
     add(record);
     ok = true;
   });

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "clock.h"
 #include "container.h"
 #include "process_info.h"
 #include "record_types.h"
@@ -55,8 +56,10 @@ class ScratchBuffer {
 
 class ChunkBuilder {
  public:
-  // Appends one ring record; false for an unknown tag or a size mismatch.
-  bool add_record(RecordType type, const std::byte* payload, uint32_t size);
+  // Appends one ring record, converting tick timestamps through `ticks` when
+  // given; false for an unknown tag or a size mismatch.
+  bool add_record(RecordType type, const std::byte* payload, uint32_t size,
+                  const TickConverter* ticks = nullptr);
   template <class T> void add(const T& record) { std::get<std::vector<T>>(records_).push_back(record); }
 
   void set_metadata(const ProcessMetadata& metadata) { metadata_ = metadata; }

@@ -1,10 +1,22 @@
-// The one clock of gpuscope: CLOCK_MONOTONIC in nanoseconds, read through the
-// vDSO (no syscall). CUPTI is told to use the same clock, so host and device
-// timestamps share one axis.
+// gpuscope's time axis is CLOCK_MONOTONIC in nanoseconds (CUPTI is told to
+// use the same clock, so host and device timestamps share one axis).
+//
+// The hot path may read the TSC instead: when the kernel's own clocksource is
+// the TSC, CLOCK_MONOTONIC is a linear function of it, and `rdtsc` costs a
+// third of a vDSO clock_gettime on this class of machine (12 vs 30 ns,
+// docs/performance.md). Records stamped in ticks are marked as such in the
+// ring, and the writer converts them with calibration pairs it takes at
+// every drain (TickConverter). Elsewhere (another clocksource, non-x86,
+// GPUSCOPE_CLOCK=monotonic) the hot path reads CLOCK_MONOTONIC directly.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 namespace gpuscope::capture {
 
@@ -19,5 +31,49 @@ inline uint64_t realtime_ns() noexcept {
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+namespace detail {
+// Set at session start, before the phase turns to Recording.
+extern std::atomic<bool> g_timestamps_in_ticks;
+}
+
+// Whether the kernel keeps time with the TSC (so ticks convert exactly),
+// and the user did not ask for GPUSCOPE_CLOCK=monotonic.
+bool tsc_timestamps_usable();
+
+// A hot-path timestamp: TSC ticks or CLOCK_MONOTONIC ns, per
+// hot_timestamps_are_ticks().
+inline uint64_t hot_timestamp() noexcept {
+#if defined(__x86_64__)
+  if (detail::g_timestamps_in_ticks.load(std::memory_order_relaxed)) return __rdtsc();
+#endif
+  return monotonic_ns();
+}
+
+inline bool hot_timestamps_are_ticks() noexcept {
+  return detail::g_timestamps_in_ticks.load(std::memory_order_relaxed);
+}
+
+// Writer side: turns TSC ticks into CLOCK_MONOTONIC ns. Each calibrate()
+// takes a (ticks, ns) pair; conversion anchors at the latest pair and uses
+// the slope since the first, so a record between two drains is placed within
+// a few tens of nanoseconds.
+class TickConverter {
+ public:
+  void calibrate() noexcept;
+  uint64_t to_ns(uint64_t ticks) const noexcept;
+  uint64_t span_ns(uint64_t ticks) const noexcept;
+
+ private:
+  struct Pair {
+    uint64_t ticks = 0;
+    uint64_t ns = 0;
+  };
+  static Pair measure() noexcept;
+
+  Pair first_, last_;
+  double ns_per_tick_ = 0;
+  bool started_ = false;
+};
 
 }  // namespace gpuscope::capture

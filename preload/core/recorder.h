@@ -69,8 +69,10 @@ inline ThreadSlot* recording_slot() noexcept {
   return s;
 }
 
-template <class T> inline bool record(ThreadSlot* slot, const T& r) noexcept {
-  if (slot->ring.try_push(RecordTag<T>::value, &r, sizeof r)) return true;
+// `flags`: kRecordInTicks when start_ns/duration_ns came from hot_timestamp()
+// in tick mode.
+template <class T> inline bool record(ThreadSlot* slot, const T& r, uint8_t flags = 0) noexcept {
+  if (slot->ring.try_push(RecordTag<T>::value, &r, sizeof r, flags)) return true;
   slot->drops[static_cast<size_t>(fb::DropReason::BufferFull)].add();
   return false;
 }
@@ -91,7 +93,8 @@ class ApiCallScope {
     depth_ = t.depth++;
     function_id_ = function_id;
     correlation_id_ = slot_->next_correlation_id();
-    start_ns_ = monotonic_ns();
+    ticks_ = hot_timestamps_are_ticks();
+    start_ = hot_timestamp();
   }
   ~ApiCallScope() {
     if (slot_ != nullptr) --detail::t_context.depth;
@@ -102,22 +105,26 @@ class ApiCallScope {
   bool active() const noexcept { return slot_ != nullptr; }
   ThreadSlot* slot() const noexcept { return slot_; }
   uint64_t correlation_id() const noexcept { return correlation_id_; }
-  uint64_t start_ns() const noexcept { return start_ns_; }
+  // Start and end in the hot-path timebase; typed records that copy them
+  // must be recorded with record_flags().
+  uint64_t start() const noexcept { return start_; }
+  uint8_t record_flags() const noexcept { return ticks_ ? kRecordInTicks : 0; }
 
   // Records the call; returns its end timestamp (0 when inactive).
   uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0, int16_t device = -1,
                   uint32_t stack_id = 0) noexcept {
     if (slot_ == nullptr) return 0;
-    const uint64_t end = monotonic_ns();
-    const fb::ApiCall rec(start_ns_, end - start_ns_, correlation_id_, stream, slot_->tid, stack_id,
+    const uint64_t end = hot_timestamp();
+    const fb::ApiCall rec(start_, end - start_, correlation_id_, stream, slot_->tid, stack_id,
                           result, function_id_, depth_, flags, device, 0);
-    record(slot_, rec);
+    record(slot_, rec, record_flags());
     return end;
   }
 
  private:
   ThreadSlot* slot_;
-  uint64_t start_ns_ = 0;
+  uint64_t start_ = 0;
+  bool ticks_ = false;
   uint64_t correlation_id_ = 0;
   uint32_t function_id_ = 0;
   uint8_t depth_ = 0;

@@ -21,9 +21,14 @@ namespace gpuscope::capture {
 
 struct RingRecordHeader {
   RecordType type;
-  uint8_t reserved[3];
+  uint8_t flags;  // kRecordInTicks
+  uint8_t reserved[2];
   uint32_t payload_size;
 };
+
+// The record's start_ns/duration_ns hold TSC ticks (clock.h); the writer
+// converts them to nanoseconds.
+inline constexpr uint8_t kRecordInTicks = 1;
 static_assert(sizeof(RingRecordHeader) == 8);
 
 class SpscRing {
@@ -40,7 +45,7 @@ class SpscRing {
   size_t capacity() const noexcept { return capacity_; }
 
   // Producer side. Returns false (and writes nothing) when there is no room.
-  bool try_push(RecordType type, const void* payload, uint32_t payload_size) noexcept {
+  bool try_push(RecordType type, const void* payload, uint32_t payload_size, uint8_t flags = 0) noexcept {
     const uint64_t head = head_.load(std::memory_order_relaxed);
     const size_t total = sizeof(RingRecordHeader) + payload_size;
     const size_t pos = head & (capacity_ - 1);
@@ -52,17 +57,17 @@ class SpscRing {
     }
     uint64_t at = head;
     if (to_end < total) {  // fill the end with padding and start over at 0
-      write_header(pos, RecordType::Padding, static_cast<uint32_t>(to_end - sizeof(RingRecordHeader)));
+      write_header(pos, RecordType::Padding, 0, static_cast<uint32_t>(to_end - sizeof(RingRecordHeader)));
       at += to_end;
     }
     const size_t start = at & (capacity_ - 1);
-    write_header(start, type, payload_size);
+    write_header(start, type, flags, payload_size);
     std::memcpy(data_ + start + sizeof(RingRecordHeader), payload, payload_size);
     head_.store(at + total, std::memory_order_release);
     return true;
   }
 
-  // Consumer side: calls f(type, payload, size) for published records (at
+  // Consumer side: calls f(type, payload, size, flags) for published records (at
   // most max_records of them), then frees their space. Returns how many
   // records were delivered.
   template <class F> size_t drain(F&& f, size_t max_records = SIZE_MAX) {
@@ -74,7 +79,7 @@ class SpscRing {
       RingRecordHeader h;
       std::memcpy(&h, data_ + pos, sizeof h);
       if (h.type != RecordType::Padding) {
-        f(h.type, data_ + pos + sizeof h, h.payload_size);
+        f(h.type, data_ + pos + sizeof h, h.payload_size, h.flags);
         ++delivered;
       }
       tail += sizeof h + h.payload_size;
@@ -88,8 +93,8 @@ class SpscRing {
   }
 
  private:
-  void write_header(size_t pos, RecordType type, uint32_t payload_size) noexcept {
-    RingRecordHeader h{type, {}, payload_size};
+  void write_header(size_t pos, RecordType type, uint8_t flags, uint32_t payload_size) noexcept {
+    RingRecordHeader h{type, flags, {}, payload_size};
     std::memcpy(data_ + pos, &h, sizeof h);
   }
 

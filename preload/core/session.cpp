@@ -130,6 +130,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
     *error = "cannot reserve memory for thread buffers";
     return false;
   }
+  detail::g_timestamps_in_ticks.store(tsc_timestamps_usable(), std::memory_order_relaxed);
   auto output = std::make_unique<TraceOutput>();
   if (!output->create(path, error)) return false;
   if (g_sessions_started++ != 0) strings_instance().mark_all_pending();  // a new file

@@ -107,12 +107,13 @@ void Writer::run() {
 
 // Empties every ring in batches, writing a chunk whenever one is full.
 void Writer::drain_all() {
-  const auto take = [&](RecordType type, const std::byte* payload, uint32_t size) {
+  ticks_.calibrate();  // a fresh pair brackets the records drained now
+  const auto take = [&](RecordType type, const std::byte* payload, uint32_t size, uint8_t flags) {
     if (output_dead_) {
       ++events_discarded_;
       return;
     }
-    builder_.add_record(type, payload, size);
+    builder_.add_record(type, payload, size, (flags & kRecordInTicks) != 0 ? &ticks_ : nullptr);
   };
   for (uint32_t i = 0; i < pool_.size(); ++i) {
     ThreadSlot& slot = pool_.at(i);

@@ -67,6 +67,7 @@ class Writer {
   ChunkBuilder builder_;
   FrameEncoder encoder_;
   CpuSampler cpu_sampler_;
+  TickConverter ticks_;
   uint64_t retired_drops_[kDropReasonCount] = {};
   uint64_t events_written_ = 0;
   uint64_t events_discarded_ = 0;  // drained after the output failed

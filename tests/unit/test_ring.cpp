@@ -15,7 +15,7 @@ struct Ring {
 
 std::vector<uint64_t> drain_values(SpscRing& ring) {
   std::vector<uint64_t> out;
-  ring.drain([&](RecordType type, const std::byte* p, uint32_t size) {
+  ring.drain([&](RecordType type, const std::byte* p, uint32_t size, uint8_t) {
     EXPECT_EQ(type, RecordType::CpuSample);
     EXPECT_EQ(size, 8u);
     uint64_t v;
@@ -53,7 +53,7 @@ TEST(Ring, WrapsWithPaddingAndNeverSplitsARecord) {
       const uint64_t payload[2] = {produced, ~produced};
       ASSERT_TRUE(r.ring.try_push(RecordType::Marker, payload, 16)) << "round " << round;
     }
-    r.ring.drain([&](RecordType type, const std::byte* p, uint32_t size) {
+    r.ring.drain([&](RecordType type, const std::byte* p, uint32_t size, uint8_t) {
       ASSERT_EQ(type, RecordType::Marker);
       ASSERT_EQ(size, 16u);
       uint64_t payload[2];

@@ -198,6 +198,31 @@ TEST_F(SessionTest, ExitedThreadsAreDrainedAndTheirBuffersReused) {
   EXPECT_EQ(t.summary.dropped_total(), 0u);
 }
 
+TEST_F(SessionTest, ApiCallTimesLieWithinTheCall) {
+  start(quiet_options());
+  const uint32_t fid = session_strings().intern("cudaDeviceSynchronize");
+  std::vector<std::pair<uint64_t, uint64_t>> brackets;
+  for (int i = 0; i < 50; ++i) {
+    const uint64_t before = monotonic_ns();
+    {
+      ApiCallScope scope(fid);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      scope.finish(0);
+    }
+    brackets.emplace_back(before, monotonic_ns());
+  }
+  const auto t = stop_and_read();
+  ASSERT_EQ(t.api_calls.size(), brackets.size());
+  for (size_t i = 0; i < brackets.size(); ++i) {
+    const auto& c = t.api_calls[i];
+    // Tick-stamped or not, a call lies inside the bracket (2 us of slack for
+    // the tick conversion and a preempted thread) and lasts the 200 us sleep.
+    EXPECT_GE(c.start_ns() + 2000, brackets[i].first) << i;
+    EXPECT_LE(c.start_ns() + c.duration_ns(), brackets[i].second + 2000) << i;
+    EXPECT_GE(c.duration_ns(), 200'000u) << i;
+  }
+}
+
 TEST_F(SessionTest, NestedCallsCarryTheirDepth) {
   start(quiet_options());
   const uint32_t outer = session_strings().intern("cudaMemcpy");
