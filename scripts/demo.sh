@@ -19,20 +19,18 @@ if [ ! -x "build/bin/$sample" ]; then
   sample=minimal_cuda
 fi
 
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  echo "demo: running $sample on the real GPU: $(nvidia-smi -L | head -n 1)"
-  env_prefix=()
-elif [ -d build/simgpu/lib ]; then
-  echo "demo: no usable GPU here: running $sample on simgpu, the SIMULATED GPU (build/simgpu/lib)"
-  env_prefix=(env "LD_LIBRARY_PATH=$root/build/simgpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# samples/simgpu/gpu-or-simgpu asks the CUDA runtime itself whether a GPU is
+# usable (build/bin/gpu_probe), then runs on it or on simgpu and says which.
+runner=()
+if [ -x samples/simgpu/gpu-or-simgpu ] && [ -x build/bin/gpu_probe ]; then
+  runner=(samples/simgpu/gpu-or-simgpu build)
 else
-  echo "demo: no usable GPU and no simgpu build: running $sample on the real CUDA runtime without a driver"
-  env_prefix=()
+  echo "demo: simgpu is not built: running $sample on whatever CUDA stack this machine has"
 fi
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/gpuscope-demo-XXXXXX")
 set +e
-"${env_prefix[@]}" build/bin/gpuscope run -o "$out" -- "build/bin/$sample" "$@"
+"${runner[@]}" build/bin/gpuscope run -o "$out" -- "build/bin/$sample" "$@"
 status=$?
 set -e
 echo "demo: $sample exited with status $status"

@@ -4,23 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "record_checks.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
 
 namespace gpuscope::test {
 
-struct TraceContents {
+// Every record of the trace (the reader's DecodedRecords, over all chunks).
+struct TraceContents : reader::DecodedRecords {
   bool opened = false;
   std::string error;
   reader::TraceSummary summary;
-  std::vector<fb::ApiCall> api_calls;
-  std::vector<fb::Copy> copies;
-  std::vector<fb::Memset> memsets;
-  std::vector<fb::Kernel> kernels;
-  std::vector<fb::Sync> syncs;
-  std::vector<fb::Alloc> allocs;
-  std::vector<fb::CpuSample> cpu_samples;
-  std::vector<fb::Marker> markers;
 };
 
 inline TraceContents read_trace(reader::TraceReader& r) {
