@@ -75,14 +75,15 @@ bool ChunkBuilder::add_record(RecordType type, const std::byte* payload, uint32_
   bool ok = false;
   visit_record_type(type, [&]<class T>(std::type_identity<T>) {
     if (size != sizeof(T)) return;
-    T record;
+    // Copied once, straight into its vector, and converted in place: this
+    // loop runs for every record the program produces.
+    T& record = std::get<std::vector<T>>(records_).emplace_back();
     std::memcpy(&record, payload, sizeof record);
     if (ticks != nullptr) {
       record.mutate_start_ns(ticks->to_ns(record.start_ns()));
       if constexpr (requires { record.duration_ns(); })
         record.mutate_duration_ns(ticks->span_ns(record.duration_ns()));
     }
-    add(record);
     ok = true;
   });
   return ok;

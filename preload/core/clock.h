@@ -71,8 +71,10 @@ class TickConverter {
   };
   static Pair measure() noexcept;
 
+  void set_slope(const Pair& from, const Pair& to) noexcept;
+
   Pair first_, last_;
-  double ns_per_tick_ = 0;
+  uint64_t ns_per_tick_q32_ = 0;  // nanoseconds per tick, 32.32 fixed point
   bool started_ = false;
 };
 

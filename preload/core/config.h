@@ -9,7 +9,7 @@
 //   GPUSCOPE_MAX_THREADS     thread buffers (default 256)
 //   GPUSCOPE_FLUSH_MS        longest time between two frames (default 100)
 //   GPUSCOPE_CPU_SAMPLE_MS   CPU-time sampling period, 0 = off (default 10)
-//   GPUSCOPE_ZSTD_LEVEL      compression level (default 1)
+//   GPUSCOPE_ZSTD_LEVEL      compression level (default -1, zstd's fast mode)
 //   GPUSCOPE_EXIT_TIMEOUT_MS longest wait for the final flush at exit (default 3000)
 // Under secure execution (setuid, file capabilities) none of them is read.
 #pragma once
@@ -25,7 +25,7 @@ struct SessionOptions {
   uint32_t drain_interval_ms = 10;
   uint32_t flush_interval_ms = 100;
   uint32_t cpu_sample_interval_ms = 10;
-  int zstd_level = 1;
+  int zstd_level = -1;  // zstd's fast mode: docs/performance.md
   uint32_t exit_timeout_ms = 3000;
 };
 

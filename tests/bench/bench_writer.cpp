@@ -73,6 +73,39 @@ void BM_PipelineToFile(benchmark::State& state) {
 }
 BENCHMARK(BM_PipelineToFile)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
+// The writer alone: rings are filled first (the writer asleep), then the
+// timed stop drains them, converts, encodes and writes the file.
+void BM_WriterDrainToFile(benchmark::State& state) {
+  constexpr uint64_t kEvents = 1'000'000;  // fits one 64 MiB ring
+  std::string dir = std::filesystem::temp_directory_path() / "gpuscope-bench-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) std::abort();
+  uint64_t written = 0, file_bytes = 0;
+  int round = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    capture::SessionOptions o;
+    o.ring_kb = 64 * 1024;
+    o.max_threads = 4;
+    o.drain_interval_ms = 60'000;
+    o.flush_interval_ms = 60'000;
+    o.cpu_sample_interval_ms = 0;
+    const std::string path = dir + "/w" + std::to_string(round++) + ".gpuscope";
+    std::string error;
+    if (!capture::start_session(o, path, capture::collect_process_metadata(), &error)) std::abort();
+    const uint32_t fid = capture::session_strings().intern("cudaLaunchKernel");
+    for (uint64_t i = 0; i < kEvents; ++i) written += capture::ApiCallScope(fid).finish(0) != 0;
+    state.ResumeTiming();
+    capture::stop_session(fb::EndKind::Exit, 0);
+    state.PauseTiming();
+    file_bytes += std::filesystem::file_size(path);
+    state.ResumeTiming();
+  }
+  std::filesystem::remove_all(dir);
+  state.SetItemsProcessed(static_cast<int64_t>(written));
+  state.counters["bytes_per_event"] = static_cast<double>(file_bytes) / static_cast<double>(std::max<uint64_t>(written, 1));
+}
+BENCHMARK(BM_WriterDrainToFile)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();
