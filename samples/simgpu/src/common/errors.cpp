@@ -1,0 +1,56 @@
+#include "errors.hpp"
+
+namespace simgpu {
+namespace {
+
+struct RuntimeError {
+  int code;
+  const char *name, *text;
+};
+constexpr RuntimeError kRuntimeErrors[] = {
+#define SIMGPU_RUNTIME_ERROR(code, name, text) {code, name, text},
+#include "runtime_errors.def"
+#undef SIMGPU_RUNTIME_ERROR
+};
+
+struct DriverError {
+  int code;
+  const char* name;
+};
+constexpr DriverError kDriverErrors[] = {
+#define SIMGPU_DRIVER_ERROR(code, name) {code, name},
+#include "driver_errors.def"
+#undef SIMGPU_DRIVER_ERROR
+};
+
+const RuntimeError* find_runtime(int code) {
+  for (const RuntimeError& e : kRuntimeErrors)
+    if (e.code == code) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+const char* runtime_error_name(int code) {
+  const RuntimeError* e = find_runtime(code);
+  return e ? e->name : nullptr;
+}
+
+const char* runtime_error_string(int code) {
+  const RuntimeError* e = find_runtime(code);
+  return e ? e->text : nullptr;
+}
+
+const char* driver_error_name(int code) {
+  for (const DriverError& e : kDriverErrors)
+    if (e.code == code) return e.name;
+  return nullptr;
+}
+
+const char* driver_error_string(int code) {
+  if (!driver_error_name(code)) return nullptr;
+  const char* text = runtime_error_string(code);
+  return text ? text : driver_error_name(code);
+}
+
+}  // namespace simgpu

@@ -1,0 +1,83 @@
+// The node description: what simulated GPUs this machine has and what every
+// modeled operation costs.  One JSON document (nodes/default.json is built in;
+// SIMGPU_NODE names another) that the driver, the runtime's driver and NVML
+// all read, so every library of one process tells the same story.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace simgpu {
+
+enum class KernelClass { Compute, Memory };
+
+struct PcieLink {
+  int gen_current = 5, width_current = 16, gen_max = 5, width_max = 16;
+  double efficiency = 0.85;  // payload share of the raw link rate
+};
+
+struct DeviceDesc {
+  std::string name, uuid, pci_bus_id;
+  unsigned pci_domain = 0, pci_bus = 0, pci_device = 0, pci_device_id = 0;
+  uint64_t memory_bytes = 0, reserved_bytes = 0;
+  int sm_count = 132, cc_major = 9, cc_minor = 0, max_threads_per_sm = 2048;
+  PcieLink pcie;
+  double pinned_gbps = 0, pageable_gbps = 0;  // derived from the link unless given
+  double dram_gbps = 4800, fp32_tflops = 67;
+  unsigned sm_mhz = 1980, sm_max_mhz = 1980, mem_mhz = 3201, mem_max_mhz = 3201;
+  uint64_t clock_event_reasons = 0;
+  double power_idle_w = 90, power_max_w = 700, power_limit_w = 700;
+  unsigned temp_idle_c = 32, temp_load_c = 68;
+  // [volatile, aggregate][corrected, uncorrected], NVML's index order.
+  std::array<std::array<uint64_t, 2>, 2> ecc{};
+  unsigned mig_mode = 0;
+
+  // A clock below its maximum (throttling) slows compute-class kernels.
+  double compute_clock_ratio() const {
+    return sm_max_mhz ? static_cast<double>(sm_mhz) / sm_max_mhz : 1.0;
+  }
+};
+
+// Host-side costs in microseconds (JSON "host_costs_us").
+struct HostCosts {
+  double launch = 3, kernel_start_latency = 3, sync = 1;
+  double malloc = 30, malloc_per_mib = 1.5, free = 20, free_per_mib = 0.5;
+  double host_alloc = 50, host_alloc_per_mib = 250, host_register_per_mib = 150;
+  double async_alloc = 1, copy_latency_pinned = 2.5, copy_latency_pageable = 8;
+};
+
+// How long a kernel runs: a fixed time, or the slower of its arithmetic and
+// its DRAM traffic, both proportional to the launched thread count.
+struct KernelCost {
+  std::optional<KernelClass> kind;
+  double fixed_us = -1, min_us = -1, flops_per_thread = -1, bytes_per_thread = -1;
+};
+
+struct NodeDesc {
+  std::string name, source, driver_version;
+  int cuda_driver_version = 13000;
+  std::vector<DeviceDesc> devices;
+  HostCosts costs;
+  KernelCost kernel_default;
+  std::map<std::string, KernelCost, std::less<>> kernels;
+  double utilization_window_ms = 167, pcie_window_ms = 20;
+  std::string fingerprint;  // hash of the effective description: names shared state
+
+  const KernelCost* kernel_override(std::string_view mangled, std::string_view short_name,
+                                    std::string_view unqualified) const;
+};
+
+// Parses a node file merged over the built-in default; throws
+// std::runtime_error with a readable message on malformed input.
+NodeDesc parse_node(std::string_view json_text, std::string source);
+// The node of this process: SIMGPU_NODE's file, else the built-in default.
+// Parsed once; a bad file is reported on stderr and yields std::nullopt.
+const std::optional<NodeDesc>& process_node();
+std::string_view builtin_node_json();
+
+}  // namespace simgpu

@@ -1,0 +1,64 @@
+// Device activity shared by every process on the simulated node.
+//
+// NVML answers for the whole GPU, whichever process asks: `gpuscope run`
+// samples NVML in the parent while the traced child drives the device.  So the
+// driver logs every modeled busy interval (kernels, copies, memsets) and every
+// process's device memory into a POSIX shared-memory segment named after the
+// node description, and libnvidia-ml reads utilization, PCIe traffic and
+// memory use back out of it.  Without /dev/shm it degrades to process-local.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace simgpu {
+
+struct NodeDesc;
+
+enum class Activity : uint32_t { KernelCompute, KernelMemory, CopyH2D, CopyD2H, CopyD2D, Memset, Count };
+
+constexpr unsigned activity_bit(Activity a) { return 1u << static_cast<unsigned>(a); }
+constexpr unsigned kKernelActivities = activity_bit(Activity::KernelCompute) | activity_bit(Activity::KernelMemory);
+constexpr unsigned kAllActivities = (1u << static_cast<unsigned>(Activity::Count)) - 1;
+
+// Cumulative activity up to an instant: busy time, bytes moved (DRAM bytes for
+// kernels), and busy time weighted by the share of SMs the work occupied.
+struct ActivityTotals {
+  double busy_ns = 0, bytes = 0, sm_busy_ns = 0;
+};
+
+struct ProcessUsage {
+  int pid;
+  uint64_t memory_bytes;
+};
+
+class SharedState {
+ public:
+  static constexpr int kMaxDevices = 8;  // an HGX board
+
+  // The segment of this process's node (SIMGPU_SHARED_ID overrides its name).
+  static SharedState& of(const NodeDesc& node);
+
+  void record(int device, Activity kind, int64_t start_ns, int64_t end_ns, uint64_t bytes,
+              double sm_fraction);
+  ActivityTotals totals(int device, unsigned kind_mask, int64_t at_ns) const;
+  // Busy share of [at - window, at] in percent, and bytes per second.
+  double busy_percent(int device, unsigned kind_mask, int64_t at_ns, int64_t window_ns) const;
+  double bytes_per_second(int device, unsigned kind_mask, int64_t at_ns, int64_t window_ns) const;
+
+  void attach_process(int device);
+  void add_process_memory(int device, int64_t delta_bytes);
+  std::vector<ProcessUsage> processes(int device) const;  // live processes only
+  const std::string& name() const { return name_; }
+  bool is_shared() const { return shared_; }
+
+ private:
+  explicit SharedState(const NodeDesc& node);
+  struct Segment* segment_ = nullptr;
+  std::string name_;
+  bool shared_ = false;
+};
+
+}  // namespace simgpu

@@ -1,0 +1,267 @@
+// Driver API entry points for memory: allocation, copies and memsets, each
+// with its per-thread default stream twin where the real driver has one.
+#include "driver_api.hpp"
+
+using simgpu::drv::CopyDir;
+using simgpu::drv::CopyRequest;
+using simgpu::drv::MemKind;
+using simgpu::drv::Model;
+using simgpu::drv::with_model;
+
+namespace {
+
+void* as_ptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+
+CopyRequest linear(CopyDir dir, void* dst, const void* src, size_t bytes, CUstream s, bool pt, bool async) {
+  CopyRequest r;
+  r.dir = dir;
+  r.dst = dst;
+  r.src = src;
+  r.width = bytes;
+  r.dst_pitch = r.src_pitch = bytes;
+  r.stream = s;
+  r.per_thread = pt;
+  r.async = async;
+  return r;
+}
+
+CUresult run_copy(const CopyRequest& r) {
+  return with_model([&](Model& m) { return m.copy(r); });
+}
+
+// cuMemcpy/cuMemcpyAsync infer the direction from where the pointers live
+// (unified addressing), as cudaMemcpyDefault does.
+CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s, bool pt, bool async) {
+  return with_model([&](Model& m) {
+    simgpu::drv::Allocation a;
+    auto on_device = [&](CUdeviceptr p) {
+      return m.find_allocation(as_ptr(p), 1, &a) &&
+             (a.kind == MemKind::Device || a.kind == MemKind::Managed);
+    };
+    const bool d = on_device(dst), sdev = on_device(src);
+    const CopyDir dir = d && sdev ? CopyDir::DeviceToDevice
+                        : d       ? CopyDir::HostToDevice
+                        : sdev    ? CopyDir::DeviceToHost
+                                  : CopyDir::HostToHost;
+    return m.copy(linear(dir, as_ptr(dst), as_ptr(src), bytes, s, pt, async));
+  });
+}
+
+// Where one side of a 2D copy lives; CU_MEMORYTYPE_UNIFIED asks simgpu to
+// look the pointer up, as cudaMemcpyDefault does.
+bool on_device(Model& m, CUmemorytype type, const void* p) {
+  if (type == CU_MEMORYTYPE_HOST) return false;
+  if (type == CU_MEMORYTYPE_DEVICE) return true;
+  simgpu::drv::Allocation a;
+  return m.find_allocation(p, 1, &a) && (a.kind == MemKind::Device || a.kind == MemKind::Managed);
+}
+
+const char* side_address(CUmemorytype type, const void* host, CUdeviceptr dev, size_t x, size_t y, size_t pitch) {
+  const char* base = type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host) : static_cast<const char*>(as_ptr(dev));
+  return base ? base + y * pitch + x : nullptr;
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D* c, CUstream s, bool pt, bool async) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+    return CUDA_ERROR_NOT_SUPPORTED;  // simgpu has no CUDA arrays
+  CopyRequest r;
+  r.src = side_address(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
+  r.dst = const_cast<char*>(side_address(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch));
+  r.width = c->WidthInBytes;
+  r.height = c->Height;
+  r.src_pitch = c->srcPitch ? c->srcPitch : c->WidthInBytes;
+  r.dst_pitch = c->dstPitch ? c->dstPitch : c->WidthInBytes;
+  if (r.src_pitch < r.width || r.dst_pitch < r.width) return CUDA_ERROR_INVALID_VALUE;
+  r.stream = s;
+  r.per_thread = pt;
+  r.async = async;
+  return with_model([&](Model& m) {
+    const bool src_dev = on_device(m, c->srcMemoryType, r.src), dst_dev = on_device(m, c->dstMemoryType, r.dst);
+    r.dir = src_dev && dst_dev ? CopyDir::DeviceToDevice
+            : dst_dev          ? CopyDir::HostToDevice
+            : src_dev          ? CopyDir::DeviceToHost
+                               : CopyDir::HostToHost;
+    return m.copy(r);
+  });
+}
+
+CUresult memset_n(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream s, bool pt, bool async) {
+  return with_model([&](Model& m) { return m.memset(dst, value, elem, n, s, pt, async); });
+}
+
+template <bool PT>
+CUresult cuMemcpyHtoD_v2_impl(CUdeviceptr dst, const void* src, size_t bytes) {
+  return run_copy(linear(CopyDir::HostToDevice, as_ptr(dst), src, bytes, nullptr, PT, false));
+}
+template <bool PT>
+CUresult cuMemcpyDtoH_v2_impl(void* dst, CUdeviceptr src, size_t bytes) {
+  return run_copy(linear(CopyDir::DeviceToHost, dst, as_ptr(src), bytes, nullptr, PT, false));
+}
+template <bool PT>
+CUresult cuMemcpyDtoD_v2_impl(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  return run_copy(linear(CopyDir::DeviceToDevice, as_ptr(dst), as_ptr(src), bytes, nullptr, PT, false));
+}
+template <bool PT>
+CUresult cuMemcpyHtoDAsync_v2_impl(CUdeviceptr dst, const void* src, size_t bytes, CUstream s) {
+  return run_copy(linear(CopyDir::HostToDevice, as_ptr(dst), src, bytes, s, PT, true));
+}
+template <bool PT>
+CUresult cuMemcpyDtoHAsync_v2_impl(void* dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  return run_copy(linear(CopyDir::DeviceToHost, dst, as_ptr(src), bytes, s, PT, true));
+}
+template <bool PT>
+CUresult cuMemcpyDtoDAsync_v2_impl(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  return run_copy(linear(CopyDir::DeviceToDevice, as_ptr(dst), as_ptr(src), bytes, s, PT, true));
+}
+template <bool PT>
+CUresult cuMemcpy_impl(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  return unified_copy(dst, src, bytes, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpyAsync_impl(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  return unified_copy(dst, src, bytes, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemcpy2D_v2_impl(const CUDA_MEMCPY2D* c) {
+  return copy_2d(c, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpy2DUnaligned_v2_impl(const CUDA_MEMCPY2D* c) {
+  return copy_2d(c, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpy2DAsync_v2_impl(const CUDA_MEMCPY2D* c, CUstream s) {
+  return copy_2d(c, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemsetD8_v2_impl(CUdeviceptr dst, unsigned char v, size_t n) {
+  return memset_n(dst, v, 1, n, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemsetD16_v2_impl(CUdeviceptr dst, unsigned short v, size_t n) {
+  return memset_n(dst, v, 2, n, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemsetD32_v2_impl(CUdeviceptr dst, unsigned v, size_t n) {
+  return memset_n(dst, v, 4, n, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemsetD8Async_impl(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+  return memset_n(dst, v, 1, n, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemsetD16Async_impl(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
+  return memset_n(dst, v, 2, n, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemsetD32Async_impl(CUdeviceptr dst, unsigned v, size_t n, CUstream s) {
+  return memset_n(dst, v, 4, n, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemAllocAsync_impl(CUdeviceptr* dptr, size_t bytes, CUstream s) {
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) {
+    void* p = nullptr;
+    CUresult r = m.mem_alloc_async(bytes, s, PT, &p);
+    if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
+    return r;
+  });
+}
+template <bool PT>
+CUresult cuMemFreeAsync_impl(CUdeviceptr p, CUstream s) {
+  return with_model([&](Model& m) { return m.mem_free_async(as_ptr(p), s, PT); });
+}
+
+CUresult alloc_device(CUdeviceptr* dptr, size_t bytes, MemKind kind, unsigned flags) {
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) {
+    void* p = nullptr;
+    CUresult r = m.mem_alloc(bytes, kind, flags, &p);
+    if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
+    return r;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) { return alloc_device(dptr, bytes, MemKind::Device, 0); }
+
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  return alloc_device(dptr, bytes, MemKind::Managed, flags);
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
+  return with_model([&](Model& m) { return m.mem_free(as_ptr(p), false); });
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.mem_alloc(bytes, MemKind::HostPinned, flags, pp); });
+}
+
+CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytes) { return cuMemHostAlloc(pp, bytes, 0); }
+
+CUresult CUDAAPI cuMemFreeHost(void* p) {
+  return with_model([&](Model& m) { return m.mem_free(p, true); });
+}
+
+CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
+  return with_model([&](Model& m) { return m.host_register(p, bytes, flags); });
+}
+
+CUresult CUDAAPI cuMemHostUnregister(void* p) {
+  return with_model([&](Model& m) { return m.host_unregister(p); });
+}
+
+CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
+  return with_model([&](Model& m) { return m.host_flags(p, flags); });
+}
+
+// Pinned host memory is reachable from the device at the same address.
+CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* dptr, void* p, unsigned int flags) {
+  if (!dptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) {
+    unsigned host_flags = 0;
+    if (CUresult r = m.host_flags(p, &host_flags)) return r;
+    *dptr = reinterpret_cast<CUdeviceptr>(p);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.mem_info(free_bytes, total_bytes); });
+}
+
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
+  return with_model([&](Model& m) { return m.pointer_attribute(data, attr, p); });
+}
+
+}  // extern "C"
+
+SIMGPU_DRIVER_DUAL(cuMemcpyHtoD_v2, _ptds, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyDtoH_v2, _ptds, (void* dst, CUdeviceptr src, size_t n), (dst, src, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyDtoD_v2, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyHtoDAsync_v2, _ptsz, (CUdeviceptr dst, const void* src, size_t n, CUstream s),
+                   (dst, src, n, s))
+SIMGPU_DRIVER_DUAL(cuMemcpyDtoHAsync_v2, _ptsz, (void* dst, CUdeviceptr src, size_t n, CUstream s),
+                   (dst, src, n, s))
+SIMGPU_DRIVER_DUAL(cuMemcpyDtoDAsync_v2, _ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),
+                   (dst, src, n, s))
+SIMGPU_DRIVER_DUAL(cuMemcpy, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyAsync, _ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s))
+SIMGPU_DRIVER_DUAL(cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D* c), (c))
+SIMGPU_DRIVER_DUAL(cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D* c), (c))
+SIMGPU_DRIVER_DUAL(cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D* c, CUstream s), (c, s))
+SIMGPU_DRIVER_DUAL(cuMemsetD8_v2, _ptds, (CUdeviceptr dst, unsigned char v, size_t n), (dst, v, n))
+SIMGPU_DRIVER_DUAL(cuMemsetD16_v2, _ptds, (CUdeviceptr dst, unsigned short v, size_t n), (dst, v, n))
+SIMGPU_DRIVER_DUAL(cuMemsetD32_v2, _ptds, (CUdeviceptr dst, unsigned int v, size_t n), (dst, v, n))
+SIMGPU_DRIVER_DUAL(cuMemsetD8Async, _ptsz, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s), (dst, v, n, s))
+SIMGPU_DRIVER_DUAL(cuMemsetD16Async, _ptsz, (CUdeviceptr dst, unsigned short v, size_t n, CUstream s),
+                   (dst, v, n, s))
+SIMGPU_DRIVER_DUAL(cuMemsetD32Async, _ptsz, (CUdeviceptr dst, unsigned int v, size_t n, CUstream s), (dst, v, n, s))
+SIMGPU_DRIVER_DUAL(cuMemAllocAsync, _ptsz, (CUdeviceptr* dptr, size_t bytes, CUstream s), (dptr, bytes, s))
+SIMGPU_DRIVER_DUAL(cuMemFreeAsync, _ptsz, (CUdeviceptr p, CUstream s), (p, s))

@@ -1,0 +1,218 @@
+// The simulated device: what libcuda.so.1 (simgpu) models behind the driver API.
+//
+// Work is queued on virtual streams and scheduled on per-device engines
+// (compute, host-to-device copy, device-to-host copy) in simulated time, which
+// is CLOCK_MONOTONIC: an operation completes at an absolute instant and a
+// synchronize sleeps until then, so wall-clock timings match the model.
+// Device memory is ordinary host memory; copies and memsets move real bytes at
+// enqueue time (stream order is enqueue order), kernels compute nothing.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "../common/node.hpp"
+#include "../common/shared_state.hpp"
+
+// The driver's opaque handle types, defined here: a handle is a pointer to
+// one of these, validated against the model's registries before use.
+struct CUctx_st {
+  int device;
+  bool primary;
+};
+
+struct CUstream_st {
+  int device = 0;
+  unsigned flags = 0;
+  int priority = 0;
+  bool legacy = false;      // the device's NULL stream
+  bool per_thread = false;  // a thread's per-thread default stream
+  int64_t tail = 0;         // modeled completion of everything queued here
+  bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
+};
+
+struct CUevent_st {
+  int device = 0;
+  unsigned flags = 0;
+  bool recorded = false;
+  int64_t time = 0;  // modeled instant the recorded work completes
+};
+
+struct CUfunc_st;
+struct CUmod_st {
+  const void* image = nullptr;
+  bool is_ptx = false;
+  std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
+};
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  std::string name;  // as given (mangled for C++ kernels)
+  simgpu::KernelCost cost;  // the node's entry for this kernel, over the default
+};
+
+namespace simgpu::drv {
+
+enum class Engine { Compute, HostToDevice, DeviceToHost, Count };
+enum class MemKind { Device, Managed, HostPinned, HostRegistered };
+enum class CopyDir { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
+
+struct Allocation {
+  uintptr_t base = 0;
+  size_t size = 0;
+  int device = 0;
+  MemKind kind = MemKind::Device;
+  unsigned flags = 0;
+  bool mapped = true;  // false for cuMemHostRegister'ed user memory
+};
+
+// One copy, 1D or 2D (height rows of `width` bytes at the given pitches).
+struct CopyRequest {
+  CopyDir dir = CopyDir::HostToDevice;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t width = 0, height = 1, dst_pitch = 0, src_pitch = 0;
+  CUstream stream = nullptr;
+  bool per_thread = false;  // the _ptsz/_ptds entry point was called
+  bool async = false;       // the *Async entry point was called
+};
+
+struct KernelTiming {
+  int64_t duration_ns = 0;
+  Activity activity = Activity::KernelCompute;
+  uint64_t dram_bytes = 0;
+  double sm_fraction = 1.0;
+};
+
+// One operation for a device engine: how long it runs once started, the
+// least time between its submission and its start, and what NVML sees.
+struct Work {
+  Engine engine = Engine::Compute;
+  Activity activity = Activity::KernelCompute;
+  int64_t duration = 0, start_latency = 0;
+  uint64_t bytes = 0;
+  double sm_fraction = 1.0;
+};
+
+struct DeviceState {
+  const DeviceDesc* desc = nullptr;
+  int node_index = 0;
+  std::array<int64_t, static_cast<size_t>(Engine::Count)> engine_free{};
+  CUstream_st legacy;
+  int64_t blocking_tail = 0;  // newest completion queued on any blocking stream
+  uint64_t memory_used = 0;
+  CUctx_st primary;
+  int primary_refs = 0;
+  unsigned primary_flags = 0;
+  std::multiset<int64_t> in_flight;  // completion times of queued operations
+};
+
+// Operations a device accepts before submitting more blocks the host, as a
+// real GPU's launch queue does once it is full.
+constexpr size_t kQueueDepth = 1024;
+
+// How long kernel `f` runs when launched with this many blocks and threads.
+KernelTiming kernel_timing(const NodeDesc& node, const DeviceDesc& dev, const KernelCost& cost,
+                           uint64_t blocks, uint64_t threads_per_block);
+// The node's cost entry for a kernel name (mangled or not), over the default.
+KernelCost resolve_kernel_cost(const NodeDesc& node, const std::string& name);
+
+class Model {
+ public:
+  // cuInit: builds the model once from the node description.
+  static CUresult init();
+  static Model* instance();  // nullptr until init succeeded
+
+  const NodeDesc& node() const { return node_; }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  const DeviceDesc& desc(int dev) const { return *devices_[dev].desc; }
+  SharedState& shared() const { return shared_; }
+
+  // Contexts.
+  CUresult primary_retain(int dev, CUcontext* out);
+  CUresult primary_release(int dev);
+  CUresult primary_state(int dev, unsigned* flags, int* active);
+  CUresult primary_set_flags(int dev, unsigned flags);
+  CUresult ctx_create(int dev, CUcontext* out);
+  CUresult ctx_destroy(CUcontext ctx);
+  CUresult set_current(CUcontext ctx);
+  static CUcontext current();
+  CUresult current_device(int* dev);
+  CUresult context_device(CUcontext ctx, int* dev);
+  CUresult ctx_synchronize(CUcontext ctx);
+
+  // Streams and events.
+  CUresult stream_create(unsigned flags, int priority, CUstream* out);
+  CUresult stream_destroy(CUstream s);
+  CUresult stream_query(CUstream s, bool per_thread);
+  CUresult stream_synchronize(CUstream s, bool per_thread);
+  CUresult stream_wait_event(CUstream s, CUevent e, bool per_thread);
+  CUresult stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority);
+  CUresult event_create(unsigned flags, CUevent* out);
+  CUresult event_destroy(CUevent e);
+  CUresult event_record(CUevent e, CUstream s, bool per_thread);
+  CUresult event_query(CUevent e);
+  CUresult event_synchronize(CUevent e);
+  CUresult event_elapsed(float* ms, CUevent start, CUevent end);
+
+  // Memory (model_memory.cpp).
+  CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
+  CUresult mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void** out);
+  CUresult mem_free(void* p, bool host);
+  CUresult mem_free_async(void* p, CUstream s, bool per_thread);
+  CUresult host_register(void* p, size_t bytes, unsigned flags);
+  CUresult host_unregister(void* p);
+  CUresult mem_info(size_t* free_bytes, size_t* total_bytes);
+  CUresult copy(const CopyRequest& req);
+  CUresult memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size_t count, CUstream s,
+                  bool per_thread, bool async);
+  CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr p);
+  bool find_allocation(const void* p, size_t bytes, Allocation* out);
+  CUresult host_flags(void* p, unsigned* flags);
+
+  // Modules and launches (model_kernels.cpp).
+  CUresult module_load(const void* image, CUmodule* out);
+  CUresult module_unload(CUmodule m);
+  CUresult module_get_function(CUmodule m, const char* name, CUfunction* out);
+  CUresult function_name(CUfunction f, const char** name);
+  CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
+                  CUstream s, bool per_thread);
+
+ private:
+  explicit Model(const NodeDesc& node, std::vector<int> visible);
+  static std::vector<int> visible_devices(const NodeDesc& node);
+
+  // Blocks while the current device's queue is full (called without mu_).
+  void wait_for_queue_slot();
+
+  // Everything below runs with mu_ held.
+  CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out);
+  CUstream_st* per_thread_stream(int dev);
+  int64_t stream_ready(const CUstream_st& s, int64_t submit) const;
+  int64_t enqueue(CUstream_st& s, const Work& work);
+  int64_t device_idle_time(int dev) const;
+  CUresult free_locked(void* p, bool host, Allocation* freed);
+  bool find_locked(const void* p, size_t bytes, Allocation* out) const;
+  CUresult plan_copy(const CopyRequest& req, int64_t* complete_at, int64_t* host_until);
+
+  NodeDesc node_;
+  SharedState& shared_;
+  mutable std::mutex mu_;
+  std::vector<DeviceState> devices_;
+  std::set<CUctx_st*> contexts_;
+  std::set<CUstream_st*> streams_;
+  std::set<CUevent_st*> events_;
+  std::set<CUmod_st*> modules_;
+  std::set<CUfunc_st*> functions_;
+  std::map<uintptr_t, Allocation> allocations_;  // by base address
+};
+
+}  // namespace simgpu::drv

@@ -1,0 +1,37 @@
+// State shared by simgpu's NVML entry points: the node's devices and the
+// cross-process activity log their utilization is derived from.
+#pragma once
+
+#include <vector>
+
+#include "../common/node.hpp"
+#include "../common/shared_state.hpp"
+#include "nvml_types.hpp"
+
+struct nvmlDevice_st {
+  unsigned index;  // NVML index == node index: NVML ignores CUDA_VISIBLE_DEVICES
+  const simgpu::DeviceDesc* desc;
+};
+
+namespace simgpu::nvml {
+
+struct State {
+  const NodeDesc* node = nullptr;
+  SharedState* shared = nullptr;
+  std::vector<nvmlDevice_st> devices;
+};
+
+// nullptr unless NVML is initialized (nvmlInit without a matching shutdown).
+const State* state();
+
+// Runs f(device, state) for a valid handle of an initialized NVML.
+template <class F>
+nvmlReturn_t with_device(nvmlDevice_t device, F&& f) {
+  const State* s = state();
+  if (!s) return NVML_ERROR_UNINITIALIZED;
+  if (!device || device->index >= s->devices.size() || &s->devices[device->index] != device)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  return f(*device, *s);
+}
+
+}  // namespace simgpu::nvml
