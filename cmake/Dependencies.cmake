@@ -4,8 +4,17 @@ find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
 # --- CUDA toolkit (headers, CUPTI, nvcc) --------------------------------------
-if(NOT DEFINED CUDAToolkit_ROOT AND NOT DEFINED ENV{CUDAToolkit_ROOT})
-  set(CUDAToolkit_ROOT /usr/local/cuda)
+if(NOT DEFINED CUDAToolkit_ROOT)
+  if(DEFINED ENV{CUDAToolkit_ROOT})
+    set(CUDAToolkit_ROOT $ENV{CUDAToolkit_ROOT})
+  else()
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+endif()
+# Checked by hand first: FindCUDAToolkit would otherwise fall back to any
+# nvcc on PATH and quietly build against a toolkit nobody asked for.
+if(NOT EXISTS ${CUDAToolkit_ROOT}/include/cuda.h)
+  message(FATAL_ERROR "gpuscope: CUDA toolkit not found at '${CUDAToolkit_ROOT}' (no include/cuda.h): install the CUDA 13 toolkit or configure with -DCUDAToolkit_ROOT=/path/to/cuda")
 endif()
 find_package(CUDAToolkit QUIET)
 if(NOT CUDAToolkit_FOUND)
