@@ -5,8 +5,9 @@
 //   FileHeader (32 bytes)
 //   Frame*     each: FrameHeader (24 bytes) + zstd payload + zero padding to 8
 //
-// A frame's payload is one zstd frame (content size and content checksum on)
-// holding one FlatBuffer `gpuscope.fb.Chunk`. Frames start 8-byte aligned.
+// A frame's payload is one zstd frame (with its content size) holding one
+// FlatBuffer `gpuscope.fb.Chunk`, protected by the CRC-32C in the frame
+// header. Frames start 8-byte aligned.
 #pragma once
 
 #include <array>
@@ -49,15 +50,18 @@ struct FrameHeader {
   uint32_t payload_size;  // bytes of zstd data following this header
   uint32_t chunk_size;    // bytes of the decompressed FlatBuffer
   uint32_t sequence;      // 0, 1, 2, ... per file: gaps mean lost frames
-  uint32_t reserved;
+  uint32_t payload_crc;   // CRC-32C of the payload_size bytes that follow
   uint32_t header_crc;    // CRC-32C of the 20 bytes before it
 };
 static_assert(sizeof(FrameHeader) == 24);
 
 constexpr size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
 
-// CRC-32C (Castagnoli), bytewise table: enough for 24-byte headers; payload
-// integrity comes from zstd's own content checksum.
+// CRC-32C (Castagnoli). The SSE4.2 instruction does 8 bytes a cycle; the
+// bytewise table is the portable twin and gives the same values. Checking
+// the compressed payload costs a tenth of zstd's own checksum over the
+// decompressed bytes (14 % of the writer's time, docs/performance.md), and
+// finds every single-bit flip before anything is decompressed.
 namespace detail {
 constexpr std::array<uint32_t, 256> make_crc32c_table() {
   std::array<uint32_t, 256> t{};
@@ -71,11 +75,41 @@ constexpr std::array<uint32_t, 256> make_crc32c_table() {
 inline constexpr auto kCrc32cTable = make_crc32c_table();
 }  // namespace detail
 
-inline uint32_t crc32c(const void* data, size_t size) {
+inline uint32_t crc32c_portable(const void* data, size_t size) {
   auto* p = static_cast<const uint8_t*>(data);
   uint32_t c = 0xFFFFFFFFu;
   for (size_t i = 0; i < size; ++i) c = detail::kCrc32cTable[(c ^ p[i]) & 0xFF] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) inline uint32_t crc32c_sse42(const void* data, size_t size) {
+  auto* p = static_cast<const uint8_t*>(data);
+  uint64_t c = 0xFFFFFFFFu;
+  for (; size >= 8; size -= 8, p += 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; size > 0; --size, ++p) c32 = __builtin_ia32_crc32qi(c32, *p);
+  return c32 ^ 0xFFFFFFFFu;
+}
+
+inline bool cpu_has_sse42() {
+  static const bool has = [] {
+    __builtin_cpu_init();  // may run from a constructor, before libgcc's own init
+    return __builtin_cpu_supports("sse4.2") != 0;
+  }();
+  return has;
+}
+#endif
+
+inline uint32_t crc32c(const void* data, size_t size) {
+#if defined(__x86_64__)
+  if (cpu_has_sse42()) return crc32c_sse42(data, size);
+#endif
+  return crc32c_portable(data, size);
 }
 
 inline FileHeader make_file_header() {
@@ -90,12 +124,13 @@ inline FileHeader make_file_header() {
 }
 
 inline FrameHeader make_frame_header(uint32_t payload_size, uint32_t chunk_size,
-                                     uint32_t sequence) {
+                                     uint32_t sequence, uint32_t payload_crc) {
   FrameHeader h{};
   std::memcpy(h.magic, kFrameMagic.data(), sizeof h.magic);
   h.payload_size = payload_size;
   h.chunk_size = chunk_size;
   h.sequence = sequence;
+  h.payload_crc = payload_crc;
   h.header_crc = crc32c(&h, offsetof(FrameHeader, header_crc));
   return h;
 }

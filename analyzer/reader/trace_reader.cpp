@@ -245,6 +245,8 @@ bool TraceReader::decode_chunk(uint64_t offset, const FrameHeader& h,
     add_problem(ProblemKind::CorruptFrame, offset, "corrupt frame at offset " + std::to_string(offset) + ": " + why);
     return false;
   };
+  if (container::crc32c(payload_.data(), payload_.size()) != h.payload_crc)
+    return corrupt("payload checksum mismatch");
   const unsigned long long content = ZSTD_getFrameContentSize(payload_.data(), payload_.size());
   if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN || content != h.chunk_size)
     return corrupt("compressed payload does not match the frame header");
@@ -293,7 +295,7 @@ const uint8_t* TraceReader::decompress(uint32_t chunk_size, std::string* why) {
       *why = std::string("decompression failed: ") + ZSTD_getErrorName(r);
       return nullptr;
     }
-    if (r == 0) break;  // frame complete, checksum verified
+    if (r == 0) break;  // frame complete
     if (out.pos < out.size) {
       if (in.pos == in.size) {
         *why = "compressed payload ends early";

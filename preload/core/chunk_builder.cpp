@@ -165,7 +165,7 @@ void ChunkBuilder::clear() {
 FrameEncoder::FrameEncoder(int zstd_level) : cctx_(ZSTD_createCCtx()) {
   if (cctx_ == nullptr) return;
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, zstd_level);
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);     // integrity of the payload
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);     // the frame header's CRC covers it
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);  // reader checks it against the header
 }
 
@@ -184,8 +184,9 @@ std::span<const std::byte> FrameEncoder::encode(std::span<const uint8_t> chunk, 
     last_error_ = ZSTD_getErrorName(payload);
     return {};
   }
-  const auto header = container::make_frame_header(static_cast<uint32_t>(payload),
-                                                   static_cast<uint32_t>(chunk.size()), sequence);
+  const std::byte* payload_bytes = frame + sizeof(container::FrameHeader);
+  const auto header = container::make_frame_header(static_cast<uint32_t>(payload), static_cast<uint32_t>(chunk.size()),
+                                                   sequence, container::crc32c(payload_bytes, payload));
   std::memcpy(frame, &header, sizeof header);
   const size_t total = sizeof header + container::align8(payload);
   std::memset(frame + sizeof header + payload, 0, total - sizeof header - payload);

@@ -58,15 +58,4 @@ void TickConverter::set_slope(const Pair& from, const Pair& to) noexcept {
   ns_per_tick_q32_ = static_cast<uint64_t>(ns / (to.ticks - from.ticks));
 }
 
-// Fixed point with a 128-bit product: exact to a nanosecond over any span a
-// trace covers, and a few instructions per record on the writer's hot loop.
-uint64_t TickConverter::to_ns(uint64_t ticks) const noexcept {
-  const auto delta = static_cast<__int128>(static_cast<int64_t>(ticks - last_.ticks));
-  return last_.ns + static_cast<uint64_t>((delta * static_cast<__int128>(ns_per_tick_q32_)) >> 32);
-}
-
-uint64_t TickConverter::span_ns(uint64_t ticks) const noexcept {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * ns_per_tick_q32_) >> 32);
-}
-
 }  // namespace gpuscope::capture

@@ -16,6 +16,9 @@ struct Scenario {
   bool has_end_record;  // false: the process died without running any code
 };
 
+// Test names and ctest output show the scenario's name, not its bytes.
+void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+
 class ProgramUnchanged : public ::testing::TestWithParam<Scenario> {};
 
 TEST_P(ProgramUnchanged, SameOutputAndStatusAndAnHonestTrace) {

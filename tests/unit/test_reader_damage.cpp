@@ -187,7 +187,7 @@ TEST(ReaderDamage, NewerMinorVersionIsReadWithANote) {
 TEST(ReaderDamage, LyingFrameSizeIsRefusedWithoutAllocating) {
   std::vector<uint8_t> bytes = sample().bytes;
   const uint64_t at = sample().frame_offsets[2];
-  const auto h = container::make_frame_header(0xFFFFFFF0u, 0xFFFFFFF0u, 2);
+  const auto h = container::make_frame_header(0xFFFFFFF0u, 0xFFFFFFF0u, 2, 0);
   std::memcpy(bytes.data() + at, &h, sizeof h);
   const auto r = read_bytes(bytes);
   ASSERT_TRUE(r.opened);
