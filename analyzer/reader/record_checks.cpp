@@ -41,6 +41,11 @@ bool valid(const fb::Alloc& r) {
 bool valid(const fb::CpuSample& r) {
   return r.start_ns() <= kMaxTimestamp && r.cpu_ns() <= kMaxTimestamp && r.system_ns() <= r.cpu_ns();
 }
+bool valid(const fb::GpuSample& r) {
+  return r.start_ns() <= kMaxTimestamp && r.gpu_util_pct() <= 100 && r.memory_util_pct() <= 100 &&
+         (r.dram_bw_util_pct() <= 100 || r.dram_bw_util_pct() == 0xFF) &&
+         (r.sm_util_pct() <= 100 || r.sm_util_pct() == 0xFF);
+}
 bool valid(const fb::Marker& r) {
   return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.kind());
 }
@@ -73,6 +78,7 @@ uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) 
   invalid += decode_vector(c.allocs(), base, shuffled, &out->allocs);
   invalid += decode_vector(c.cpu_samples(), base, shuffled, &out->cpu_samples);
   invalid += decode_vector(c.markers(), base, shuffled, &out->markers);
+  invalid += decode_vector(c.gpu_samples(), base, shuffled, &out->gpu_samples);
   return invalid;
 }
 
@@ -85,6 +91,7 @@ void DecodedRecords::fill_view(ChunkView* v) const {
   v->allocs = allocs;
   v->cpu_samples = cpu_samples;
   v->markers = markers;
+  v->gpu_samples = gpu_samples;
 }
 
 }  // namespace gpuscope::reader

@@ -23,6 +23,7 @@ struct DecodedRecords {
   std::vector<fb::Alloc> allocs;
   std::vector<fb::CpuSample> cpu_samples;
   std::vector<fb::Marker> markers;
+  std::vector<fb::GpuSample> gpu_samples;
 
   void fill_view(ChunkView* view) const;
 };

@@ -62,6 +62,7 @@ struct ChunkView {
   std::span<const fb::Alloc> allocs;
   std::span<const fb::CpuSample> cpu_samples;
   std::span<const fb::Marker> markers;
+  std::span<const fb::GpuSample> gpu_samples;
 };
 
 struct FileInfo {

@@ -38,6 +38,82 @@ EndInfo to_end_info(const fb::Totals& t) {
   return e;
 }
 
+capture::DeviceDescription to_device(const fb::DeviceInfo& d) {
+  capture::DeviceDescription out;
+  out.index = d.index();
+  out.name = str(d.name());
+  out.uuid = str(d.uuid());
+  out.pci_bus_id = str(d.pci_bus_id());
+  out.memory_total_bytes = d.memory_total_bytes();
+  out.pcie_gen_current = d.pcie_gen_current();
+  out.pcie_gen_max = d.pcie_gen_max();
+  out.pcie_width_current = d.pcie_width_current();
+  out.pcie_width_max = d.pcie_width_max();
+  out.mig_mode = d.mig_mode();
+  out.ecc_mode = d.ecc_mode();
+  out.ecc_corrected = d.ecc_corrected();
+  out.ecc_uncorrected = d.ecc_uncorrected();
+  out.numa_node = d.numa_node();
+  out.local_cpus = str(d.local_cpus());
+  if (d.unsupported() != nullptr)
+    for (const auto* u : *d.unsupported()) out.unsupported.push_back(str(u));
+  return out;
+}
+
+capture::LibraryLoadEvent to_load(const fb::LibraryLoad& l) {
+  capture::LibraryLoadEvent out;
+  out.start_ns = l.start_ns();
+  out.tid = l.tid();
+  out.path = str(l.path());
+  out.resolved_path = str(l.resolved_path());
+  out.flags = l.flags();
+  out.ok = l.ok();
+  out.error = str(l.error());
+  out.deepbind_stripped = l.deepbind_stripped();
+  out.unload = l.unload();
+  return out;
+}
+
+capture::EnvironmentProbeData to_probe(const fb::EnvironmentProbe& p) {
+  capture::EnvironmentProbeData out;
+  if (p.device_nodes() != nullptr)
+    for (const auto* n : *p.device_nodes())
+      out.device_nodes.push_back({str(n->path()), n->exists(), n->readable(), n->writable()});
+  out.driver_loaded = p.driver_loaded();
+  out.driver_error = str(p.driver_error());
+  out.driver_version = p.driver_version();
+  out.nvml_status = str(p.nvml_status());
+  out.nvml_driver_version = str(p.nvml_driver_version());
+  out.visible_devices = p.visible_devices();
+  return out;
+}
+
+void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
+  if (c.devices() != nullptr)
+    for (const auto* d : *c.devices()) {
+      auto device = to_device(*d);
+      std::erase_if(s->devices, [&](const auto& known) { return known.index == device.index; });
+      s->devices.push_back(std::move(device));
+    }
+  if (c.loads() != nullptr)
+    for (const auto* l : *c.loads()) s->loads.push_back(to_load(*l));
+  if (c.probe() != nullptr) s->probe = to_probe(*c.probe());
+  if (c.modules() != nullptr)
+    for (const auto* m : *c.modules()) {
+      capture::ModuleDescription d;
+      d.id = m->id();
+      d.path = str(m->path());
+      if (m->build_id() != nullptr) d.build_id.assign(m->build_id()->begin(), m->build_id()->end());
+      d.load_address = m->load_address();
+      d.low_address = m->low_address();
+      d.high_address = m->high_address();
+      s->modules.push_back(std::move(d));
+    }
+  if (c.stacks() != nullptr)
+    for (const auto* st : *c.stacks())
+      if (st->frames() != nullptr) s->stacks[st->id()].assign(st->frames()->begin(), st->frames()->end());
+}
+
 }  // namespace
 
 ProcessInfo to_process_info(const fb::ProcessMetadata& m) {
@@ -79,6 +155,7 @@ TraceSummary summarize(TraceReader& reader) {
     if (c.strings() != nullptr)
       for (const auto* is : *c.strings()) s.strings[is->id()] = str(is->text());
     read_drops(c.drops(), &s.drops);
+    read_side_tables(c, &s);
     if (c.totals() != nullptr) {
       s.end = to_end_info(*c.totals());
       read_drops(c.totals()->drops(), &s.drops);
@@ -91,6 +168,7 @@ TraceSummary summarize(TraceReader& reader) {
     s.counts.allocs += v.allocs.size();
     s.counts.cpu_samples += v.cpu_samples.size();
     s.counts.markers += v.markers.size();
+    s.counts.gpu_samples += v.gpu_samples.size();
     for (const auto& call : v.api_calls) ++calls_by_id[call.function_id()];
     widen_span(v.api_calls, &first, &last);
     widen_span(v.copies, &first, &last);
@@ -100,6 +178,7 @@ TraceSummary summarize(TraceReader& reader) {
     widen_span(v.allocs, &first, &last);
     widen_span(v.cpu_samples, &first, &last);
     widen_span(v.markers, &first, &last);
+    widen_span(v.gpu_samples, &first, &last);
   });
   for (const auto& [id, n] : calls_by_id) {
     auto it = s.strings.find(id);

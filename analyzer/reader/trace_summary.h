@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "side_tables.h"
 #include "trace_reader.h"
 
 namespace gpuscope::reader {
@@ -48,9 +49,9 @@ inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) 
 
 struct RecordCounts {
   uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,
-           cpu_samples = 0, markers = 0;
+           cpu_samples = 0, markers = 0, gpu_samples = 0;
   uint64_t total() const {
-    return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers;
+    return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers + gpu_samples;
   }
 };
 
@@ -64,6 +65,11 @@ struct TraceSummary {
   std::optional<EndInfo> end;                  // the last Totals frame
   std::unordered_map<uint32_t, std::string> strings;
   std::map<std::string, uint64_t> calls_by_function;
+  std::vector<capture::DeviceDescription> devices;   // the latest description of each
+  std::vector<capture::LibraryLoadEvent> loads;
+  std::optional<capture::EnvironmentProbeData> probe;
+  std::vector<capture::ModuleDescription> modules;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
   ReadStats stats;
   std::vector<Problem> problems;
 

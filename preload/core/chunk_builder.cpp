@@ -46,6 +46,53 @@ Offset<fb::Totals> build_totals(FlatBufferBuilder& fbb, const TotalsInfo& t, con
   return b.Finish();
 }
 
+Offset<flatbuffers::Vector<Offset<fb::DeviceInfo>>> build_devices(FlatBufferBuilder& fbb,
+                                                                  const std::vector<DeviceDescription>& devices) {
+  std::vector<Offset<fb::DeviceInfo>> out;
+  for (const auto& d : devices) {
+    std::vector<Offset<flatbuffers::String>> unsupported;
+    for (const auto& u : d.unsupported) unsupported.push_back(fbb.CreateString(u));
+    out.push_back(fb::CreateDeviceInfoDirect(
+        fbb, d.index, d.name.c_str(), d.uuid.c_str(), d.pci_bus_id.c_str(), d.memory_total_bytes,
+        d.pcie_gen_current, d.pcie_gen_max, d.pcie_width_current, d.pcie_width_max, d.mig_mode, d.ecc_mode,
+        d.ecc_corrected, d.ecc_uncorrected, d.numa_node, d.local_cpus.c_str(), &unsupported));
+  }
+  return fbb.CreateVector(out);
+}
+
+Offset<flatbuffers::Vector<Offset<fb::LibraryLoad>>> build_loads(FlatBufferBuilder& fbb,
+                                                                const std::vector<LibraryLoadEvent>& loads) {
+  std::vector<Offset<fb::LibraryLoad>> out;
+  for (const auto& l : loads)
+    out.push_back(fb::CreateLibraryLoadDirect(fbb, l.start_ns, l.tid, l.path.c_str(), l.resolved_path.c_str(),
+                                              l.flags, l.ok, l.error.c_str(), l.deepbind_stripped, l.unload));
+  return fbb.CreateVector(out);
+}
+
+Offset<fb::EnvironmentProbe> build_probe(FlatBufferBuilder& fbb, const EnvironmentProbeData& p) {
+  std::vector<Offset<fb::DeviceNode>> nodes;
+  for (const auto& n : p.device_nodes)
+    nodes.push_back(fb::CreateDeviceNodeDirect(fbb, n.path.c_str(), n.exists, n.readable, n.writable));
+  return fb::CreateEnvironmentProbeDirect(fbb, &nodes, p.driver_loaded, p.driver_error.c_str(), p.driver_version,
+                                          p.nvml_status.c_str(), p.nvml_driver_version.c_str(), p.visible_devices);
+}
+
+Offset<flatbuffers::Vector<Offset<fb::Module>>> build_modules(FlatBufferBuilder& fbb,
+                                                             const std::vector<ModuleDescription>& modules) {
+  std::vector<Offset<fb::Module>> out;
+  for (const auto& m : modules)
+    out.push_back(fb::CreateModuleDirect(fbb, m.id, m.path.c_str(), &m.build_id, m.load_address, m.low_address,
+                                         m.high_address));
+  return fbb.CreateVector(out);
+}
+
+Offset<flatbuffers::Vector<Offset<fb::Stack>>> build_stacks(FlatBufferBuilder& fbb,
+                                                           const std::vector<StackDescription>& stacks) {
+  std::vector<Offset<fb::Stack>> out;
+  for (const auto& st : stacks) out.push_back(fb::CreateStackDirect(fbb, st.id, &st.frames));
+  return fbb.CreateVector(out);
+}
+
 // The delta base of a chunk: the smallest first start among its vectors (any
 // value decodes correctly; a close one keeps the first deltas small).
 template <class Tuple> uint64_t earliest_start(const Tuple& records) {
@@ -89,6 +136,10 @@ bool ChunkBuilder::add_record(RecordType type, const std::byte* payload, uint32_
   return ok;
 }
 
+void ChunkBuilder::add_loads(std::vector<LibraryLoadEvent> loads) {
+  for (auto& l : loads) loads_.push_back(std::move(l));
+}
+
 void ChunkBuilder::add_strings(std::vector<std::pair<uint32_t, std::string>> strings) {
   if (strings_.empty()) {
     strings_ = std::move(strings);
@@ -110,13 +161,14 @@ size_t ChunkBuilder::approximate_bytes() const {
 }
 
 bool ChunkBuilder::empty() const {
-  return record_count() == 0 && !metadata_ && strings_.empty() && !totals_;
+  return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
+         loads_.empty() && !probe_ && modules_.empty() && stacks_.empty();
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
   fbb_.Clear();
   const uint64_t base = earliest_start(records_);
-  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers] = records_;
+  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers, gpu] = records_;
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
   auto api_v = encoded_vector(fbb_, api, base, shuffle_scratch_);
   auto copy_v = encoded_vector(fbb_, copies, base, shuffle_scratch_);
@@ -126,6 +178,12 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto alloc_v = encoded_vector(fbb_, allocs, base, shuffle_scratch_);
   auto cpu_v = encoded_vector(fbb_, cpu, base, shuffle_scratch_);
   auto marker_v = encoded_vector(fbb_, markers, base, shuffle_scratch_);
+  auto gpu_v = encoded_vector(fbb_, gpu, base, shuffle_scratch_);
+  auto devices_v = devices_.empty() ? 0 : build_devices(fbb_, devices_);
+  auto loads_v = loads_.empty() ? 0 : build_loads(fbb_, loads_);
+  auto probe_v = probe_ ? build_probe(fbb_, *probe_) : 0;
+  auto modules_v = modules_.empty() ? 0 : build_modules(fbb_, modules_);
+  auto stacks_v = stacks_.empty() ? 0 : build_stacks(fbb_, stacks_);
   Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
   if (!strings_.empty()) {
     std::vector<Offset<fb::InternedString>> s;
@@ -140,6 +198,8 @@ std::span<const uint8_t> ChunkBuilder::build() {
   c.add_base_ns(base);
   if (!metadata_v.IsNull()) c.add_metadata(metadata_v);
   if (!strings_v.IsNull()) c.add_strings(strings_v);
+  if (!modules_v.IsNull()) c.add_modules(modules_v);
+  if (!stacks_v.IsNull()) c.add_stacks(stacks_v);
   if (!api_v.IsNull()) c.add_api_calls(api_v);
   if (!copy_v.IsNull()) c.add_copies(copy_v);
   if (!memset_v.IsNull()) c.add_memsets(memset_v);
@@ -150,6 +210,10 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!marker_v.IsNull()) c.add_markers(marker_v);
   if (!drops_v.IsNull()) c.add_drops(drops_v);
   if (!totals_v.IsNull()) c.add_totals(totals_v);
+  if (!gpu_v.IsNull()) c.add_gpu_samples(gpu_v);
+  if (!devices_v.IsNull()) c.add_devices(devices_v);
+  if (!loads_v.IsNull()) c.add_loads(loads_v);
+  if (!probe_v.IsNull()) c.add_probe(probe_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -158,6 +222,11 @@ void ChunkBuilder::clear() {
   std::apply([](auto&... vec) { (vec.clear(), ...); }, records_);
   metadata_.reset();
   strings_.clear();
+  devices_.clear();
+  loads_.clear();
+  probe_.reset();
+  modules_.clear();
+  stacks_.clear();
   drops_.reset();
   totals_.reset();
 }

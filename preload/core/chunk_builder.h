@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "container.h"
 #include "process_info.h"
+#include "side_tables.h"
 #include "record_types.h"
 
 namespace gpuscope::capture {
@@ -66,6 +67,11 @@ class ChunkBuilder {
   void add_strings(std::vector<std::pair<uint32_t, std::string>> strings);
   void set_drops(const DropCounts& drops) { drops_ = drops; }
   void set_totals(const TotalsInfo& totals) { totals_ = totals; }
+  void add_device(DeviceDescription device) { devices_.push_back(std::move(device)); }
+  void add_loads(std::vector<LibraryLoadEvent> loads);
+  void set_probe(EnvironmentProbeData probe) { probe_ = std::move(probe); }
+  void add_module(ModuleDescription module) { modules_.push_back(std::move(module)); }
+  void add_stack(StackDescription stack) { stacks_.push_back(std::move(stack)); }
 
   size_t record_count() const;
   size_t approximate_bytes() const;
@@ -78,8 +84,13 @@ class ChunkBuilder {
  private:
   std::tuple<std::vector<fb::ApiCall>, std::vector<fb::Copy>, std::vector<fb::Memset>,
              std::vector<fb::Kernel>, std::vector<fb::Sync>, std::vector<fb::Alloc>,
-             std::vector<fb::CpuSample>, std::vector<fb::Marker>>
+             std::vector<fb::CpuSample>, std::vector<fb::Marker>, std::vector<fb::GpuSample>>
       records_;
+  std::vector<DeviceDescription> devices_;
+  std::vector<LibraryLoadEvent> loads_;
+  std::optional<EnvironmentProbeData> probe_;
+  std::vector<ModuleDescription> modules_;
+  std::vector<StackDescription> stacks_;
   std::optional<ProcessMetadata> metadata_;
   std::vector<std::pair<uint32_t, std::string>> strings_;
   std::optional<DropCounts> drops_;

@@ -69,6 +69,10 @@ CaptureConfig read_capture_config() {
   read_number("GPUSCOPE_ZSTD_LEVEL", &o.zstd_level, -7, 19);
   read_number<uint32_t>("GPUSCOPE_EXIT_TIMEOUT_MS", &o.exit_timeout_ms, 0, 600'000);
   o.drain_interval_ms = std::min(o.drain_interval_ms, o.flush_interval_ms);
+  const char* stacks = std::getenv("GPUSCOPE_STACKS");
+  c.stacks = stacks == nullptr || std::string_view(stacks) != "0";
+  read_number<uint32_t>("GPUSCOPE_STACK_DEPTH", &c.stack_depth, 1, 64);
+  read_number<uint32_t>("GPUSCOPE_NVML_HZ", &c.nvml_hz, 0, 1000);
   return c;
 }
 

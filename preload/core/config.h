@@ -11,6 +11,10 @@
 //   GPUSCOPE_CPU_SAMPLE_MS   CPU-time sampling period, 0 = off (default 10)
 //   GPUSCOPE_ZSTD_LEVEL      compression level (default -1, zstd's fast mode)
 //   GPUSCOPE_EXIT_TIMEOUT_MS longest wait for the final flush at exit (default 3000)
+//   GPUSCOPE_STACKS=0        no call stacks on hooked calls (default on)
+//   GPUSCOPE_STACK_DEPTH     frames per stack (default 32, at most 64)
+//   GPUSCOPE_NVML_HZ         NVML samples per second, 0 = off (default 20)
+//   GPUSCOPE_CLOCK=monotonic hot-path timestamps from clock_gettime, not the TSC
 // Under secure execution (setuid, file capabilities) none of them is read.
 #pragma once
 
@@ -35,6 +39,9 @@ struct CaptureConfig {
   std::string output;  // GPUSCOPE_OUTPUT as given
   int root_pid = 0;
   SessionOptions options;
+  bool stacks = true;
+  uint32_t stack_depth = 32;
+  uint32_t nvml_hz = 20;
 };
 
 // Reads the GPUSCOPE_* variables (none under AT_SECURE).

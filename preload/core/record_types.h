@@ -21,6 +21,7 @@ enum class RecordType : uint8_t {
   Alloc,
   CpuSample,
   Marker,
+  GpuSample,
   Count
 };
 
@@ -39,6 +40,7 @@ GPUSCOPE_RECORD_TAG(Sync)
 GPUSCOPE_RECORD_TAG(Alloc)
 GPUSCOPE_RECORD_TAG(CpuSample)
 GPUSCOPE_RECORD_TAG(Marker)
+GPUSCOPE_RECORD_TAG(GpuSample)
 #undef GPUSCOPE_RECORD_TAG
 
 // Calls f(type_identity<Struct>{}) for the struct behind `type`; false for
@@ -53,6 +55,7 @@ template <class F> bool visit_record_type(RecordType type, F&& f) {
     case RecordType::Alloc: f(std::type_identity<fb::Alloc>{}); return true;
     case RecordType::CpuSample: f(std::type_identity<fb::CpuSample>{}); return true;
     case RecordType::Marker: f(std::type_identity<fb::Marker>{}); return true;
+    case RecordType::GpuSample: f(std::type_identity<fb::GpuSample>{}); return true;
     default: return false;
   }
 }

@@ -38,6 +38,9 @@ std::atomic<int> g_lazy_state{0};  // 0 not run, 1 running, 2 done
 
 constexpr uint16_t kClaimBackoff = 1024;
 
+std::mutex g_loads_mutex;
+std::vector<LibraryLoadEvent> g_loads;
+
 StringTable& strings_instance() {
   // Never destroyed: hooks may intern during static destruction.
   static StringTable* table = new StringTable();
@@ -118,7 +121,7 @@ ThreadSlot* detail::attach_current_thread() noexcept {
 }
 
 bool start_session(const SessionOptions& options, const std::string& path,
-                   const ProcessMetadata& metadata, std::string* error) {
+                   const ProcessMetadata& metadata, std::string* error, std::vector<TraceSource*> sources) {
   std::lock_guard lock(g_lifecycle);
   if (g_writer != nullptr || detail::g_phase.load() == Phase::Disabled) {
     *error = "capture is already running or disabled in this process";
@@ -135,7 +138,8 @@ bool start_session(const SessionOptions& options, const std::string& path,
   if (!output->create(path, error)) return false;
   if (g_sessions_started++ != 0) strings_instance().mark_all_pending();  // a new file
   g_unslotted_drops.store(0);
-  auto writer = std::make_unique<Writer>(options, *pool, strings_instance(), *output, g_unslotted_drops);
+  auto writer = std::make_unique<Writer>(options, *pool, strings_instance(), *output, g_unslotted_drops,
+                                         std::move(sources));
   if (!writer->start(metadata, error)) return false;
   g_options = options;
   g_path = path;
@@ -193,6 +197,17 @@ uint32_t free_thread_buffers() {
 }
 
 StringTable& session_strings() { return strings_instance(); }
+
+void note_library_load(LibraryLoadEvent event) {
+  if (detail::g_phase.load(std::memory_order_relaxed) != Phase::Recording) return;
+  std::lock_guard lock(g_loads_mutex);
+  g_loads.push_back(std::move(event));
+}
+
+std::vector<LibraryLoadEvent> take_library_loads() {
+  std::lock_guard lock(g_loads_mutex);
+  return std::exchange(g_loads, {});
+}
 
 __attribute__((weak)) void initialize_capture_early() {}
 

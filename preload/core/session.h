@@ -5,18 +5,24 @@
 
 #include <string>
 
+#include <vector>
+
 #include "config.h"
 #include "process_info.h"
 #include "recorder.h"
+#include "side_tables.h"
 #include "string_table.h"
+#include "trace_source.h"
 
 namespace gpuscope::capture {
 
 // Creates the trace at `path` (refusing existing files, symlinks, FIFOs),
 // writes its header and metadata, starts the writer, then turns the hot path
 // on. Returns false with a sentence in *error when the trace cannot be made.
+// `sources` (owned by the caller, alive until stop) are polled by the writer.
 bool start_session(const SessionOptions& options, const std::string& path,
-                   const ProcessMetadata& metadata, std::string* error);
+                   const ProcessMetadata& metadata, std::string* error,
+                   std::vector<TraceSource*> sources = {});
 
 // Ends capture: final drain, a Totals frame, file closed. Idempotent and
 // thread-safe; waits at most options.exit_timeout_ms, then lets the process go.
@@ -40,6 +46,12 @@ Phase current_phase();
 // exited thread).
 uint32_t free_thread_buffers();
 const std::string& session_path();
+
+// A dlopen/dlclose the program made (not a hot path: takes a mutex).
+void note_library_load(LibraryLoadEvent event);
+
+// Writer side: the loads noted since the last call.
+std::vector<LibraryLoadEvent> take_library_loads();
 
 // Function names, kernel names and the like, interned for records.
 StringTable& session_strings();

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "diag.h"
 #include "recorder.h"
+#include "session.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -34,14 +35,16 @@ template <class F> std::thread start_signal_free_thread(F&& fn) {
 }  // namespace
 
 Writer::Writer(const SessionOptions& options, SlotPool& pool, StringTable& strings,
-               TraceOutput& output, std::atomic<uint64_t>& unslotted_drops)
+               TraceOutput& output, std::atomic<uint64_t>& unslotted_drops,
+               std::vector<TraceSource*> sources)
     : options_(options),
       pool_(pool),
       strings_(strings),
       output_(output),
       unslotted_drops_(unslotted_drops),
       encoder_(options.zstd_level),
-      cpu_sampler_(strings) {}
+      cpu_sampler_(strings),
+      sources_(std::move(sources)) {}
 
 Writer::~Writer() {
   // Only reached when stop timed out: the thread may still be writing, so it
@@ -72,6 +75,7 @@ void Writer::run() {
   uint64_t last_cpu_sample = 0;
   const uint64_t flush_ns = options_.flush_interval_ms * 1'000'000ull;
   const uint64_t cpu_ns = options_.cpu_sample_interval_ms * 1'000'000ull;
+  for (TraceSource* source : sources_) source->begin(builder_);
   std::unique_lock lock(mutex_);
   for (;;) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_interval_ms),
@@ -84,6 +88,7 @@ void Writer::run() {
       cpu_sampler_.sample(now, builder_);
       last_cpu_sample = now;
     }
+    poll_sources(now);
     if (req.pending) {
       const TotalsInfo totals = make_totals(req.kind, req.exit_status, "");
       write_chunk(&totals);
@@ -129,6 +134,15 @@ void Writer::drain_all() {
   // Strings after records: every string a drained record refers to was
   // interned before that record was pushed, so it is in this chunk or earlier.
   if (!output_dead_) builder_.add_strings(strings_.take_pending());
+}
+
+// Sources and the loader log add to the chunk being built; their strings
+// (interned while they ran) are taken last so they travel with it.
+void Writer::poll_sources(uint64_t now) {
+  if (output_dead_) return;
+  for (TraceSource* source : sources_) source->poll(now, builder_);
+  builder_.add_loads(take_library_loads());
+  builder_.add_strings(strings_.take_pending());
 }
 
 DropCounts Writer::current_drops() const {

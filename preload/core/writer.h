@@ -20,13 +20,14 @@
 #include "string_table.h"
 #include "thread_slots.h"
 #include "trace_output.h"
+#include "trace_source.h"
 
 namespace gpuscope::capture {
 
 class Writer {
  public:
   Writer(const SessionOptions& options, SlotPool& pool, StringTable& strings, TraceOutput& output,
-         std::atomic<uint64_t>& unslotted_drops);
+         std::atomic<uint64_t>& unslotted_drops, std::vector<TraceSource*> sources = {});
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -52,6 +53,7 @@ class Writer {
 
   void run();
   void drain_all();
+  void poll_sources(uint64_t now);
   bool write_chunk(const TotalsInfo* totals);
   bool write_chunk_with_strings();  // mid-drain: strings interned so far go first
   bool write_frame(std::span<const uint8_t> chunk, const TotalsInfo* totals);
@@ -67,6 +69,7 @@ class Writer {
   ChunkBuilder builder_;
   FrameEncoder encoder_;
   CpuSampler cpu_sampler_;
+  std::vector<TraceSource*> sources_;
   TickConverter ticks_;
   uint64_t retired_drops_[kDropReasonCount] = {};
   uint64_t events_written_ = 0;

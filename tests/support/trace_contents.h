@@ -30,6 +30,7 @@ inline TraceContents read_trace(reader::TraceReader& r) {
     t.allocs.insert(t.allocs.end(), v.allocs.begin(), v.allocs.end());
     t.cpu_samples.insert(t.cpu_samples.end(), v.cpu_samples.begin(), v.cpu_samples.end());
     t.markers.insert(t.markers.end(), v.markers.begin(), v.markers.end());
+    t.gpu_samples.insert(t.gpu_samples.end(), v.gpu_samples.begin(), v.gpu_samples.end());
   });
   return t;
 }

@@ -35,14 +35,14 @@ ReadResult read_bytes(std::span<const uint8_t> bytes) {
   reader.read([&](const ChunkView& v) {
     r.sequences.push_back(v.sequence);
     r.records += v.api_calls.size() + v.copies.size() + v.memsets.size() + v.kernels.size() +
-                 v.syncs.size() + v.allocs.size() + v.cpu_samples.size() + v.markers.size();
+                 v.syncs.size() + v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size();
     uint64_t h = 1469598103934665603ull;  // FNV-1a over every record's bytes
     const auto mix = [&](const auto& span) {
       const auto* p = reinterpret_cast<const uint8_t*>(span.data());
       for (size_t i = 0; i < span.size_bytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
     };
     mix(v.api_calls), mix(v.copies), mix(v.memsets), mix(v.kernels);
-    mix(v.syncs), mix(v.allocs), mix(v.cpu_samples), mix(v.markers);
+    mix(v.syncs), mix(v.allocs), mix(v.cpu_samples), mix(v.markers), mix(v.gpu_samples);
     r.fingerprints.push_back(h);
   });
   r.problems = reader.problems();

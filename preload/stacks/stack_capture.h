@@ -1,0 +1,28 @@
+// Call stacks for hooked calls (issue 4): raw return addresses captured with
+// libunwind on the calling thread, deduplicated into a stack table, and a
+// module map (path, build-id, load address) so that the analyzer can
+// symbolize offline. Nothing is symbolized in the traced process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "trace_source.h"
+
+namespace gpuscope::stacks {
+
+// Once, at capture start, before any hook records. depth: frames per stack.
+void configure_stacks(bool enabled, uint32_t depth);
+
+// Hot path: the id of the calling thread's current stack (0 = none, or
+// stacks off, or the table full). Lock-free, allocation-free.
+uint32_t capture_stack_id() noexcept;
+
+// The loaded objects changed (dlopen/dlclose): the module map is rebuilt on
+// the writer thread at its next poll.
+void note_modules_changed() noexcept;
+
+// Emits new stacks and (re)built module maps into the chunk being built.
+std::unique_ptr<capture::TraceSource> make_stack_source();
+
+}  // namespace gpuscope::stacks

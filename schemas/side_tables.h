@@ -1,0 +1,72 @@
+// Plain C++ mirrors of the trace's side tables (strings and lists that do
+// not fit fixed-size records): what a GPU is, what the process could see of
+// the GPU stack, and which libraries it tried to load. The capture side fills
+// them and ChunkBuilder writes them; the reader turns tables back into them.
+// Shared like the schema itself, so the two sides describe one thing once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuscope::capture {
+
+struct DeviceDescription {
+  uint32_t index = 0;
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  uint64_t memory_total_bytes = 0;
+  uint8_t pcie_gen_current = 0, pcie_gen_max = 0, pcie_width_current = 0, pcie_width_max = 0;
+  int8_t mig_mode = -1;
+  int8_t ecc_mode = -1;
+  uint64_t ecc_corrected = 0, ecc_uncorrected = 0;
+  int32_t numa_node = -1;
+  std::string local_cpus;
+  std::vector<std::string> unsupported;  // NVML queries that are not supported here
+};
+
+struct LibraryLoadEvent {
+  uint64_t start_ns = 0;
+  uint32_t tid = 0;
+  std::string path;
+  std::string resolved_path;
+  int flags = 0;
+  bool ok = false;
+  std::string error;
+  bool deepbind_stripped = false;
+  bool unload = false;
+};
+
+struct DeviceNodeState {
+  std::string path;
+  bool exists = false, readable = false, writable = false;
+};
+
+struct EnvironmentProbeData {
+  std::vector<DeviceNodeState> device_nodes;
+  bool driver_loaded = false;
+  std::string driver_error;
+  int driver_version = -1;
+  std::string nvml_status;
+  std::string nvml_driver_version;
+  int visible_devices = -1;
+};
+
+// A loaded object, for turning return addresses into module + offset.
+struct ModuleDescription {
+  uint32_t id = 0;
+  std::string path;
+  std::vector<uint8_t> build_id;
+  uint64_t load_address = 0;  // l_addr: ELF vaddr + load_address = runtime address
+  uint64_t low_address = 0;   // lowest runtime address of its PT_LOAD segments
+  uint64_t high_address = 0;  // one past the highest
+};
+
+// A deduplicated call stack: raw return addresses, innermost first.
+struct StackDescription {
+  uint32_t id = 0;
+  std::vector<uint64_t> frames;
+};
+
+}  // namespace gpuscope::capture
