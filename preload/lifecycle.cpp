@@ -19,6 +19,7 @@
 #include "diag.h"
 #include "real_symbol.h"
 #include "session.h"
+#include "stacks/stack_capture.h"
 
 #define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -60,8 +61,11 @@ void initialize_capture() {
   if (config.root_pid == metadata.pid && path == config.output && lstat(path.c_str(), &st) == 0 &&
       S_ISREG(st.st_mode))
     path = capture::exec_successor_path(path, metadata.pid, fields.exe);
+  // Sources live as long as the process: the writer may poll them during exit.
+  stacks::configure_stacks(config.stacks, config.stack_depth);
+  std::vector<capture::TraceSource*> sources = {stacks::make_stack_source().release()};
   std::string error;
-  if (!capture::start_session(config.options, path, metadata, &error)) {
+  if (!capture::start_session(config.options, path, metadata, &error, sources)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());
     capture::disable_capture();
     return;

@@ -1,8 +1,15 @@
-// Finding the definition a hook wraps. One place, because the dlsym
-// override (driver hooks) must never call the overridden dlsym itself.
+// Finding the definition a hook wraps. One place, because libgpuscope.so
+// overrides dlsym (preload/driver/proc_address.cpp): everything inside
+// gpuscope that needs a symbol goes through the real dlsym found here.
 #pragma once
 
 namespace gpuscope::preload {
+
+using DlsymFn = void* (*)(void*, const char*);
+
+// glibc's dlsym, found with dlvsym (GLIBC_2.34, else GLIBC_2.2.5) so the
+// override is never consulted.
+DlsymFn real_dlsym();
 
 // The next definition of `name` after libgpuscope.so in lookup order, or null.
 void* next_symbol(const char* name);

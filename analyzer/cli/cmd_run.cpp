@@ -88,8 +88,18 @@ std::string make_run_id() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
+// Capture settings the user gave on the command line, as the library reads them.
+std::vector<std::string> settings_environment(const RunOptions& o) {
+  std::vector<std::string> env;
+  if (o.no_stacks) env.push_back("GPUSCOPE_STACKS=0");
+  if (o.stack_depth >= 0) env.push_back("GPUSCOPE_STACK_DEPTH=" + std::to_string(o.stack_depth));
+  if (o.cpu_sample_ms >= 0) env.push_back("GPUSCOPE_CPU_SAMPLE_MS=" + std::to_string(o.cpu_sample_ms));
+  if (o.nvml_hz >= 0) env.push_back("GPUSCOPE_NVML_HZ=" + std::to_string(o.nvml_hz));
+  return env;
+}
+
 std::vector<std::string> child_environment(const std::string& library, const OutputPlan& plan,
-                                           const std::string& run_id) {
+                                           const std::string& run_id, const std::vector<std::string>& settings) {
   std::vector<std::string> env;
   std::string preload = library;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -103,11 +113,15 @@ std::vector<std::string> child_environment(const std::string& library, const Out
     if (entry.starts_with("GPUSCOPE_OUTPUT=") || entry.starts_with("GPUSCOPE_RUN_ID=") ||
         entry.starts_with("GPUSCOPE_ROOT_PID="))
       continue;
+    bool overridden = false;
+    for (const auto& s : settings) overridden |= entry.starts_with(s.substr(0, s.find('=') + 1));
+    if (overridden) continue;
     env.emplace_back(entry);
   }
   env.push_back("LD_PRELOAD=" + preload);
   env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
   env.push_back("GPUSCOPE_RUN_ID=" + run_id);
+  env.insert(env.end(), settings.begin(), settings.end());
   return env;
 }
 
@@ -186,7 +200,7 @@ int run_command(const RunOptions& o) {
     return 2;
   }
   const std::string run_id = make_run_id();
-  const auto env = child_environment(library, plan, run_id);
+  const auto env = child_environment(library, plan, run_id, settings_environment(o));
   install_forwarding();
   const pid_t child = fork();
   if (child < 0) {

@@ -11,6 +11,10 @@ struct RunOptions {
   std::string output;  // -o: directory, file or pattern
   bool force = false;  // replace an existing trace file named by -o
   bool quiet = false;
+  bool no_stacks = false;
+  int stack_depth = -1;      // -1: the library's default
+  int cpu_sample_ms = -1;    // 0 = off
+  int nvml_hz = -1;          // 0 = off
   std::vector<std::string> command;
 };
 

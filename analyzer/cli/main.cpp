@@ -36,6 +36,13 @@ int main(int argc, char** argv) {
                   "default: the current directory");
   run->add_flag("--force", run_options.force, "Replace an existing trace file named by -o");
   run->add_flag("-q,--quiet", run_options.quiet, "Print nothing after the program ends");
+  run->add_flag("--no-stacks", run_options.no_stacks, "Do not record call stacks of hooked calls");
+  run->add_option("--stack-depth", run_options.stack_depth, "Frames per call stack (default 32)")
+      ->check(CLI::Range(1, 64));
+  run->add_option("--cpu-sample-ms", run_options.cpu_sample_ms, "CPU-time sampling period, 0 = off (default 10)")
+      ->check(CLI::Range(0, 60000));
+  run->add_option("--nvml-hz", run_options.nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
+      ->check(CLI::Range(0, 1000));
   run->add_option("command", run_options.command, "Program and its arguments")->required();
   run->prefix_command();  // everything from the program name on belongs to the program
   run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");

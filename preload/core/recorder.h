@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "clock.h"
 #include "thread_slots.h"
@@ -87,11 +88,18 @@ template <class T> inline bool record(const T& r) noexcept {
 // Typed records (Copy, Sync, ...) for the same call reuse correlation_id().
 class ApiCallScope {
  public:
-  explicit ApiCallScope(uint32_t function_id) noexcept : slot_(recording_slot()) {
+  explicit ApiCallScope(uint32_t function_id) noexcept
+      : ApiCallScope([function_id] { return function_id; }) {}
+
+  // `function_id()` is evaluated only when recording, so a lazily interned
+  // name costs nothing while gpuscope is idle or disabled.
+  template <class IdFn>
+    requires std::is_invocable_r_v<uint32_t, IdFn>
+  explicit ApiCallScope(IdFn&& function_id) noexcept : slot_(recording_slot()) {
     if (slot_ == nullptr) return;
     ThreadContext& t = detail::t_context;
     depth_ = t.depth++;
-    function_id_ = function_id;
+    function_id_ = function_id();
     correlation_id_ = slot_->next_correlation_id();
     ticks_ = hot_timestamps_are_ticks();
     start_ = hot_timestamp();
@@ -103,8 +111,15 @@ class ApiCallScope {
   ApiCallScope& operator=(const ApiCallScope&) = delete;
 
   bool active() const noexcept { return slot_ != nullptr; }
+  // 0 for the outermost gpuscope-visible call on this thread.
+  uint8_t depth() const noexcept { return depth_; }
   ThreadSlot* slot() const noexcept { return slot_; }
   uint64_t correlation_id() const noexcept { return correlation_id_; }
+  // Takes the start time again: for work done after the scope opened that is
+  // gpuscope's, not the call's (unwinding the call stack).
+  void restart_clock() noexcept {
+    if (slot_ != nullptr) start_ = hot_timestamp();
+  }
   // Start and end in the hot-path timebase; typed records that copy them
   // must be recorded with record_flags().
   uint64_t start() const noexcept { return start_; }

@@ -11,7 +11,10 @@
 
 namespace gpuscope::stacks {
 
-// Once, at capture start, before any hook records. depth: frames per stack.
+// Once, at capture start, before any hook records. depth: frames per stack
+// (1..64). Loads libunwind.so.8; without it stacks stay off and the stack
+// source says why in the trace. A later call (tests, benchmarks) may change
+// depth or switch stacks off and on; ids already given stay valid.
 void configure_stacks(bool enabled, uint32_t depth);
 
 // Hot path: the id of the calling thread's current stack (0 = none, or

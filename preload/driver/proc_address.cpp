@@ -1,0 +1,104 @@
+// How gpuscope reaches driver calls that never pass through the dynamic
+// linker: libcudart (shared or static), cuBLAS, cuDNN and friends dlopen
+// libcuda.so.1, dlsym "cuGetProcAddress_v2" from that handle (which skips
+// our exports), then ask it for every driver entry point.
+//
+// So: dlsym is overridden. A lookup of a hooked name returns our wrapper and
+// hands the real function to the wrapper's slot; cuGetProcAddress's answers
+// are rewritten the same way (including its answer for "cuGetProcAddress"
+// itself). Lookups of anything else, lookups relative to the caller
+// (RTLD_NEXT) and CUPTI's own lookups go straight to glibc's dlsym as a tail
+// call, so the caller's identity (which RTLD_NEXT depends on) is unchanged.
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include <cuda.h>
+#undef cuGetProcAddress  // cuda.h maps it to _v2; the v1 entry point is exported too
+
+#include "hooks/hook_support.h"
+
+GPUSCOPE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
+GPUSCOPE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                             CUdriverProcAddressQueryResult* status);
+
+namespace gpuscope::hooks {
+namespace slots {
+HookSlot cuGetProcAddress{"cuGetProcAddress", reinterpret_cast<void*>(&::cuGetProcAddress), kDriverApi};
+HookSlot cuGetProcAddress_v2{"cuGetProcAddress_v2", reinterpret_cast<void*>(&::cuGetProcAddress_v2), kDriverApi};
+}  // namespace slots
+
+std::span<HookSlot* const> driver_entry_hooks() {
+  static HookSlot* const all[] = {&slots::cuGetProcAddress, &slots::cuGetProcAddress_v2};
+  return all;
+}
+
+namespace {
+
+struct Interception {
+  bool handled = false;
+  void* value = nullptr;
+};
+
+bool called_from_cupti(void* caller) {
+  Dl_info info{};
+  return dladdr(caller, &info) != 0 && info.dli_fname != nullptr && std::strstr(info.dli_fname, "libcupti") != nullptr;
+}
+
+// A lookup of a hooked name: our wrapper, with the real function adopted.
+// Nothing real anywhere (only our export answered): the caller sees nothing,
+// exactly as without gpuscope.
+Interception intercept(void* handle, const char* name, void* caller) {
+  if (handle == RTLD_NEXT) return {};
+  HookSlot* slot = find_hook(name);
+  if (slot == nullptr || called_from_cupti(caller)) return {};
+  if (handle != RTLD_DEFAULT) remember_library_handle(handle);
+  void* real = handle == RTLD_DEFAULT ? nullptr : preload::real_dlsym()(handle, name);
+  if (real == nullptr || real == slot->wrapper) real = preload::next_symbol(name);
+  if (real == nullptr) return {true, nullptr};
+  return {true, slot->adopt(real) ? slot->wrapper : real};  // a second, different implementation stays unhooked
+}
+
+// An entry point cuGetProcAddress handed out: named by dladdr (the exact
+// exported variant, e.g. cuMemcpyHtoDAsync_v2_ptsz, which fixes the
+// signature), and swapped for our wrapper when we hook that variant. A
+// driver that hands out its own exports through the GOT already returns our
+// wrapper; the slot then finds the real one in the driver's handle.
+void* substitute(void* p) {
+  Dl_info info{};
+  if (p == nullptr || dladdr(p, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != p) return p;
+  HookSlot* slot = find_hook(info.dli_sname);
+  if (slot == nullptr) return p;
+  if (p == slot->wrapper) return p;  // real one resolved from the handle on first call
+  return slot->adopt(p) ? slot->wrapper : p;
+}
+
+}  // namespace
+}  // namespace gpuscope::hooks
+
+GPUSCOPE_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void* dlsym(void* handle, const char* name) {
+  if (name != nullptr && gpuscope::capture::thread_context().internal == 0) {
+    const auto hit = gpuscope::hooks::intercept(handle, name, __builtin_return_address(0));
+    if (hit.handled) return hit.value;
+  }
+  return gpuscope::preload::real_dlsym()(handle, name);  // tail call: see the file comment
+}
+
+GPUSCOPE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                             CUdriverProcAddressQueryResult* status) {
+  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  const Fn real = gpuscope::hooks::slots::cuGetProcAddress_v2.real_function<Fn>();
+  if (real == nullptr) return gpuscope::hooks::not_found<CUresult>();
+  const CUresult rc = real(symbol, pfn, version, flags, status);
+  if (rc == CUDA_SUCCESS && pfn != nullptr) *pfn = gpuscope::hooks::substitute(*pfn);
+  return rc;
+}
+
+GPUSCOPE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
+  const Fn real = gpuscope::hooks::slots::cuGetProcAddress.real_function<Fn>();
+  if (real == nullptr) return gpuscope::hooks::not_found<CUresult>();
+  const CUresult rc = real(symbol, pfn, version, flags);
+  if (rc == CUDA_SUCCESS && pfn != nullptr) *pfn = gpuscope::hooks::substitute(*pfn);
+  return rc;
+}

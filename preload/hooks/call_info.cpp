@@ -1,0 +1,206 @@
+#include "call_info.h"
+
+#include "kernel_names.h"
+#include "memory_registry.h"
+#include "stacks/stack_capture.h"
+
+namespace gpuscope::hooks {
+namespace {
+
+using fb::MemoryKind;
+
+thread_local int16_t t_device __attribute__((tls_model("initial-exec"))) = 0;
+
+// The range the innermost free on this thread removed: a runtime free and
+// the driver free under it both end here, and the outer one (which records)
+// still needs the size the inner one took out of the registry.
+struct LastFreed {
+  uint64_t address;
+  uint64_t size;
+};
+thread_local LastFreed t_last_freed __attribute__((tls_model("initial-exec"))) = {0, 0};
+
+uint64_t forget_range(uint64_t address) {
+  const auto removed = registry::memory_registry().remove(address);
+  if (removed.size != 0) {
+    t_last_freed = {address, removed.size};
+    return removed.size;
+  }
+  return t_last_freed.address == address ? t_last_freed.size : 0;
+}
+
+bool on_device(MemoryKind k) {
+  return k == MemoryKind::Device || k == MemoryKind::Pool || k == MemoryKind::Array ||
+         k == MemoryKind::DeviceStatic;
+}
+
+// A host pointer the registry does not know is ordinary pageable memory.
+MemoryKind host_kind(const void* p) {
+  const auto r = registry::memory_registry().find(reinterpret_cast<uint64_t>(p));
+  return r.kind == MemoryKind::Unknown ? MemoryKind::Pageable : r.kind;
+}
+
+struct Endpoints {
+  fb::CopyDirection direction;
+  MemoryKind src, dst;
+};
+
+// cudaMemcpyDefault (unified addressing): the registry says where each side is.
+Endpoints infer_endpoints(const void* dst, const void* src) {
+  const MemoryKind s = host_kind(src), d = host_kind(dst);
+  if (s == MemoryKind::Managed || d == MemoryKind::Managed) return {fb::CopyDirection::Default, s, d};
+  if (on_device(s)) return {on_device(d) ? fb::CopyDirection::DeviceToDevice : fb::CopyDirection::DeviceToHost, s, d};
+  return {on_device(d) ? fb::CopyDirection::HostToDevice : fb::CopyDirection::HostToHost, s, d};
+}
+
+Endpoints endpoints(CopyKind kind, const void* dst, const void* src) {
+  switch (kind) {
+    case CopyKind::HostToDevice: return {fb::CopyDirection::HostToDevice, host_kind(src), MemoryKind::Device};
+    case CopyKind::DeviceToHost: return {fb::CopyDirection::DeviceToHost, MemoryKind::Device, host_kind(dst)};
+    case CopyKind::DeviceToDevice: return {fb::CopyDirection::DeviceToDevice, MemoryKind::Device, MemoryKind::Device};
+    case CopyKind::HostToHost: return {fb::CopyDirection::HostToHost, host_kind(src), host_kind(dst)};
+    case CopyKind::PeerToPeer: return {fb::CopyDirection::PeerToPeer, MemoryKind::Device, MemoryKind::Device};
+    case CopyKind::Default: break;
+  }
+  return infer_endpoints(dst, src);
+}
+
+bool outermost(const capture::ApiCallScope& s) { return s.depth() == 0; }
+
+}  // namespace
+
+int16_t current_device() noexcept { return t_device; }
+void set_current_device(int device) noexcept { t_device = static_cast<int16_t>(device); }
+
+// Only the outermost call unwinds: the driver call under a runtime call has
+// the same call site plus libcudart's frames. The unwind is gpuscope's time,
+// not the call's, so the call's clock starts after it.
+void CallInfo::before(capture::ApiCallScope& scope) noexcept {
+  if (!wants_stack || scope.depth() != 0) return;
+  stack = stacks::capture_stack_id();
+  scope.restart_clock();
+}
+
+void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  const uint64_t end = finish(s, result, flags);
+  if (!outermost(s)) return;
+  const Endpoints e = endpoints(kind, dst, src);
+  capture::record(s.slot(), fb::Copy(s.start(), end - s.start(), s.correlation_id(), bytes, stream, e.direction,
+                                     e.src, e.dst, fb::Source::Host, current_device(), async ? 1 : 0),
+                  s.record_flags());
+}
+
+void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  const uint64_t end = finish(s, result, flags);
+  if (!outermost(s)) return;
+  const auto kind = registry::memory_registry().find(reinterpret_cast<uint64_t>(target)).kind;
+  capture::record(s.slot(), fb::Memset(s.start(), end - s.start(), s.correlation_id(), bytes, stream, value,
+                                       kind == MemoryKind::Unknown ? MemoryKind::Device : kind, fb::Source::Host,
+                                       current_device()),
+                  s.record_flags());
+}
+
+void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  const uint64_t end = finish(s, result, flags);
+  uint64_t where = reinterpret_cast<uint64_t>(address);
+  uint64_t size = bytes;
+  auto& reg = registry::memory_registry();
+  if (result == 0) {  // the registry follows every level: adding or removing twice is harmless
+    if (op == fb::AllocOp::Alloc || op == fb::AllocOp::Register) {
+      if (out_pointer != nullptr) where = reinterpret_cast<uint64_t>(*out_pointer);
+      if (out_address != nullptr) where = *out_address;
+      if (out_pitch != nullptr) size = *out_pitch * rows;
+      reg.add(where, size, kind);
+    } else {
+      const uint64_t removed = forget_range(where);
+      if (size == 0) size = removed;
+    }
+  }
+  if (!outermost(s)) return;
+  capture::record(s.slot(), fb::Alloc(s.start(), end - s.start(), s.correlation_id(), where, size, op, kind,
+                                      fb::Source::Host, async ? 1 : 0, current_device(), 0),
+                  s.record_flags());
+}
+
+void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  const uint64_t end = finish(s, result, flags);
+  if (!outermost(s)) return;
+  capture::record(s.slot(), fb::Sync(s.start(), end - s.start(), s.correlation_id(), reinterpret_cast<uint64_t>(object),
+                                     kind, fb::Source::Host, current_device(), result),
+                  s.record_flags());
+}
+
+void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  const uint64_t end = finish(s, result, flags);
+  if (!outermost(s)) return;
+  const auto clamp16 = [](uint32_t v) { return static_cast<uint16_t>(v > 0xFFFF ? 0xFFFF : v); };
+  capture::record(s.slot(), fb::Kernel(s.start(), end - s.start(), s.correlation_id(), stream,
+                                       registry::kernel_names().find(function), grid[0], clamp16(grid[1]),
+                                       clamp16(grid[2]), clamp16(block[0]), clamp16(block[1]), clamp16(block[2]),
+                                       current_device(), shared_bytes, fb::Source::Host, 0, 0, 0),
+                  s.record_flags());
+}
+
+CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const void* stream, bool async) noexcept {
+  CopyCall c;
+  c.stream = stream_id(stream);
+  c.wants_stack = true;
+  c.bytes = bytes;
+  c.dst = dst;
+  c.src = src;
+  c.kind = kind >= 0 && kind <= 5 ? static_cast<CopyKind>(kind) : CopyKind::Default;
+  c.async = async;
+  return c;
+}
+
+MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept {
+  MemsetCall c;
+  c.stream = stream_id(stream);
+  c.bytes = bytes;
+  c.target = target;
+  c.value = value;
+  c.async = async;
+  return c;
+}
+
+SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept {
+  SyncCall c;
+  c.wants_stack = kind != fb::SyncKind::StreamQuery && kind != fb::SyncKind::EventQuery;
+  c.kind = kind;
+  c.object = object;
+  if (kind == fb::SyncKind::Stream || kind == fb::SyncKind::StreamQuery || kind == fb::SyncKind::StreamWaitEvent)
+    c.stream = stream_id(object);
+  return c;
+}
+
+AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream, bool async) noexcept {
+  AllocCall c;
+  c.stream = stream_id(stream);
+  c.wants_stack = true;
+  c.out_pointer = out;
+  c.bytes = bytes;
+  c.kind = kind;
+  c.async = async;
+  return c;
+}
+
+AllocCall release(const void* address, fb::MemoryKind kind, const void* stream, bool async) noexcept {
+  AllocCall c = allocation(nullptr, 0, kind, stream, async);
+  c.op = fb::AllocOp::Free;
+  c.address = address;
+  return c;
+}
+
+LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                  uint32_t shared, const void* stream) noexcept {
+  LaunchCall c;
+  c.stream = stream_id(stream);
+  c.wants_stack = true;
+  c.function = function;
+  c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
+  c.block[0] = bx, c.block[1] = by, c.block[2] = bz;
+  c.shared_bytes = shared;
+  return c;
+}
+
+}  // namespace gpuscope::hooks

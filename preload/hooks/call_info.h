@@ -1,0 +1,109 @@
+// What a hooked call means, built from its arguments before the call and
+// turned into records after it. One type per family; the runtime and driver
+// tables share them. `after()` always records the ApiCall; the typed record
+// (Copy, Memset, Alloc, Sync, Kernel) is written only for the outermost
+// gpuscope-visible call on the thread, so a runtime call and the driver call
+// it makes count once.
+#pragma once
+
+#include <cstdint>
+
+#include "recorder.h"
+
+namespace gpuscope::hooks {
+
+// The device the calling thread works on, as far as cudaSetDevice and
+// cuCtxSetCurrent told us (0 until then, like CUDA itself).
+int16_t current_device() noexcept;
+void set_current_device(int device) noexcept;
+
+// Plain API call: just the ApiCall record.
+struct CallInfo {
+  uint64_t stream = 0;
+  bool wants_stack = false;
+  uint32_t stack = 0;
+
+  void before(capture::ApiCallScope& scope) noexcept;
+  uint64_t finish(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+    return scope.finish(result, stream, flags, current_device(), stack);
+  }
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+    finish(scope, result, flags);
+  }
+};
+
+// cudaMemcpyKind values (driver copies map to them too).
+enum class CopyKind : uint8_t { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3, Default = 4,
+                                PeerToPeer = 5 };
+
+struct CopyCall : CallInfo {
+  uint64_t bytes = 0;
+  const void* dst = nullptr;
+  const void* src = nullptr;
+  CopyKind kind = CopyKind::Default;
+  bool async = false;
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
+struct MemsetCall : CallInfo {
+  uint64_t bytes = 0;
+  const void* target = nullptr;
+  uint32_t value = 0;
+  bool async = false;
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
+// Allocations read their result (the new address, a pitch) after the call
+// through these pointers; frees say which address went away.
+struct AllocCall : CallInfo {
+  fb::AllocOp op = fb::AllocOp::Alloc;
+  fb::MemoryKind kind = fb::MemoryKind::Device;
+  void* const* out_pointer = nullptr;      // runtime allocations: void**
+  const uint64_t* out_address = nullptr;   // driver allocations: CUdeviceptr*
+  const size_t* out_pitch = nullptr;       // pitched allocations: bytes = pitch * rows
+  uint64_t rows = 1;
+  const void* address = nullptr;           // frees, registrations
+  uint64_t bytes = 0;
+  bool async = false;
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
+struct SyncCall : CallInfo {
+  fb::SyncKind kind = fb::SyncKind::Unknown;
+  const void* object = nullptr;  // stream or event
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
+struct LaunchCall : CallInfo {
+  const void* function = nullptr;  // host stub (runtime) or CUfunction (driver)
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t shared_bytes = 0;
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
+// Constructors for the tables: a stream handle as a number, and the common
+// shapes, so table rows stay one line each.
+inline uint64_t stream_id(const void* stream) noexcept { return reinterpret_cast<uint64_t>(stream); }
+
+inline CallInfo plain(const void* stream = nullptr) noexcept {
+  CallInfo c;
+  c.stream = stream_id(stream);
+  return c;
+}
+
+CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const void* stream, bool async) noexcept;
+MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept;
+SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept;
+AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream = nullptr,
+                     bool async = false) noexcept;
+AllocCall release(const void* address, fb::MemoryKind kind, const void* stream = nullptr, bool async = false) noexcept;
+LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                  uint32_t shared, const void* stream) noexcept;
+
+}  // namespace gpuscope::hooks

@@ -1,0 +1,121 @@
+// The machinery every hook shares: one slot per hooked function (its name,
+// our wrapper, the real function), and one macro that defines the exported
+// wrapper from a table row. Families (copies, memsets, allocation, sync,
+// launch, device; runtime and driver) differ only in their table and in the
+// CallInfo type that turns a call's arguments into records (call_info.h).
+//
+// Where the real function comes from, in order of arrival:
+//  - dlsym(handle, name) or cuGetProcAddress handing it out (the override in
+//    preload/driver/ adopts it and returns our wrapper instead);
+//  - otherwise, on first call, the next definition after libgpuscope.so.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "real_symbol.h"
+#include "recorder.h"
+#include "session.h"
+
+#define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gpuscope::hooks {
+
+// HookSlot::flags, also written to ApiCall.flags.
+inline constexpr uint8_t kDriverApi = 1u << 0;
+inline constexpr uint8_t kPerThreadStream = 1u << 1;
+
+struct HookSlot {
+  const char* name;
+  void* wrapper;
+  uint8_t flags;
+  std::atomic<void*> real{nullptr};
+  std::atomic<uint32_t> function_id{0};
+
+  HookSlot(const char* n, void* w, uint8_t f) : name(n), wrapper(w), flags(f) {}
+
+  template <class Fn> Fn real_function() noexcept {
+    void* p = real.load(std::memory_order_acquire);
+    if (__builtin_expect(p == nullptr, 0)) p = resolve_next();
+    return reinterpret_cast<Fn>(p);
+  }
+  // Takes `p` as the real function unless one is known already; false when
+  // `p` is our own wrapper or a different implementation than the one held.
+  bool adopt(void* p) noexcept;
+  uint32_t id();
+
+ private:
+  void* resolve_next() noexcept;
+};
+
+// Every hook of every family, sorted by name, for the dlsym and
+// cuGetProcAddress overrides. Built on first use.
+HookSlot* find_hook(std::string_view name);
+
+// A library handle a hooked lookup went through (libcuda.so.1 opened
+// RTLD_LOCAL by the runtime, say). Real functions that are not in the global
+// scope are looked up there: a library that takes the address of its own
+// exported function gets our interposed wrapper back, never the real one.
+void remember_library_handle(void* handle) noexcept;
+
+// Families register their slots here (hook_registry.cpp lists them).
+std::span<HookSlot* const> runtime_copy_hooks();
+std::span<HookSlot* const> runtime_memset_hooks();
+std::span<HookSlot* const> runtime_alloc_hooks();
+std::span<HookSlot* const> runtime_sync_hooks();
+std::span<HookSlot* const> runtime_launch_hooks();
+std::span<HookSlot* const> runtime_device_hooks();
+std::span<HookSlot* const> driver_copy_hooks();
+std::span<HookSlot* const> driver_alloc_hooks();
+std::span<HookSlot* const> driver_sync_hooks();
+std::span<HookSlot* const> driver_launch_hooks();
+std::span<HookSlot* const> driver_entry_hooks();  // cuGetProcAddress, v1 and v2
+
+// What a wrapper returns when no real function exists anywhere (only
+// reachable through a direct call to our export with no CUDA library
+// loaded): "symbol not found", 500 in both the runtime and the driver API.
+template <class Ret> Ret not_found() noexcept { return static_cast<Ret>(500); }
+
+// Records one call: the ApiCall, and the family's typed record when this is
+// the outermost gpuscope-visible call on the thread.
+template <class Call, class Describe>
+inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype(call()) {
+  capture::ApiCallScope scope([&] { return slot.id(); });
+  if (!scope.active()) return call();
+  auto info = describe();
+  info.before(scope);
+  const auto result = call();
+  info.after(scope, static_cast<int32_t>(result), slot.flags);
+  return result;
+}
+
+}  // namespace gpuscope::hooks
+
+// One table row -> one exported hook. `describe` builds the CallInfo from the
+// parameters; parenthesize it when it contains commas.
+#define GPUSCOPE_DEFINE_HOOK(Ret, name, flags, params, args, describe)                          \
+  GPUSCOPE_EXPORT Ret name params;                                                              \
+  namespace gpuscope::hooks::slots {                                                            \
+  HookSlot name{#name, reinterpret_cast<void*>(&::name), flags};                                \
+  }                                                                                             \
+  GPUSCOPE_EXPORT Ret name params {                                                             \
+    using Fn = Ret(*) params;                                                                   \
+    const Fn real = gpuscope::hooks::slots::name.real_function<Fn>();                           \
+    if (real == nullptr) return gpuscope::hooks::not_found<Ret>();                              \
+    return gpuscope::hooks::traced(gpuscope::hooks::slots::name, [&] { return real args; },    \
+                                   [&] { return describe; });                                   \
+  }
+
+#define GPUSCOPE_HOOK_SLOT_POINTER(Ret, name, flags, params, args, describe) &gpuscope::hooks::slots::name,
+
+// A family's table becomes its hooks and its slot list.
+#define GPUSCOPE_DEFINE_FAMILY(list, accessor)                                   \
+  list(GPUSCOPE_DEFINE_HOOK)                                                     \
+  namespace gpuscope::hooks {                                                    \
+  std::span<HookSlot* const> accessor() {                                        \
+    static HookSlot* const slots[] = {list(GPUSCOPE_HOOK_SLOT_POINTER)};         \
+    return slots;                                                                \
+  }                                                                              \
+  }

@@ -1,0 +1,86 @@
+// CUDA runtime allocation: device, pinned host, registered, managed,
+// stream-ordered (pool) and pitched/3D/array allocations, and their frees.
+// Each one also keeps the memory registry current, which is how copies know
+// whether their host side is pinned.
+#include <cuda_runtime_api.h>
+
+#include "call_info.h"
+#include "hook_support.h"
+
+namespace {
+
+using gpuscope::fb::AllocOp;
+using gpuscope::fb::MemoryKind;
+using gpuscope::hooks::AllocCall;
+using gpuscope::hooks::allocation;
+using gpuscope::hooks::release;
+constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
+
+AllocCall registration(const void* p, uint64_t bytes) {
+  AllocCall c = allocation(nullptr, bytes, MemoryKind::Registered);
+  c.op = AllocOp::Register;
+  c.address = p;
+  return c;
+}
+
+AllocCall unregistration(const void* p) {
+  AllocCall c = release(p, MemoryKind::Registered);
+  c.op = AllocOp::Unregister;
+  return c;
+}
+
+AllocCall pitched(void** p, size_t* pitch, size_t rows) {
+  AllocCall c = allocation(p, 0, MemoryKind::Device);
+  c.out_pitch = pitch;
+  c.rows = rows;
+  return c;
+}
+
+AllocCall pitched_3d(cudaPitchedPtr* out, cudaExtent e) {
+  AllocCall c = allocation(out == nullptr ? nullptr : &out->ptr, 0, MemoryKind::Device);
+  c.out_pitch = out == nullptr ? nullptr : &out->pitch;
+  c.rows = uint64_t{e.height} * e.depth;
+  return c;
+}
+
+uint64_t array_bytes(const cudaChannelFormatDesc* d, size_t w, size_t h) {
+  if (d == nullptr) return 0;
+  const uint64_t bits = static_cast<uint64_t>(d->x) + d->y + d->z + d->w;
+  return bits / 8 * w * (h == 0 ? 1 : h);
+}
+
+AllocCall array(cudaArray_t* out, uint64_t bytes) {
+  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+}
+
+}  // namespace
+
+#define GPUSCOPE_RUNTIME_ALLOC(X)                                                                                    \
+  X(cudaError_t, cudaMalloc, 0, (void** p, size_t n), (p, n), (allocation(p, n, MemoryKind::Device)))                \
+  X(cudaError_t, cudaFree, 0, (void* p), (p), (release(p, MemoryKind::Device)))                                      \
+  X(cudaError_t, cudaMallocHost, 0, (void** p, size_t n), (p, n), (allocation(p, n, MemoryKind::Pinned)))            \
+  X(cudaError_t, cudaFreeHost, 0, (void* p), (p), (release(p, MemoryKind::Pinned)))                                  \
+  X(cudaError_t, cudaHostAlloc, 0, (void** p, size_t n, unsigned f), (p, n, f), (allocation(p, n, MemoryKind::Pinned)))\
+  X(cudaError_t, cudaHostRegister, 0, (void* p, size_t n, unsigned f), (p, n, f), (registration(p, n)))              \
+  X(cudaError_t, cudaHostUnregister, 0, (void* p), (p), (unregistration(p)))                                         \
+  X(cudaError_t, cudaMallocManaged, 0, (void** p, size_t n, unsigned f), (p, n, f),                                  \
+    (allocation(p, n, MemoryKind::Managed)))                                                                         \
+  X(cudaError_t, cudaMallocAsync, 0, (void** p, size_t n, cudaStream_t s), (p, n, s),                                \
+    (allocation(p, n, MemoryKind::Device, s, true)))                                                                 \
+  X(cudaError_t, cudaMallocAsync_ptsz, P, (void** p, size_t n, cudaStream_t s), (p, n, s),                           \
+    (allocation(p, n, MemoryKind::Device, s, true)))                                                                 \
+  X(cudaError_t, cudaMallocFromPoolAsync, 0, (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s), (p, n, pool, s),\
+    (allocation(p, n, MemoryKind::Pool, s, true)))                                                                   \
+  X(cudaError_t, cudaMallocFromPoolAsync_ptsz, P, (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s),          \
+    (p, n, pool, s), (allocation(p, n, MemoryKind::Pool, s, true)))                                                  \
+  X(cudaError_t, cudaFreeAsync, 0, (void* p, cudaStream_t s), (p, s), (release(p, MemoryKind::Device, s, true)))     \
+  X(cudaError_t, cudaFreeAsync_ptsz, P, (void* p, cudaStream_t s), (p, s), (release(p, MemoryKind::Device, s, true)))\
+  X(cudaError_t, cudaMallocPitch, 0, (void** p, size_t* pitch, size_t w, size_t h), (p, pitch, w, h),                \
+    (pitched(p, pitch, h)))                                                                                          \
+  X(cudaError_t, cudaMalloc3D, 0, (cudaPitchedPtr* out, cudaExtent e), (out, e), (pitched_3d(out, e)))               \
+  X(cudaError_t, cudaMallocArray, 0,                                                                                 \
+    (cudaArray_t* a, const cudaChannelFormatDesc* d, size_t w, size_t h, unsigned f), (a, d, w, h, f),               \
+    (array(a, array_bytes(d, w, h))))                                                                                \
+  X(cudaError_t, cudaFreeArray, 0, (cudaArray_t a), (a), (release(a, MemoryKind::Array)))
+
+GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_ALLOC, runtime_alloc_hooks)

@@ -1,0 +1,101 @@
+// CUDA runtime copies: every cudaMemcpy* form, with the per-thread default
+// stream variants (_ptds, _ptsz) that code built with
+// --default-stream per-thread calls instead.
+#include <cuda_runtime_api.h>
+
+#include "call_info.h"
+#include "hook_support.h"
+
+namespace {
+
+using gpuscope::hooks::copy;
+constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
+
+uint64_t extent_bytes(const cudaMemcpy3DParms* p) {
+  return p == nullptr ? 0 : uint64_t{p->extent.width} * p->extent.height * p->extent.depth;
+}
+// Array copies have no host pointer on the array side.
+const void* dst_of(const cudaMemcpy3DParms* p) { return p == nullptr ? nullptr : p->dstPtr.ptr; }
+const void* src_of(const cudaMemcpy3DParms* p) { return p == nullptr ? nullptr : p->srcPtr.ptr; }
+int kind_of(const cudaMemcpy3DParms* p) { return p == nullptr ? cudaMemcpyDefault : p->kind; }
+
+uint64_t batch_bytes(const size_t* sizes, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; sizes != nullptr && i < count; ++i) total += sizes[i];
+  return total;
+}
+
+}  // namespace
+
+// Ret, name, flags, (parameters), (arguments), CallInfo
+#define GPUSCOPE_RUNTIME_COPIES(X)                                                                                   \
+  X(cudaError_t, cudaMemcpy, 0, (void* dst, const void* src, size_t n, cudaMemcpyKind k), (dst, src, n, k),           \
+    (copy(dst, src, n, k, nullptr, false)))                                                                          \
+  X(cudaError_t, cudaMemcpy_ptds, P, (void* dst, const void* src, size_t n, cudaMemcpyKind k), (dst, src, n, k),      \
+    (copy(dst, src, n, k, nullptr, false)))                                                                          \
+  X(cudaError_t, cudaMemcpyAsync, 0, (void* dst, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s),        \
+    (dst, src, n, k, s), (copy(dst, src, n, k, s, true)))                                                            \
+  X(cudaError_t, cudaMemcpyAsync_ptsz, P, (void* dst, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s),   \
+    (dst, src, n, k, s), (copy(dst, src, n, k, s, true)))                                                            \
+  X(cudaError_t, cudaMemcpy2D, 0,                                                                                     \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k),                        \
+    (dst, dp, src, sp, w, h, k), (copy(dst, src, uint64_t{w} * h, k, nullptr, false)))                                \
+  X(cudaError_t, cudaMemcpy2D_ptds, P,                                                                                \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k),                        \
+    (dst, dp, src, sp, w, h, k), (copy(dst, src, uint64_t{w} * h, k, nullptr, false)))                                \
+  X(cudaError_t, cudaMemcpy2DAsync, 0,                                                                                \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t s),        \
+    (dst, dp, src, sp, w, h, k, s), (copy(dst, src, uint64_t{w} * h, k, s, true)))                                    \
+  X(cudaError_t, cudaMemcpy2DAsync_ptsz, P,                                                                           \
+    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t s),        \
+    (dst, dp, src, sp, w, h, k, s), (copy(dst, src, uint64_t{w} * h, k, s, true)))                                    \
+  X(cudaError_t, cudaMemcpy3D, 0, (const cudaMemcpy3DParms* p), (p),                                                 \
+    (copy(dst_of(p), src_of(p), extent_bytes(p), kind_of(p), nullptr, false)))                                      \
+  X(cudaError_t, cudaMemcpy3D_ptds, P, (const cudaMemcpy3DParms* p), (p),                                            \
+    (copy(dst_of(p), src_of(p), extent_bytes(p), kind_of(p), nullptr, false)))                                       \
+  X(cudaError_t, cudaMemcpy3DAsync, 0, (const cudaMemcpy3DParms* p, cudaStream_t s), (p, s),                         \
+    (copy(dst_of(p), src_of(p), extent_bytes(p), kind_of(p), s, true)))                                              \
+  X(cudaError_t, cudaMemcpy3DAsync_ptsz, P, (const cudaMemcpy3DParms* p, cudaStream_t s), (p, s),                    \
+    (copy(dst_of(p), src_of(p), extent_bytes(p), kind_of(p), s, true)))                                              \
+  X(cudaError_t, cudaMemcpyToSymbol, 0, (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k),   \
+    (sym, src, n, off, k), (copy(sym, src, n, k, nullptr, false)))                                                   \
+  X(cudaError_t, cudaMemcpyToSymbol_ptds, P,                                                                          \
+    (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k), (sym, src, n, off, k),               \
+    (copy(sym, src, n, k, nullptr, false)))                                                                          \
+  X(cudaError_t, cudaMemcpyFromSymbol, 0, (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k),       \
+    (dst, sym, n, off, k), (copy(dst, sym, n, k, nullptr, false)))                                                   \
+  X(cudaError_t, cudaMemcpyFromSymbol_ptds, P, (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k),  \
+    (dst, sym, n, off, k), (copy(dst, sym, n, k, nullptr, false)))                                                   \
+  X(cudaError_t, cudaMemcpyToSymbolAsync, 0,                                                                          \
+    (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t s),                      \
+    (sym, src, n, off, k, s), (copy(sym, src, n, k, s, true)))                                                       \
+  X(cudaError_t, cudaMemcpyToSymbolAsync_ptsz, P,                                                                     \
+    (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t s),                      \
+    (sym, src, n, off, k, s), (copy(sym, src, n, k, s, true)))                                                       \
+  X(cudaError_t, cudaMemcpyFromSymbolAsync, 0,                                                                        \
+    (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t s),                            \
+    (dst, sym, n, off, k, s), (copy(dst, sym, n, k, s, true)))                                                       \
+  X(cudaError_t, cudaMemcpyFromSymbolAsync_ptsz, P,                                                                   \
+    (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t s),                            \
+    (dst, sym, n, off, k, s), (copy(dst, sym, n, k, s, true)))                                                       \
+  X(cudaError_t, cudaMemcpyPeer, 0, (void* dst, int dd, const void* src, int sd, size_t n), (dst, dd, src, sd, n),   \
+    (copy(dst, src, n, 5, nullptr, false)))                                                                          \
+  X(cudaError_t, cudaMemcpyPeer_ptds, P, (void* dst, int dd, const void* src, int sd, size_t n),                     \
+    (dst, dd, src, sd, n), (copy(dst, src, n, 5, nullptr, false)))                                                   \
+  X(cudaError_t, cudaMemcpyPeerAsync, 0, (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t s),     \
+    (dst, dd, src, sd, n, s), (copy(dst, src, n, 5, s, true)))                                                       \
+  X(cudaError_t, cudaMemcpyPeerAsync_ptsz, P,                                                                         \
+    (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t s), (dst, dd, src, sd, n, s),                \
+    (copy(dst, src, n, 5, s, true)))                                                                                 \
+  X(cudaError_t, cudaMemcpyBatchAsync, 0,                                                                             \
+    (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,     \
+     size_t* idxs, size_t nattrs, cudaStream_t s),                                                                   \
+    (dsts, srcs, sizes, count, attrs, idxs, nattrs, s),                                                              \
+    (copy(count ? dsts[0] : nullptr, count ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true))) \
+  X(cudaError_t, cudaMemcpyBatchAsync_ptsz, P,                                                                        \
+    (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,     \
+     size_t* idxs, size_t nattrs, cudaStream_t s),                                                                   \
+    (dsts, srcs, sizes, count, attrs, idxs, nattrs, s),                                                              \
+    (copy(count ? dsts[0] : nullptr, count ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true)))
+
+GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_COPIES, runtime_copy_hooks)

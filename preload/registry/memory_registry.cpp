@@ -1,0 +1,86 @@
+#include "memory_registry.h"
+
+namespace gpuscope::registry {
+
+// Binary search for the first slot with begin > address, minus one.
+size_t MemoryRegistry::lower_bound(uint64_t address, size_t count) const noexcept {
+  size_t lo = 0, hi = count;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (slots_[mid].begin.load(std::memory_order_relaxed) <= address) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;  // slots [0, lo) start at or before address
+}
+
+void MemoryRegistry::move_slot(size_t to, size_t from) noexcept {
+  slots_[to].begin.store(slots_[from].begin.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  slots_[to].size.store(slots_[from].size.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  slots_[to].kind.store(slots_[from].kind.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+void MemoryRegistry::add(uint64_t begin, uint64_t size, fb::MemoryKind kind) {
+  if (size == 0) return;
+  std::lock_guard lock(writer_);
+  const size_t count = count_.load(std::memory_order_relaxed);
+  size_t at = lower_bound(begin, count);
+  const bool replaces = at > 0 && slots_[at - 1].begin.load(std::memory_order_relaxed) == begin;
+  if (!replaces && count == kCapacity) {
+    overflows_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  sequence_.fetch_add(1, std::memory_order_acq_rel);  // odd: readers retry
+  if (replaces) {
+    --at;
+  } else {
+    for (size_t i = count; i > at; --i) move_slot(i, i - 1);
+    count_.store(count + 1, std::memory_order_relaxed);
+  }
+  slots_[at].begin.store(begin, std::memory_order_relaxed);
+  slots_[at].size.store(size, std::memory_order_relaxed);
+  slots_[at].kind.store(static_cast<uint8_t>(kind), std::memory_order_relaxed);
+  sequence_.fetch_add(1, std::memory_order_release);
+}
+
+MemoryRange MemoryRegistry::remove(uint64_t begin) {
+  std::lock_guard lock(writer_);
+  const size_t count = count_.load(std::memory_order_relaxed);
+  const size_t after = lower_bound(begin, count);
+  if (after == 0 || slots_[after - 1].begin.load(std::memory_order_relaxed) != begin) return {};
+  const size_t at = after - 1;
+  const MemoryRange removed{begin, slots_[at].size.load(std::memory_order_relaxed),
+                            static_cast<fb::MemoryKind>(slots_[at].kind.load(std::memory_order_relaxed))};
+  sequence_.fetch_add(1, std::memory_order_acq_rel);
+  for (size_t i = at; i + 1 < count; ++i) move_slot(i, i + 1);
+  count_.store(count - 1, std::memory_order_relaxed);
+  sequence_.fetch_add(1, std::memory_order_release);
+  return removed;
+}
+
+MemoryRange MemoryRegistry::find(uint64_t address) const noexcept {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const uint64_t before = sequence_.load(std::memory_order_acquire);
+    if (before & 1) continue;  // a writer is mid-change
+    const size_t count = count_.load(std::memory_order_relaxed);
+    const size_t after = lower_bound(address, count);
+    MemoryRange found;
+    if (after > 0) {
+      const Slot& s = slots_[after - 1];
+      found.begin = s.begin.load(std::memory_order_relaxed);
+      found.size = s.size.load(std::memory_order_relaxed);
+      found.kind = static_cast<fb::MemoryKind>(s.kind.load(std::memory_order_relaxed));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (sequence_.load(std::memory_order_relaxed) != before) continue;
+    if (after > 0 && address - found.begin < found.size) return found;
+    return {};
+  }
+  return {};  // writers kept changing it: unknown is an honest answer
+}
+
+MemoryRegistry& memory_registry() {
+  static MemoryRegistry* registry = new MemoryRegistry();  // never destroyed: hooks run at exit
+  return *registry;
+}
+
+}  // namespace gpuscope::registry

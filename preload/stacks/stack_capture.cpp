@@ -1,0 +1,186 @@
+// Call stacks: configuration, the hot-path capture, and the writer-side
+// source that emits new stacks and the module map (stack_capture.h).
+#include "stack_capture.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "chunk_builder.h"
+#include "clock.h"
+#include "module_map.h"
+#include "recorder.h"
+#include "session.h"
+#include "stack_table.h"
+#include "unwinder.h"
+
+namespace gpuscope::stacks {
+namespace {
+
+// unw_backtrace leaves itself out: its first address is the return into
+// capture_stack_id(), and the stack proper starts at the hook that called
+// us (the tests check the frame after that is exactly its return address).
+constexpr int kSkipFrames = 1;
+constexpr uint32_t kMaxDepth = 64;  // GPUSCOPE_STACK_DEPTH's upper bound
+
+// Capacity, mapped once and touched only as stacks arrive: 2^17 slots
+// (98304 distinct stacks) and 4 Mi frames (32 MiB of address space; about
+// 42 frames per stack on average at the id limit).
+constexpr uint32_t kSlotsLog2 = 17;
+constexpr uint64_t kArenaFrames = uint64_t{1} << 22;
+
+static_assert(sizeof(void*) == sizeof(uint64_t), "frames are stored as 64-bit addresses");
+
+// Hot-path state: trivially destructible, so nothing is torn down at exit
+// under threads that still capture. A null unwinder means stacks are off.
+std::atomic<BacktraceFn> g_backtrace{nullptr};
+std::atomic<uint32_t> g_depth{32};
+std::atomic<uint64_t> g_unwind_failures{0};
+std::atomic<bool> g_modules_changed{false};
+StackTable* g_table = nullptr;  // never freed, for the same reason
+
+// Set while this thread unwinds: a signal handler that lands inside the
+// unwind and reaches a hook must not unwind again on top of libunwind's
+// per-thread cache, which the interrupted walk is using.
+thread_local bool t_unwinding __attribute__((tls_model("initial-exec"))) = false;
+
+// Why stacks are off, for the trace (written by configure_stacks only).
+std::string* g_off_reason = nullptr;
+
+}  // namespace
+
+void configure_stacks(bool enabled, uint32_t depth) {
+  capture::InternalScope internal;
+  g_backtrace.store(nullptr, std::memory_order_relaxed);
+  if (g_off_reason == nullptr) g_off_reason = new std::string;
+  g_off_reason->clear();
+  if (!enabled) return;  // the configuration's choice: nothing to record
+  g_depth.store(depth == 0 ? 1 : (depth > kMaxDepth ? kMaxDepth : depth), std::memory_order_relaxed);
+  BacktraceFn backtrace = load_unwinder(g_off_reason);
+  if (backtrace == nullptr) return;
+  if (g_table == nullptr) {
+    auto* table = new StackTable;
+    if (!table->init(kSlotsLog2, kArenaFrames)) {
+      delete table;
+      *g_off_reason = "no memory for the stack table";
+      return;
+    }
+    g_table = table;
+  }
+  // Release: a thread that sees the unwinder also sees the table.
+  g_backtrace.store(backtrace, std::memory_order_release);
+}
+
+__attribute__((noinline)) uint32_t capture_stack_id() noexcept {
+  const BacktraceFn backtrace = g_backtrace.load(std::memory_order_acquire);
+  if (backtrace == nullptr) return 0;
+  // A fork child: another thread of the parent may have held one of
+  // libunwind's allocation locks at the fork, so never unwind there.
+  if (capture::detail::g_phase.load(std::memory_order_relaxed) == capture::Phase::Disabled) return 0;
+  if (t_unwinding) return 0;
+  void* buffer[kMaxDepth + kSkipFrames];
+  const int want = static_cast<int>(g_depth.load(std::memory_order_relaxed)) + kSkipFrames;
+  int n;
+  {
+    // libunwind calls only libc (dl_iterate_phdr, mmap, pthread_once and
+    // pthread_setspecific on a thread's first unwind), none of which gpuscope
+    // hooks; the scope makes sure that stays so for any hook added later.
+    capture::InternalScope internal;
+    t_unwinding = true;
+    n = backtrace(buffer, want);
+    t_unwinding = false;
+  }
+  if (n <= kSkipFrames) {
+    g_unwind_failures.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  return g_table->intern(reinterpret_cast<const uint64_t*>(buffer + kSkipFrames),
+                         static_cast<uint32_t>(n - kSkipFrames));
+}
+
+void note_modules_changed() noexcept { g_modules_changed.store(true, std::memory_order_release); }
+
+namespace {
+
+// Writer thread: at begin(), the module map and whatever stacks exist; at
+// every poll, the module map again if the loader's list changed, and every
+// stack published since. Ids are settled out of order (an insert may still
+// be in progress on some thread), so `settled_` remembers which are done
+// above the contiguous low-water mark.
+class StackSource final : public capture::TraceSource {
+ public:
+  void begin(capture::ChunkBuilder& out) override {
+    if (g_backtrace.load(std::memory_order_acquire) == nullptr) {
+      if (g_off_reason != nullptr && !g_off_reason->empty())
+        note(out, "gpuscope: call stacks off: " + *g_off_reason);
+      return;
+    }
+    active_ = true;
+    g_modules_changed.store(false, std::memory_order_relaxed);
+    emit_modules(out);
+    emit_stacks(out);
+  }
+
+  void poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) override {
+    if (!active_) return;
+    if (g_modules_changed.exchange(false, std::memory_order_acq_rel) ||
+        loader_generation() != generation_)
+      emit_modules(out);
+    emit_stacks(out);
+    if (!noted_full_ && g_table->full_drops() != 0) {
+      noted_full_ = true;
+      note(out, "gpuscope: stack table full; calls from new call sites are recorded without a stack");
+    }
+    if (!noted_unwind_ && g_unwind_failures.load(std::memory_order_relaxed) != 0) {
+      noted_unwind_ = true;
+      note(out, "gpuscope: some call stacks could not be unwound; those calls have no stack");
+    }
+  }
+
+ private:
+  void emit_modules(capture::ChunkBuilder& out) {
+    generation_ = loader_generation();  // before the snapshot: a change during it is seen next time
+    for (auto& m : ids_.assign(snapshot_modules())) out.add_module(std::move(m));
+  }
+
+  void emit_stacks(capture::ChunkBuilder& out) {
+    const uint32_t reserved = g_table->reserved();
+    if (settled_.size() < size_t{reserved} + 1) settled_.resize(size_t{reserved} + 1, 0);
+    for (uint32_t id = low_water_ + 1; id <= reserved; ++id) {
+      if (settled_[id] != 0) continue;
+      const EntryState state = g_table->state(id);
+      if (state == EntryState::Pending) continue;
+      settled_[id] = 1;
+      if (state != EntryState::Published) continue;
+      const auto frames = g_table->frames(id);
+      out.add_stack({id, {frames.begin(), frames.end()}});
+    }
+    while (low_water_ < reserved && settled_[low_water_ + 1] != 0) ++low_water_;
+  }
+
+  // A process-wide instant marker in the "gpuscope" domain: the trace has
+  // no dedicated field for the state of stack capture.
+  static void note(capture::ChunkBuilder& out, const std::string& text) {
+    capture::StringTable& strings = capture::session_strings();
+    const uint32_t name = strings.intern(text);
+    const uint32_t domain = strings.intern("gpuscope");
+    out.add(fb::Marker(capture::monotonic_ns(), 0, 0, name, domain,
+                       static_cast<uint32_t>(gettid()), fb::MarkerKind::Instant, 0, 0));
+  }
+
+  bool active_ = false;
+  bool noted_full_ = false;    // each note once: the trace has no counter for them
+  bool noted_unwind_ = false;
+  LoaderGeneration generation_;
+  ModuleIds ids_;
+  std::vector<uint8_t> settled_;  // by id
+  uint32_t low_water_ = 0;        // every id up to here is settled
+};
+
+}  // namespace
+
+std::unique_ptr<capture::TraceSource> make_stack_source() { return std::make_unique<StackSource>(); }
+
+}  // namespace gpuscope::stacks

@@ -1,0 +1,200 @@
+// Interception, end to end on simgpu: the trace's counts equal what each
+// sample did — copies and bytes by direction with the pageable/pinned split,
+// syncs by kind, launches with kernel names, allocations and frees — and
+// nothing is counted twice between the runtime and the driver level.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "e2e_support.h"
+
+namespace gpuscope::test {
+namespace {
+
+bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }
+
+struct Traced {
+  ProcessResult process;
+  TraceContents trace;
+};
+
+// Runs a sample under `gpuscope run` on simgpu and reads its trace.
+Traced run_on_simgpu(const std::vector<std::string>& sample_and_args) {
+  TempDir dir;
+  std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir.path(), "--"};
+  argv.push_back(bin(sample_and_args.front()));
+  argv.insert(argv.end(), sample_and_args.begin() + 1, sample_and_args.end());
+  Traced t;
+  t.process = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  const auto traces = traces_in(dir.path());
+  if (traces.size() == 1) t.trace = read_trace_file(traces[0]);
+  return t;
+}
+
+struct CopyKey {
+  fb::CopyDirection direction;
+  fb::MemoryKind host;  // the host side's kind (src for H2D, dst for D2H)
+  auto operator<=>(const CopyKey&) const = default;
+};
+
+std::map<CopyKey, uint64_t> copies_by_kind(const TraceContents& t, std::map<CopyKey, uint64_t>* bytes = nullptr) {
+  std::map<CopyKey, uint64_t> n;
+  for (const auto& c : t.copies) {
+    const auto host = c.direction() == fb::CopyDirection::DeviceToHost ? c.dst_kind() : c.src_kind();
+    ++n[{c.direction(), host}];
+    if (bytes != nullptr) (*bytes)[{c.direction(), host}] += c.bytes();
+  }
+  return n;
+}
+
+std::map<fb::SyncKind, uint64_t> syncs_by_kind(const TraceContents& t) {
+  std::map<fb::SyncKind, uint64_t> n;
+  for (const auto& s : t.syncs) ++n[s.kind()];
+  return n;
+}
+
+std::map<std::pair<fb::AllocOp, fb::MemoryKind>, uint64_t> allocs_by_kind(const TraceContents& t) {
+  std::map<std::pair<fb::AllocOp, fb::MemoryKind>, uint64_t> n;
+  for (const auto& a : t.allocs) ++n[{a.op(), a.memory_kind()}];
+  return n;
+}
+
+std::map<std::string, uint64_t> kernels_by_name(const TraceContents& t) {
+  std::map<std::string, uint64_t> n;
+  for (const auto& k : t.kernels) {
+    auto it = t.summary.strings.find(k.name_id());
+    ++n[it == t.summary.strings.end() ? "?" : it->second];
+  }
+  return n;
+}
+
+uint64_t calls(const TraceContents& t, const std::string& function) {
+  auto it = t.summary.calls_by_function.find(function);
+  return it == t.summary.calls_by_function.end() ? 0 : it->second;
+}
+
+bool has_kernel_containing(const std::map<std::string, uint64_t>& kernels, const std::string& part, uint64_t count) {
+  for (const auto& [name, n] : kernels)
+    if (name.find(part) != std::string::npos) return n == count;
+  return false;
+}
+
+using D = fb::CopyDirection;
+using M = fb::MemoryKind;
+using Op = fb::AllocOp;
+
+class Interception : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simgpu_built()) GTEST_SKIP() << "simgpu is not built";
+  }
+};
+
+TEST_F(Interception, PcieBoundCountsEveryPageableCopyOnce) {
+  const auto r = run_on_simgpu({"pcie_bound", "--requests", "100"});
+  ASSERT_EQ(r.process.exit_code(), 0) << r.process.err;
+  const auto& t = r.trace;
+  std::map<CopyKey, uint64_t> bytes;
+  const auto copies = copies_by_kind(t, &bytes);
+  EXPECT_EQ(copies, (std::map<CopyKey, uint64_t>{{{D::HostToDevice, M::Pageable}, 100},
+                                                 {{D::DeviceToHost, M::Pageable}, 101}}));
+  const CopyKey h2d{D::HostToDevice, M::Pageable};
+  EXPECT_EQ(bytes[h2d], 100u * 256 * 1024);  // --input-kib 256 per request
+  EXPECT_TRUE(has_kernel_containing(kernels_by_name(t), "score_documents", 100));
+  EXPECT_EQ(t.kernels.size(), 100u);
+  const std::map<std::pair<Op, M>, uint64_t> expected_allocs = {{{Op::Alloc, M::Device}, 2}, {{Op::Free, M::Device}, 2}};
+  EXPECT_EQ(allocs_by_kind(t), expected_allocs);
+  EXPECT_TRUE(t.syncs.empty());
+  // The runtime call and the driver call under it: both visible, counted once.
+  EXPECT_EQ(calls(t, "cudaMemcpy"), 201u);
+  EXPECT_EQ(calls(t, "cuMemcpyHtoD_v2"), 100u);
+  for (const auto& c : t.api_calls)
+    if (t.summary.strings.at(c.function_id()) == "cuMemcpyHtoD_v2") ASSERT_EQ(c.depth(), 1);
+}
+
+TEST_F(Interception, PcieBoundFixedCopiesFromPinnedMemoryInBatches) {
+  const auto r = run_on_simgpu({"pcie_bound", "--requests", "100", "--fixed"});
+  ASSERT_EQ(r.process.exit_code(), 0) << r.process.err;
+  const auto& t = r.trace;
+  EXPECT_EQ(copies_by_kind(t), (std::map<CopyKey, uint64_t>{{{D::HostToDevice, M::Pinned}, 25},
+                                                            {{D::DeviceToHost, M::Pageable}, 2}}));
+  EXPECT_EQ(t.kernels.size(), 50u);  // two kernels per batch of 4
+  EXPECT_EQ(syncs_by_kind(t), (std::map<fb::SyncKind, uint64_t>{{fb::SyncKind::Device, 1}}));
+  const std::map<std::pair<Op, M>, uint64_t> expected_allocs = {
+      {{Op::Alloc, M::Device}, 3}, {{Op::Alloc, M::Pinned}, 1}, {{Op::Free, M::Device}, 3}, {{Op::Free, M::Pinned}, 1}};
+  EXPECT_EQ(allocs_by_kind(t), expected_allocs);
+  for (const auto& c : t.copies)
+    if (c.direction() == D::HostToDevice) EXPECT_EQ(c.flags() & 1, 1) << "cudaMemcpyAsync is recorded as async";
+}
+
+TEST_F(Interception, SyncBoundSynchronizesAfterEveryKernel) {
+  const auto r = run_on_simgpu({"sync_bound", "--iters", "200"});
+  ASSERT_EQ(r.process.exit_code(), 0) << r.process.err;
+  EXPECT_EQ(r.trace.kernels.size(), 200u);
+  EXPECT_EQ(syncs_by_kind(r.trace), (std::map<fb::SyncKind, uint64_t>{{fb::SyncKind::Device, 201}}));
+  EXPECT_EQ(calls(r.trace, "cuCtxSynchronize_v2"), 201u);  // seen at the driver level too, not counted again
+  const auto fixed = run_on_simgpu({"sync_bound", "--iters", "200", "--fixed"});
+  ASSERT_EQ(fixed.process.exit_code(), 0) << fixed.process.err;
+  EXPECT_EQ(fixed.trace.kernels.size(), 200u);
+  EXPECT_EQ(syncs_by_kind(fixed.trace), (std::map<fb::SyncKind, uint64_t>{{fb::SyncKind::Device, 1}}));
+  EXPECT_EQ(calls(fixed.trace, "cudaStreamCreateWithFlags"), 4u);
+}
+
+TEST_F(Interception, AllocChurnAllocatesAndFreesEveryIteration) {
+  const auto r = run_on_simgpu({"alloc_churn", "--iters", "50"});
+  ASSERT_EQ(r.process.exit_code(), 0) << r.process.err;
+  const auto allocs = allocs_by_kind(r.trace);
+  EXPECT_EQ(allocs.at({Op::Alloc, M::Device}), 51u);
+  EXPECT_EQ(allocs.at({Op::Free, M::Device}), 51u);
+  EXPECT_EQ(r.trace.memsets.size(), 1u);
+  uint64_t freed_bytes = 0, allocated_bytes = 0;
+  for (const auto& a : r.trace.allocs) (a.op() == Op::Alloc ? allocated_bytes : freed_bytes) += a.bytes();
+  EXPECT_EQ(freed_bytes, allocated_bytes);  // frees learn their size from the registry
+}
+
+TEST_F(Interception, DriverApiProgramIsTracedThroughItsDirectCalls) {
+  const auto r = run_on_simgpu({"driver_api", "--iters", "20"});
+  ASSERT_EQ(r.process.exit_code(), 0) << r.process.err;
+  const auto& t = r.trace;
+  EXPECT_EQ(copies_by_kind(t), (std::map<CopyKey, uint64_t>{{{D::HostToDevice, M::Pageable}, 40},
+                                                            {{D::DeviceToHost, M::Pageable}, 21}}));
+  EXPECT_EQ(kernels_by_name(t), (std::map<std::string, uint64_t>{{"vec_add", 20}}));
+  EXPECT_EQ(syncs_by_kind(t), (std::map<fb::SyncKind, uint64_t>{{fb::SyncKind::Context, 20}}));
+  EXPECT_EQ(t.memsets.size(), 1u);
+  for (const auto& c : t.api_calls) EXPECT_EQ(c.flags() & 1, 1) << "every call of this program is a driver call";
+}
+
+TEST_F(Interception, RuntimeLoadedWithRtldLocalIsTraced) {
+  const auto r = run_on_simgpu({"dlopen_cudart", "5"});
+  ASSERT_EQ(r.process.exit_code(), 0) << r.process.err;
+  EXPECT_EQ(copies_by_kind(r.trace), (std::map<CopyKey, uint64_t>{{{D::HostToDevice, M::Pageable}, 5}}));
+  EXPECT_EQ(calls(r.trace, "cudaMemcpy"), 5u);
+  EXPECT_EQ(syncs_by_kind(r.trace), (std::map<fb::SyncKind, uint64_t>{{fb::SyncKind::Device, 1}}));
+}
+
+TEST_F(Interception, SamplesBehaveExactlyAsWithoutGpuscope) {
+  const auto env = environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)});
+  for (const std::vector<std::string> sample : {std::vector<std::string>{"sync_bound", "--iters", "300"},
+                                                std::vector<std::string>{"alloc_churn", "--iters", "40"}}) {
+    std::vector<std::string> argv = {bin(sample[0])};
+    argv.insert(argv.end(), sample.begin() + 1, sample.end());
+    const auto plain = run(argv, env);
+    const auto traced = run_on_simgpu(sample);
+    EXPECT_EQ(traced.process.exit_code(), plain.exit_code()) << sample[0];
+    // Timings in the report line differ; everything before them must not.
+    EXPECT_EQ(traced.process.out.substr(0, traced.process.out.find(" in ")), plain.out.substr(0, plain.out.find(" in ")));
+  }
+}
+
+TEST(InterceptionNoDriver, RealRuntimeRecordsInsufficientDriver) {
+  if (!std::filesystem::exists(bin("minimal_cuda"))) GTEST_SKIP() << "samples not built";
+  TempDir dir;
+  run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("minimal_cuda")}, clean_env());
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  ASSERT_FALSE(t.api_calls.empty());
+  EXPECT_EQ(t.summary.strings.at(t.api_calls[0].function_id()), "cudaGetDeviceCount");
+  EXPECT_EQ(t.api_calls[0].result(), 35);  // cudaErrorInsufficientDriver
+}
+
+}  // namespace
+}  // namespace gpuscope::test
