@@ -19,6 +19,7 @@
 #include "diag.h"
 #include "real_symbol.h"
 #include "session.h"
+#include "gpu/gpu_source.h"
 #include "stacks/stack_capture.h"
 
 #define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -63,7 +64,8 @@ void initialize_capture() {
     path = capture::exec_successor_path(path, metadata.pid, fields.exe);
   // Sources live as long as the process: the writer may poll them during exit.
   stacks::configure_stacks(config.stacks, config.stack_depth);
-  std::vector<capture::TraceSource*> sources = {stacks::make_stack_source().release()};
+  std::vector<capture::TraceSource*> sources = {stacks::make_stack_source().release(),
+                                                gpu::make_gpu_source(config).release()};
   std::string error;
   if (!capture::start_session(config.options, path, metadata, &error, sources)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());

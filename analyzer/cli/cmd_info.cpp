@@ -1,5 +1,7 @@
 // gpuscope info: what a trace file holds, and whether it is whole.
 #include <ctime>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -51,12 +53,73 @@ void print_process(const reader::ProcessInfo& p) {
   }
 }
 
+// "/dev/nvidiactl rw": what the process could open, as it found it at start.
+std::string node_text(const capture::DeviceNodeState& n) {
+  const std::string name = n.path.substr(n.path.rfind('/') + 1);
+  if (!n.exists) return name + " missing";
+  return name + " " + (n.readable ? "r" : "-") + (n.writable ? "w" : "-");
+}
+
+void print_probe(const capture::EnvironmentProbeData& p) {
+  if (p.driver_loaded && p.driver_version >= 0)
+    fmt::print("driver:      libcuda.so.1 loads, CUDA {}.{} ({})\n", p.driver_version / 1000,
+               p.driver_version % 1000 / 10, p.driver_version);
+  else if (p.driver_loaded)
+    fmt::print("driver:      libcuda.so.1 loads, version unknown: {}\n", p.driver_error);
+  else
+    fmt::print("driver:      libcuda.so.1 NOT LOADABLE: {}\n", p.driver_error);
+  fmt::print("nvml:        {}{}{}\n", p.nvml_status,
+             p.nvml_driver_version.empty() ? "" : ", driver " + p.nvml_driver_version,
+             p.visible_devices < 0 ? "" : fmt::format(", {} device(s)", p.visible_devices));
+  std::string nodes;
+  for (const auto& n : p.device_nodes) nodes += (nodes.empty() ? "" : ", ") + node_text(n);
+  fmt::print("dev nodes:   {}\n", nodes.empty() ? "(none)" : nodes);
+}
+
+std::string tri_state(int value, const char* on, const char* off) {
+  return value < 0 ? "unknown" : value != 0 ? on : off;
+}
+
+void print_device(const capture::DeviceDescription& d) {
+  fmt::print("gpu {}:       {}, {:.1f} GiB, PCIe Gen{} x{} (max Gen{} x{}), bus {}\n", d.index,
+             d.name.empty() ? "(unnamed)" : d.name, d.memory_total_bytes / 1073741824.0, d.pcie_gen_current,
+             d.pcie_width_current, d.pcie_gen_max, d.pcie_width_max, d.pci_bus_id.empty() ? "?" : d.pci_bus_id);
+  fmt::print("             {}, NUMA node {}, CPUs {}, MIG {}, ECC {} ({} corrected, {} uncorrected)\n",
+             d.uuid.empty() ? "no UUID" : d.uuid, d.numa_node < 0 ? "?" : std::to_string(d.numa_node),
+             d.local_cpus.empty() ? "?" : d.local_cpus, tri_state(d.mig_mode, "on", "off"),
+             tri_state(d.ecc_mode, "on", "off"), d.ecc_corrected, d.ecc_uncorrected);
+  if (!d.unsupported.empty()) {
+    std::string names;
+    for (const auto& u : d.unsupported) names += (names.empty() ? "" : ", ") + u;
+    fmt::print("             not supported: {}\n", names);
+  }
+}
+
+void print_loads(const std::vector<capture::LibraryLoadEvent>& loads) {
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < loads.size() && i < kShown; ++i) {
+    const auto& l = loads[i];
+    const char* what = l.unload ? (l.ok ? "unloaded" : "UNLOAD FAILED") : (l.ok ? "loaded" : "LOAD FAILED");
+    std::string detail = !l.ok ? (l.error.empty() ? "(dlerror text not captured)" : l.error) : l.resolved_path.empty() || l.resolved_path == l.path ? "" : "-> " + l.resolved_path;
+    if (l.deepbind_stripped) detail += (detail.empty() ? "" : " ") + std::string("(RTLD_DEEPBIND removed)");
+    fmt::print("{}{} {}{}{}\n", i == 0 ? "gpu libs:    " : "             ", what, l.path,
+               detail.empty() ? "" : l.ok ? " " : ": ", detail);
+  }
+  if (loads.size() > kShown) fmt::print("             ... {} more\n", loads.size() - kShown);
+}
+
+void print_gpu_stack(const reader::TraceSummary& s) {
+  if (s.probe) print_probe(*s.probe);
+  for (const auto& d : s.devices) print_device(d);
+  if (!s.loads.empty()) print_loads(s.loads);
+}
+
 void print_counts(const reader::TraceSummary& s) {
   const auto& c = s.counts;
   fmt::print("events:      {} total: {} API calls, {} copies, {} memsets, {} kernels, {} syncs, "
-             "{} allocations, {} CPU samples, {} markers\n",
+             "{} allocations, {} CPU samples, {} markers, {} GPU samples\n",
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
-             c.cpu_samples, c.markers);
+             c.cpu_samples, c.markers, c.gpu_samples);
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
   if (s.first_ns != 0)
     fmt::print("span:        {:.3f} s of recorded activity\n", (s.last_ns - s.first_ns) / 1e9);
@@ -102,6 +165,7 @@ int info_command(const std::string& path) {
              s.stats.frames_read);
   if (s.process) print_process(*s.process);
   else fmt::print("process:     unknown (the metadata frame is missing or damaged)\n");
+  print_gpu_stack(s);
   print_counts(s);
   print_end(s);
   for (const auto& p : s.problems)

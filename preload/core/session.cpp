@@ -27,7 +27,14 @@ std::atomic<uint64_t> g_unslotted_drops{0};
 Writer* g_writer = nullptr;
 TraceOutput* g_output = nullptr;
 SessionOptions g_options;
-std::string g_path;
+// Heap objects made on first use and never destroyed: C++ static
+// destructors of a shared library run before its destructor functions, and
+// the writer (stopped from one) still uses them; and first use may come
+// from a constructor that runs before this file's static initializers.
+std::string& session_path_storage() {
+  static auto* path = new std::string();
+  return *path;
+}
 pid_t g_owner_pid = 0;
 uint32_t g_sessions_started = 0;
 
@@ -39,7 +46,10 @@ std::atomic<int> g_lazy_state{0};  // 0 not run, 1 running, 2 done
 constexpr uint16_t kClaimBackoff = 1024;
 
 std::mutex g_loads_mutex;
-std::vector<LibraryLoadEvent> g_loads;
+std::vector<LibraryLoadEvent>& pending_loads() {
+  static auto* loads = new std::vector<LibraryLoadEvent>();
+  return *loads;
+}
 
 StringTable& strings_instance() {
   // Never destroyed: hooks may intern during static destruction.
@@ -142,7 +152,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
                                          std::move(sources));
   if (!writer->start(metadata, error)) return false;
   g_options = options;
-  g_path = path;
+  session_path_storage() = path;
   g_owner_pid = getpid();
   g_output = output.release();
   g_writer = writer.release();
@@ -186,7 +196,7 @@ void disable_capture() { detail::g_phase.store(Phase::Disabled, std::memory_orde
 
 Phase current_phase() { return detail::g_phase.load(std::memory_order_acquire); }
 
-const std::string& session_path() { return g_path; }
+const std::string& session_path() { return session_path_storage(); }
 
 uint32_t free_thread_buffers() {
   SlotPool* pool = g_pool.load(std::memory_order_acquire);
@@ -201,12 +211,12 @@ StringTable& session_strings() { return strings_instance(); }
 void note_library_load(LibraryLoadEvent event) {
   if (detail::g_phase.load(std::memory_order_relaxed) != Phase::Recording) return;
   std::lock_guard lock(g_loads_mutex);
-  g_loads.push_back(std::move(event));
+  pending_loads().push_back(std::move(event));
 }
 
 std::vector<LibraryLoadEvent> take_library_loads() {
   std::lock_guard lock(g_loads_mutex);
-  return std::exchange(g_loads, {});
+  return std::exchange(pending_loads(), {});
 }
 
 __attribute__((weak)) void initialize_capture_early() {}

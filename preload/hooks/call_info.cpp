@@ -10,6 +10,7 @@ namespace {
 using fb::MemoryKind;
 
 thread_local int16_t t_device __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint32_t t_launches __attribute__((tls_model("initial-exec"))) = 0;
 
 // The range the innermost free on this thread removed: a runtime free and
 // the driver free under it both end here, and the outer one (which records)
@@ -77,6 +78,7 @@ void set_current_device(int device) noexcept { t_device = static_cast<int16_t>(d
 // not the call's, so the call's clock starts after it.
 void CallInfo::before(capture::ApiCallScope& scope) noexcept {
   if (!wants_stack || scope.depth() != 0) return;
+  if (sample_stack && t_launches++ % kLaunchStackEvery != 0) return;
   stack = stacks::capture_stack_id();
   scope.restart_clock();
 }
@@ -196,6 +198,7 @@ LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, u
   LaunchCall c;
   c.stream = stream_id(stream);
   c.wants_stack = true;
+  c.sample_stack = true;
   c.function = function;
   c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
   c.block[0] = bx, c.block[1] = by, c.block[2] = bz;

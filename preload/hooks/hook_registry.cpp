@@ -61,7 +61,8 @@ std::vector<HookSlot*> sorted_hooks() {
 }  // namespace
 
 HookSlot* find_hook(std::string_view name) {
-  static const std::vector<HookSlot*> all = sorted_hooks();
+  // Never destroyed: dlsym is still called while the process tears down.
+  static const std::vector<HookSlot*>& all = *new std::vector<HookSlot*>(sorted_hooks());
   auto it = std::lower_bound(all.begin(), all.end(), name,
                              [](const HookSlot* slot, std::string_view n) { return std::string_view(slot->name) < n; });
   return it != all.end() && std::string_view((*it)->name) == name ? *it : nullptr;
