@@ -196,5 +196,22 @@ TEST(InterceptionNoDriver, RealRuntimeRecordsInsufficientDriver) {
   EXPECT_EQ(t.api_calls[0].result(), 35);  // cudaErrorInsufficientDriver
 }
 
+TEST(InterceptionNoDriver, StaticRuntimeLeavesTheFailedDriverLoadInTheTrace) {
+  if (!std::filesystem::exists(bin("minimal_cuda_static"))) GTEST_SKIP() << "samples not built";
+  const auto plain = run({bin("minimal_cuda_static")}, clean_env());
+  TempDir dir;
+  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("minimal_cuda_static")}, clean_env());
+  EXPECT_EQ(traced.status, plain.status);
+  EXPECT_EQ(traced.err, plain.err);  // the program's own error line, unchanged
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  bool failed_driver_load = false;
+  for (const auto& load : t.summary.loads)
+    failed_driver_load |= load.path.find("libcuda.so") != std::string::npos && !load.ok && !load.error.empty();
+  EXPECT_TRUE(failed_driver_load) << "the static runtime's dlopen of libcuda.so.1 and its error are recorded";
+  ASSERT_TRUE(t.summary.probe.has_value());
+  EXPECT_FALSE(t.summary.probe->driver_loaded);
+  EXPECT_TRUE(t.api_calls.empty());  // nothing reached a hookable CUDA entry point
+}
+
 }  // namespace
 }  // namespace gpuscope::test
