@@ -7,11 +7,12 @@
 
 namespace {
 
-using gpuscope::fb::AllocOp;
 using gpuscope::fb::MemoryKind;
 using gpuscope::hooks::AllocCall;
 using gpuscope::hooks::allocation;
+using gpuscope::hooks::registration;
 using gpuscope::hooks::release;
+using gpuscope::hooks::unregistration;
 constexpr uint8_t D = gpuscope::hooks::kDriverApi;
 constexpr uint8_t DP = gpuscope::hooks::kDriverApi | gpuscope::hooks::kPerThreadStream;
 
@@ -27,19 +28,6 @@ AllocCall pitched(CUdeviceptr* out, size_t* pitch, size_t rows) {
   AllocCall c = device_alloc(out, 0, MemoryKind::Device);
   c.out_pitch = pitch;
   c.rows = rows;
-  return c;
-}
-
-AllocCall registration(const void* p, size_t n) {
-  AllocCall c = allocation(nullptr, n, MemoryKind::Registered);
-  c.op = AllocOp::Register;
-  c.address = p;
-  return c;
-}
-
-AllocCall unregistration(const void* p) {
-  AllocCall c = release(p, MemoryKind::Registered);
-  c.op = AllocOp::Unregister;
   return c;
 }
 

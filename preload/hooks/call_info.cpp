@@ -193,6 +193,19 @@ AllocCall release(const void* address, fb::MemoryKind kind, const void* stream, 
   return c;
 }
 
+AllocCall registration(const void* address, uint64_t bytes) noexcept {
+  AllocCall c = allocation(nullptr, bytes, MemoryKind::Registered);
+  c.op = fb::AllocOp::Register;
+  c.address = address;
+  return c;
+}
+
+AllocCall unregistration(const void* address) noexcept {
+  AllocCall c = release(address, MemoryKind::Registered);
+  c.op = fb::AllocOp::Unregister;
+  return c;
+}
+
 LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
                   uint32_t shared, const void* stream) noexcept {
   LaunchCall c;

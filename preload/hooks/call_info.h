@@ -109,6 +109,8 @@ SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept;
 AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream = nullptr,
                      bool async = false) noexcept;
 AllocCall release(const void* address, fb::MemoryKind kind, const void* stream = nullptr, bool async = false) noexcept;
+AllocCall registration(const void* address, uint64_t bytes) noexcept;
+AllocCall unregistration(const void* address) noexcept;
 LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
                   uint32_t shared, const void* stream) noexcept;
 

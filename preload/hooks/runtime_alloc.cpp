@@ -9,25 +9,13 @@
 
 namespace {
 
-using gpuscope::fb::AllocOp;
 using gpuscope::fb::MemoryKind;
 using gpuscope::hooks::AllocCall;
 using gpuscope::hooks::allocation;
+using gpuscope::hooks::registration;
 using gpuscope::hooks::release;
+using gpuscope::hooks::unregistration;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
-
-AllocCall registration(const void* p, uint64_t bytes) {
-  AllocCall c = allocation(nullptr, bytes, MemoryKind::Registered);
-  c.op = AllocOp::Register;
-  c.address = p;
-  return c;
-}
-
-AllocCall unregistration(const void* p) {
-  AllocCall c = release(p, MemoryKind::Registered);
-  c.op = AllocOp::Unregister;
-  return c;
-}
 
 AllocCall pitched(void** p, size_t* pitch, size_t rows) {
   AllocCall c = allocation(p, 0, MemoryKind::Device);

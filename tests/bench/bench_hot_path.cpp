@@ -4,32 +4,13 @@
 
 #include <filesystem>
 
-#include "session.h"
+#include "bench_session.h"
 
 namespace {
 
 using namespace gpuscope::capture;
 
-std::string g_trace_dir;
-
-// One recording session for the whole benchmark program: 64 MiB rings so
-// the writer (draining every millisecond on the other core) keeps up and
-// the loop measures recording, not dropping.
-void ensure_session() {
-  if (current_phase() == Phase::Recording) return;
-  g_trace_dir = std::filesystem::temp_directory_path() / "gpuscope-bench-XXXXXX";
-  if (mkdtemp(g_trace_dir.data()) == nullptr) std::abort();
-  SessionOptions o;
-  o.ring_kb = 64 * 1024;
-  o.max_threads = 8;
-  o.drain_interval_ms = 1;
-  o.cpu_sample_interval_ms = 0;
-  std::string error;
-  if (!start_session(o, g_trace_dir + "/bench.gpuscope", collect_process_metadata(), &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
-    std::abort();
-  }
-}
+using gpuscope::bench::ensure_session;
 
 void BM_MonotonicClock(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(monotonic_ns());
@@ -66,13 +47,4 @@ BENCHMARK(BM_ApiCallNotRecording);
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  if (current_phase() == Phase::Recording) {
-    stop_session(gpuscope::fb::EndKind::Exit, 0);
-    std::filesystem::remove_all(g_trace_dir);
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return gpuscope::bench::run_benchmarks(argc, argv); }

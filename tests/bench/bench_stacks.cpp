@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "session.h"
+#include "bench_session.h"
 #include "stacks/stack_capture.h"
 
 namespace {
@@ -16,28 +16,14 @@ namespace {
 using namespace gpuscope::capture;
 namespace stacks = gpuscope::stacks;
 
-std::string g_trace_dir;
 std::unique_ptr<TraceSource> g_stack_source;
 
-// As bench_hot_path.cpp: one session for the program, big rings, a writer
-// draining every millisecond; here with the stack source polled by it.
+// The common session, with the stack source polled by its writer.
 void ensure_session() {
   if (current_phase() == Phase::Recording) return;
-  g_trace_dir = std::filesystem::temp_directory_path() / "gpuscope-bench-XXXXXX";
-  if (mkdtemp(g_trace_dir.data()) == nullptr) std::abort();
-  SessionOptions o;
-  o.ring_kb = 64 * 1024;
-  o.max_threads = 8;
-  o.drain_interval_ms = 1;
-  o.cpu_sample_interval_ms = 0;
   stacks::configure_stacks(true, 32);
   g_stack_source = stacks::make_stack_source();
-  std::string error;
-  if (!start_session(o, g_trace_dir + "/bench.gpuscope", collect_process_metadata(), &error,
-                     {g_stack_source.get()})) {
-    std::fprintf(stderr, "%s\n", error.c_str());
-    std::abort();
-  }
+  gpuscope::bench::ensure_session({g_stack_source.get()});
 }
 
 using Body = void (*)(benchmark::State&);
@@ -102,13 +88,4 @@ BENCHMARK(BM_RecordedCallNoStack)->Repetitions(5)->ReportAggregatesOnly(true);
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  if (current_phase() == Phase::Recording) {
-    stop_session(gpuscope::fb::EndKind::Exit, 0);
-    std::filesystem::remove_all(g_trace_dir);
-  }
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return gpuscope::bench::run_benchmarks(argc, argv); }
