@@ -60,6 +60,10 @@ inline bool hot_timestamps_are_ticks() noexcept {
 // a few tens of nanoseconds.
 class TickConverter {
  public:
+  // The first pair, taken when capture starts (cheap: no waiting), so the
+  // first drain already has a baseline of milliseconds.
+  void start() noexcept;
+  // A new pair; call before converting what was drained since the last one.
   void calibrate() noexcept;
 
   // Fixed point with a 128-bit product: exact to a nanosecond over any span

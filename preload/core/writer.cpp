@@ -64,6 +64,7 @@ bool Writer::start(const ProcessMetadata& metadata, std::string* error) {
     return false;
   }
   started_ = true;
+  ticks_.start();
   thread_ = start_signal_free_thread([this] { run(); });
   return true;
 }
@@ -112,7 +113,7 @@ void Writer::run() {
 
 // Empties every ring in batches, writing a chunk whenever one is full.
 void Writer::drain_all() {
-  ticks_.calibrate();  // a fresh pair brackets the records drained now
+  if (hot_timestamps_are_ticks()) ticks_.calibrate();  // a fresh pair brackets the records drained now
   const auto take = [&](RecordType type, const std::byte* payload, uint32_t size, uint8_t flags) {
     if (output_dead_) {
       ++events_discarded_;

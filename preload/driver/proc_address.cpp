@@ -77,8 +77,12 @@ void* substitute(void* p) {
 }  // namespace gpuscope::hooks
 
 GPUSCOPE_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void* dlsym(void* handle, const char* name) {
-  if (name != nullptr && gpuscope::capture::thread_context().internal == 0) {
-    const auto hit = gpuscope::hooks::intercept(handle, name, __builtin_return_address(0));
+  // <dlfcn.h> declares `name` nonnull, which would let the compiler drop the
+  // check; a program passing null still deserves glibc's answer, not a crash.
+  const char* checked = name;
+  asm("" : "+r"(checked));
+  if (checked != nullptr && gpuscope::capture::thread_context().internal == 0) {
+    const auto hit = gpuscope::hooks::intercept(handle, checked, __builtin_return_address(0));
     if (hit.handled) return hit.value;
   }
   return gpuscope::preload::real_dlsym()(handle, name);  // tail call: see the file comment

@@ -108,8 +108,11 @@ TEST_F(Interception, PcieBoundCountsEveryPageableCopyOnce) {
   // The runtime call and the driver call under it: both visible, counted once.
   EXPECT_EQ(calls(t, "cudaMemcpy"), 201u);
   EXPECT_EQ(calls(t, "cuMemcpyHtoD_v2"), 100u);
-  for (const auto& c : t.api_calls)
-    if (t.summary.strings.at(c.function_id()) == "cuMemcpyHtoD_v2") ASSERT_EQ(c.depth(), 1);
+  for (const auto& c : t.api_calls) {
+    if (t.summary.strings.at(c.function_id()) == "cuMemcpyHtoD_v2") {
+      ASSERT_EQ(c.depth(), 1);
+    }
+  }
 }
 
 TEST_F(Interception, PcieBoundFixedCopiesFromPinnedMemoryInBatches) {
@@ -123,8 +126,11 @@ TEST_F(Interception, PcieBoundFixedCopiesFromPinnedMemoryInBatches) {
   const std::map<std::pair<Op, M>, uint64_t> expected_allocs = {
       {{Op::Alloc, M::Device}, 3}, {{Op::Alloc, M::Pinned}, 1}, {{Op::Free, M::Device}, 3}, {{Op::Free, M::Pinned}, 1}};
   EXPECT_EQ(allocs_by_kind(t), expected_allocs);
-  for (const auto& c : t.copies)
-    if (c.direction() == D::HostToDevice) EXPECT_EQ(c.flags() & 1, 1) << "cudaMemcpyAsync is recorded as async";
+  for (const auto& c : t.copies) {
+    if (c.direction() == D::HostToDevice) {
+      EXPECT_EQ(c.flags() & 1, 1) << "cudaMemcpyAsync is recorded as async";
+    }
+  }
 }
 
 TEST_F(Interception, SyncBoundSynchronizesAfterEveryKernel) {
@@ -174,7 +180,7 @@ TEST_F(Interception, RuntimeLoadedWithRtldLocalIsTraced) {
 
 TEST_F(Interception, SamplesBehaveExactlyAsWithoutGpuscope) {
   const auto env = environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)});
-  for (const std::vector<std::string> sample : {std::vector<std::string>{"sync_bound", "--iters", "300"},
+  for (const std::vector<std::string>& sample : {std::vector<std::string>{"sync_bound", "--iters", "300"},
                                                 std::vector<std::string>{"alloc_churn", "--iters", "40"}}) {
     std::vector<std::string> argv = {bin(sample[0])};
     argv.insert(argv.end(), sample.begin() + 1, sample.end());

@@ -13,7 +13,7 @@ TEST(TickConverter, PlacesTicksOnTheMonotonicAxis) {
   GTEST_SKIP() << "TSC timestamps are x86-64 only";
 #else
   TickConverter c;
-  c.calibrate();
+  c.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   c.calibrate();
   for (int i = 0; i < 100; ++i) {
