@@ -121,6 +121,11 @@ void print_counts(const reader::TraceSummary& s) {
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
              c.cpu_samples, c.markers, c.gpu_samples);
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
+  bool first_result = true;
+  for (const auto& [call, n] : s.nonzero_results) {
+    fmt::print("{}{} returned {} ({}x)\n", first_result ? "non-zero:    " : "             ", call.first, call.second, n);
+    first_result = false;
+  }
   if (s.first_ns != 0)
     fmt::print("span:        {:.3f} s of recorded activity\n", (s.last_ns - s.first_ns) / 1e9);
   if (s.dropped_total() == 0) {

@@ -149,6 +149,7 @@ TraceSummary summarize(TraceReader& reader) {
   s.file = reader.info();
   uint64_t first = UINT64_MAX, last = 0;
   std::unordered_map<uint32_t, uint64_t> calls_by_id;
+  std::map<std::pair<uint32_t, int>, uint64_t> results_by_id;
   reader.read([&](const ChunkView& v) {
     const fb::Chunk& c = *v.chunk;
     if (c.metadata() != nullptr && !s.process) s.process = to_process_info(*c.metadata());
@@ -169,7 +170,10 @@ TraceSummary summarize(TraceReader& reader) {
     s.counts.cpu_samples += v.cpu_samples.size();
     s.counts.markers += v.markers.size();
     s.counts.gpu_samples += v.gpu_samples.size();
-    for (const auto& call : v.api_calls) ++calls_by_id[call.function_id()];
+    for (const auto& call : v.api_calls) {
+      ++calls_by_id[call.function_id()];
+      if (call.result() != 0 && call.depth() == 0) ++results_by_id[{call.function_id(), call.result()}];
+    }
     widen_span(v.api_calls, &first, &last);
     widen_span(v.copies, &first, &last);
     widen_span(v.memsets, &first, &last);
@@ -180,10 +184,12 @@ TraceSummary summarize(TraceReader& reader) {
     widen_span(v.markers, &first, &last);
     widen_span(v.gpu_samples, &first, &last);
   });
-  for (const auto& [id, n] : calls_by_id) {
+  const auto name_of = [&](uint32_t id) {
     auto it = s.strings.find(id);
-    s.calls_by_function[it != s.strings.end() ? it->second : "<unknown #" + std::to_string(id) + ">"] += n;
-  }
+    return it != s.strings.end() ? it->second : "<unknown #" + std::to_string(id) + ">";
+  };
+  for (const auto& [id, n] : calls_by_id) s.calls_by_function[name_of(id)] += n;
+  for (const auto& [key, n] : results_by_id) s.nonzero_results[{name_of(key.first), key.second}] += n;
   if (first != UINT64_MAX) {
     s.first_ns = first;
     s.last_ns = last;

@@ -65,6 +65,9 @@ struct TraceSummary {
   std::optional<EndInfo> end;                  // the last Totals frame
   std::unordered_map<uint32_t, std::string> strings;
   std::map<std::string, uint64_t> calls_by_function;
+  // Calls that returned non-zero, by function and result code (outermost
+  // calls only: a runtime call's own driver call says the same thing).
+  std::map<std::pair<std::string, int>, uint64_t> nonzero_results;
   std::vector<capture::DeviceDescription> devices;   // the latest description of each
   std::vector<capture::LibraryLoadEvent> loads;
   std::optional<capture::EnvironmentProbeData> probe;

@@ -191,6 +191,10 @@ TEST(Cli, RealCudaRuntimeWithoutADriverIsTracedAndUnchanged) {
   const TraceContents t = read_trace_file(traces[0]);
   ASSERT_TRUE(t.summary.end.has_value());
   EXPECT_EQ(t.summary.end->exit_status, plain.exit_code());
+  // What an on-call engineer reads: the init error and the missing driver.
+  const auto info = gpuscope({"info", traces[0]});
+  EXPECT_NE(info.out.find("non-zero:    cudaGetDeviceCount returned 35 (1x)"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("libcuda.so.1 NOT LOADABLE"), std::string::npos) << info.out;
 }
 
 }  // namespace
