@@ -9,7 +9,7 @@ root=$(pwd)
 jobs=${GPUSCOPE_JOBS:-$(nproc)}
 
 ./scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs" >/dev/null
 
 sample=${1:-pcie_bound}
