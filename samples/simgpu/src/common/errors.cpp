@@ -1,5 +1,11 @@
 #include "errors.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+
 namespace simgpu {
 namespace {
 
@@ -51,6 +57,19 @@ const char* driver_error_string(int code) {
   if (!driver_error_name(code)) return nullptr;
   const char* text = runtime_error_string(code);
   return text ? text : driver_error_name(code);
+}
+
+void log_unsupported_once(const char* name, const char* error_name) {
+  static const bool log = [] {
+    const char* v = std::getenv("SIMGPU_LOG");
+    return v && *v && *v != '0';
+  }();
+  if (!log) return;
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard lock(mu);
+  if (seen.insert(name).second)
+    std::fprintf(stderr, "simgpu: %s is not supported by simgpu (%s)\n", name, error_name);
 }
 
 }  // namespace simgpu

@@ -11,4 +11,8 @@ const char* driver_error_name(int code);
 // The driver describes a code in the runtime's words where the codes coincide.
 const char* driver_error_string(int code);
 
+// With SIMGPU_LOG=1 set, names an entry point simgpu does not model once on
+// stderr ("simgpu: NAME is not supported by simgpu (ERROR)"). Thread-safe.
+void log_unsupported_once(const char* name, const char* error_name);
+
 }  // namespace simgpu

@@ -6,12 +6,8 @@
 //
 // Deliberately no cuda.h here: the stubs take no parameters (the System V
 // ABI lets a callee ignore its arguments) and typed declarations would clash.
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
-#include <set>
-#include <string>
 
+#include "errors.hpp"
 #include "driver_exports.hpp"
 
 namespace {
@@ -20,17 +16,7 @@ constexpr int kCudaErrorNotSupported = 801;
 
 // SIMGPU_LOG=1 names each unsupported entry point once on stderr.
 int unsupported(const char* name) {
-  static const bool log = [] {
-    const char* v = std::getenv("SIMGPU_LOG");
-    return v && *v && *v != '0';
-  }();
-  if (log) {
-    static std::mutex mu;
-    static std::set<std::string> seen;
-    std::lock_guard lock(mu);
-    if (seen.insert(name).second)
-      std::fprintf(stderr, "simgpu: %s is not supported by simgpu (CUDA_ERROR_NOT_SUPPORTED)\n", name);
-  }
+  simgpu::log_unsupported_once(name, "CUDA_ERROR_NOT_SUPPORTED");
   return kCudaErrorNotSupported;
 }
 

@@ -6,13 +6,10 @@
 //
 // No CUDA API headers here: the stubs take no parameters (the System V ABI lets a
 // callee ignore its arguments) and typed declarations would clash.
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
-#include <set>
-#include <string>
 
 #include <driver_types.h>  // types only, no function declarations
+
+#include "errors.hpp"
 
 namespace simgpu::rt {
 cudaError_t record(cudaError_t e);  // driver_link.cpp
@@ -21,17 +18,7 @@ cudaError_t record(cudaError_t e);  // driver_link.cpp
 namespace {
 
 cudaError_t unsupported(const char* name) {
-  static const bool log = [] {
-    const char* v = std::getenv("SIMGPU_LOG");
-    return v && *v && *v != '0';
-  }();
-  if (log) {
-    static std::mutex mu;
-    static std::set<std::string> seen;
-    std::lock_guard lock(mu);
-    if (seen.insert(name).second)
-      std::fprintf(stderr, "simgpu: %s is not supported by simgpu (cudaErrorNotSupported)\n", name);
-  }
+  simgpu::log_unsupported_once(name, "cudaErrorNotSupported");
   return simgpu::rt::record(cudaErrorNotSupported);
 }
 
