@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds gpuscope and runs every test: the regular build (unit, end-to-end,
-# samples on simgpu, schema evolution, fuzz corpus replay), the same unit and
+# samples on simgpu, schema evolution, fuzz corpus replay), the bundle, the same unit and
 # fuzz tests under AddressSanitizer + UBSan, and a bounded libFuzzer run of
 # the trace reader when clang's fuzzer runtime is present.
 # Usage: scripts/test.sh            (from a fresh clone: installs what is missing)
@@ -14,6 +14,10 @@ echo "== regular build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest -j"$jobs" --output-on-failure --timeout 600)
+
+echo "== relocatable bundle, used from an empty directory with a clean environment"
+./scripts/bundle.sh build
+tests/bundle/check_bundle.sh dist/gpuscope-*-linux-x86_64.tar.gz
 
 echo "== AddressSanitizer + UBSan build (capture core, reader, fuzz replay)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUSCOPE_SANITIZE=ON \

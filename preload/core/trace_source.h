@@ -1,7 +1,9 @@
 // Something the writer thread polls for data that does not come through the
 // thread rings: GPU metrics, device descriptions, new call stacks and
-// modules. Sources run on the writer thread only, so they may block briefly
-// and allocate, but never for long: a slow source delays every flush.
+// modules. Sources are called on the writer thread only, so they may
+// allocate but must never block for long: a slow source stalls every drain,
+// and the thread rings overflow behind it (a source whose queries are slow,
+// like NVML's, does them on its own thread and only hands results over).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,9 @@ class TraceSource {
   // After every drain (about every 10 ms) and once more before the last
   // frame; a source keeps its own sampling period.
   virtual void poll(uint64_t now_ns, ChunkBuilder& out) = 0;
+  // Once, before that last poll, when capture stops for good: a source
+  // stops its own threads (waiting a bounded time for work in progress).
+  virtual void end() {}
 };
 
 }  // namespace gpuscope::capture

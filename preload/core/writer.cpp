@@ -9,6 +9,7 @@
 #include "diag.h"
 #include "recorder.h"
 #include "session.h"
+#include "signal_free_thread.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -19,18 +20,6 @@ namespace {
 // overhead stays negligible.
 constexpr size_t kChunkTargetBytes = 2u << 20;
 constexpr size_t kDrainBatch = 4096;  // records per ring visit
-
-// Starts `fn` on a new thread with every signal blocked: the program's
-// handlers must never run on gpuscope's thread, and a SIGPIPE/SIGXFSZ from a
-// failed write must stay with the write.
-template <class F> std::thread start_signal_free_thread(F&& fn) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  std::thread t(std::forward<F>(fn));
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return t;
-}
 
 }  // namespace
 
@@ -89,6 +78,8 @@ void Writer::run() {
       cpu_sampler_.sample(now, builder_);
       last_cpu_sample = now;
     }
+    if (req.stop)
+      for (TraceSource* source : sources_) source->end();
     poll_sources(now);
     if (req.pending) {
       const TotalsInfo totals = make_totals(req.kind, req.exit_status, "");

@@ -1,11 +1,26 @@
 // The GPU TraceSource: at begin, the environment probe and one DeviceInfo
-// per GPU; then, every 1/nvml_hz seconds, one GpuSample per GPU. Runs on the
-// writer thread (internal: its dlopen/dlsym calls are not recorded).
+// per GPU; then, every 1/nvml_hz seconds, one GpuSample per GPU.
+//
+// All NVML and driver queries run on a thread of their own ("gpuscope-gpu"),
+// never on the writer: on a real node one sampling round takes tens of
+// milliseconds (nvmlDeviceGetPcieThroughput alone measures over 20 ms per
+// direction) and nvmlInit can take seconds, and a writer stalled that long
+// lets the thread rings of a busy program overflow (seen on an H200: a
+// launch-bound sample lost 68k events). The writer only takes what the
+// sampler thread has found. Like the writer, the thread is internal: its
+// dlopen/dlsym calls are not recorded.
 #include "gpu_source.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17,55 +32,124 @@
 #include "exit_guard.h"
 #include "gpu_source_options.h"
 #include "nvml_api.h"
+#include "recorder.h"
+#include "signal_free_thread.h"
 
 namespace gpuscope::gpu {
 namespace {
 
 // A sampling round may take at most this share of the period: slower NVML
-// stretches the period rather than stalling every flush of the writer.
+// stretches the period rather than keeping a core busy with NVML.
 constexpr uint64_t kMaxRoundShare = 5;
 // More than any node has; a misbehaving NVML's count is not trusted beyond it.
 constexpr unsigned kMaxDevices = 64;
+// How long the end of capture waits for a round or the probe in progress;
+// longer than any healthy round, short enough that a hung NVML call cannot
+// hold up the program's exit.
+constexpr auto kEndWait = std::chrono::milliseconds(1000);
+
+// What the sampler thread found and the writer has not taken yet.
+struct Findings {
+  std::optional<capture::EnvironmentProbeData> probe;
+  std::vector<capture::DeviceDescription> devices;
+  std::vector<fb::GpuSample> samples;
+};
 
 class GpuSource final : public capture::TraceSource {
  public:
   explicit GpuSource(GpuSourceOptions options)
       : options_(std::move(options)),
         period_ns_(options_.nvml_hz == 0 ? 0 : 1'000'000'000ull / options_.nvml_hz) {}
+  ~GpuSource() override {
+    end();
+    if (thread_.joinable()) thread_.join();  // only tests destroy a source
+  }
 
   void begin(capture::ChunkBuilder& out) override;
   void poll(uint64_t now_ns, capture::ChunkBuilder& out) override;
+  void end() override;
 
  private:
-  void describe_devices(capture::EnvironmentProbeData& probe, capture::ChunkBuilder& out);
-  void sample_all(capture::ChunkBuilder& out);
+  void run();
+  void probe_environment();
+  void describe_devices(capture::EnvironmentProbeData& probe, Findings& found);
+  void sample_until_stopped();
+  bool sleep_until(uint64_t due_ns);
 
+  // Sampler thread only.
   GpuSourceOptions options_;
   uint64_t period_ns_;
-  uint64_t next_due_ns_ = 0;
   nvml::Api api_;
   std::vector<std::unique_ptr<DeviceSampler>> samplers_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // under mutex_
+  bool finished_ = false;  // under mutex_
+  Findings found_;         // under mutex_
+  std::thread thread_;
 };
 
-void GpuSource::begin(capture::ChunkBuilder& out) {
+void GpuSource::begin(capture::ChunkBuilder& /*out*/) {
+  // Marked here, on the writer, so an exit that comes before the sampler
+  // thread is scheduled still waits for the probe (exit_guard.h).
   probe_started(capture::monotonic_ns());
+  thread_ = capture::start_signal_free_thread([this] { run(); });
+}
+
+void GpuSource::poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) {
+  Findings taken;
+  {
+    std::lock_guard lock(mutex_);
+    std::swap(taken, found_);
+  }
+  if (taken.probe) out.set_probe(std::move(*taken.probe));
+  for (auto& d : taken.devices) out.add_device(std::move(d));
+  for (const auto& sample : taken.samples) out.add(sample);
+}
+
+void GpuSource::end() {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  wake_.notify_all();
+  const bool done = wake_.wait_for(lock, kEndWait, [this] { return finished_; });
+  lock.unlock();
+  if (done) thread_.join();
+}
+
+void GpuSource::run() {
+  capture::InternalScope internal;  // nothing this thread does is traced
+  pthread_setname_np(pthread_self(), "gpuscope-gpu");
+  probe_environment();
+  sample_until_stopped();
+  std::lock_guard lock(mutex_);
+  finished_ = true;
+  wake_.notify_all();
+}
+
+void GpuSource::probe_environment() {
+  Findings found;
   capture::EnvironmentProbeData probe;
   probe.device_nodes = probe_device_nodes(options_.dev_dir);
   {
     GpuCallScope scope;
     if (scope.ok()) {
       probe_driver(options_.driver_library, probe);
-      if (nvml::open_nvml(options_.nvml_library, &api_, &probe.nvml_status)) describe_devices(probe, out);
+      if (nvml::open_nvml(options_.nvml_library, &api_, &probe.nvml_status)) describe_devices(probe, found);
     } else {
       probe.nvml_status = "not queried: the process was already exiting";
     }
   }
-  probe_finished();
-  out.set_probe(std::move(probe));
-  next_due_ns_ = capture::monotonic_ns() + period_ns_;
+  found.probe = std::move(probe);
+  {
+    std::lock_guard lock(mutex_);
+    found_ = std::move(found);
+  }
+  probe_finished();  // after the hand-over: an exit waiting for it finds it there
 }
 
-void GpuSource::describe_devices(capture::EnvironmentProbeData& probe, capture::ChunkBuilder& out) {
+void GpuSource::describe_devices(capture::EnvironmentProbeData& probe, Findings& found) {
   if (api_.system_get_driver_version != nullptr) {
     char version[96] = {};
     if (api_.system_get_driver_version(version, sizeof version) == nvml::kSuccess)
@@ -85,29 +169,46 @@ void GpuSource::describe_devices(capture::EnvironmentProbeData& probe, capture::
     if (period_ns_ != 0) {
       // The first sample also finds which metrics this GPU does not answer.
       auto sampler = std::make_unique<DeviceSampler>(api_, device, static_cast<uint16_t>(i));
-      out.add(sampler->sample(capture::monotonic_ns()));
+      found.samples.push_back(sampler->sample(capture::monotonic_ns()));
       for (const auto& name : sampler->unsupported())
         if (std::find(d.unsupported.begin(), d.unsupported.end(), name) == d.unsupported.end())
           d.unsupported.push_back(name);
       samplers_.push_back(std::move(sampler));
     }
-    out.add_device(std::move(d));
+    found.devices.push_back(std::move(d));
   }
 }
 
-void GpuSource::poll(uint64_t now_ns, capture::ChunkBuilder& out) {
-  if (samplers_.empty() || now_ns < next_due_ns_) return;
-  rearm_exit_guard(now_ns);
-  GpuCallScope scope;
-  if (!scope.ok()) return;  // exiting: NVML may already be finalized
-  const uint64_t started = capture::monotonic_ns();
-  sample_all(out);
-  const uint64_t cost = capture::monotonic_ns() - started;
-  next_due_ns_ = std::max(next_due_ns_ + period_ns_, started + std::max(period_ns_, kMaxRoundShare * cost));
+void GpuSource::sample_until_stopped() {
+  if (samplers_.empty()) return;
+  uint64_t due = capture::monotonic_ns() + period_ns_;
+  while (sleep_until(due)) {
+    const uint64_t started = capture::monotonic_ns();
+    rearm_exit_guard(started);
+    std::vector<fb::GpuSample> round;
+    {
+      GpuCallScope scope;
+      if (!scope.ok()) return;  // exiting: NVML may already be finalized
+      for (auto& sampler : samplers_) round.push_back(sampler->sample(capture::monotonic_ns()));
+    }
+    {
+      std::lock_guard lock(mutex_);
+      found_.samples.insert(found_.samples.end(), round.begin(), round.end());
+    }
+    const uint64_t cost = capture::monotonic_ns() - started;
+    due = std::max(due + period_ns_, started + std::max(period_ns_, kMaxRoundShare * cost));
+  }
 }
 
-void GpuSource::sample_all(capture::ChunkBuilder& out) {
-  for (auto& sampler : samplers_) out.add(sampler->sample(capture::monotonic_ns()));
+// False once capture is ending.
+bool GpuSource::sleep_until(uint64_t due_ns) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (stopping_) return false;
+    const uint64_t now = capture::monotonic_ns();
+    if (now >= due_ns) return true;
+    wake_.wait_for(lock, std::chrono::nanoseconds(due_ns - now));
+  }
 }
 
 }  // namespace

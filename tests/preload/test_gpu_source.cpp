@@ -148,6 +148,24 @@ TEST_F(GpuSourceTest, SamplesEveryMetricAtTheConfiguredRate) {
   EXPECT_EQ(t.gpu_samples[1].sm_util_pct(), 0);
 }
 
+// Real NVML blocks inside nvmlDeviceGetPcieThroughput for its measuring
+// window; on an H200 a sampling round took ~40 ms and, done on the writer
+// thread, let a launch-bound program's rings overflow. Here each such query
+// blocks 150 ms: the writer must still flush every 20 ms meanwhile.
+TEST_F(GpuSourceTest, SlowNvmlNeverHoldsUpTheWriter) {
+  std::ofstream(dir_.file("slow-nvml.json")) << R"json({"name": "slow NVML (simulated)", "nvml": {"pcie_query_ms": 150}})json";
+  setenv("SIMGPU_NODE", dir_.file("slow-nvml.json").c_str(), 1);
+  const auto t = capture(simgpu_options(), 400);
+  unsetenv("SIMGPU_NODE");
+  // Metadata, ~20 timed flushes and the end; a writer stuck in the first
+  // sampling round (>= 300 ms) would have written 3 or 4.
+  EXPECT_GE(t.summary.stats.frames_read, 8u);
+  ASSERT_TRUE(t.summary.probe.has_value());  // the end waited for the probe
+  EXPECT_EQ(t.summary.probe->nvml_status, "ok");
+  EXPECT_EQ(t.summary.devices.size(), 1u);
+  EXPECT_GE(t.gpu_samples.size(), 1u);
+}
+
 TEST_F(GpuSourceTest, ZeroRateDescribesDevicesButNeverSamples) {
   GpuSourceOptions o = simgpu_options();
   o.nvml_hz = 0;

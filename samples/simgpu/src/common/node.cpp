@@ -178,6 +178,7 @@ NodeDesc parse_node(std::string_view json_text, std::string source) {
     const json nvml = get(effective, "nvml", json::object());
     node.utilization_window_ms = get(nvml, "utilization_window_ms", 167.0);
     node.pcie_window_ms = get(nvml, "pcie_window_ms", 20.0);
+    node.pcie_query_ms = get(nvml, "pcie_query_ms", 0.0);
   } catch (const std::exception& e) {
     throw std::runtime_error(node.source + ": " + e.what());
   }

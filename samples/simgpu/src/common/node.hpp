@@ -66,6 +66,10 @@ struct NodeDesc {
   KernelCost kernel_default;
   std::map<std::string, KernelCost, std::less<>> kernels;
   double utilization_window_ms = 167, pcie_window_ms = 20;
+  // How long one nvmlDeviceGetPcieThroughput call blocks. Real NVML measures
+  // over its window inside the call (about 20 ms per direction on an H200);
+  // simgpu answers at once unless a node asks for that cost.
+  double pcie_query_ms = 0;
   std::string fingerprint;  // hash of the effective description: names shared state
 
   const KernelCost* kernel_override(std::string_view mangled, std::string_view short_name,

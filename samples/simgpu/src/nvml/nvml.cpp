@@ -278,6 +278,11 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounte
   return with_device(device, [&](const nvmlDevice_st& d, const State& s) {
     if (!value || (counter != NVML_PCIE_UTIL_TX_BYTES && counter != NVML_PCIE_UTIL_RX_BYTES))
       return NVML_ERROR_INVALID_ARGUMENT;
+    if (s.node->pcie_query_ms > 0) {
+      const auto wait_ns = static_cast<long long>(ms_to_ns(s.node->pcie_query_ms));
+      const timespec wait{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+      nanosleep(&wait, nullptr);
+    }
     const unsigned mask = counter == NVML_PCIE_UTIL_TX_BYTES ? kD2H : kH2D;
     const double bps = s.shared->bytes_per_second(static_cast<int>(d.index), mask, simgpu::now_ns(),
                                                   ms_to_ns(s.node->pcie_window_ms));

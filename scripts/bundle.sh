@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the relocatable bundle for GPU nodes that cannot install anything:
+#   dist/gpuscope-<version>-linux-x86_64.tar.gz
+# Layout once unpacked (any directory; nothing refers to the build tree):
+#   bin/gpuscope            the CLI (only glibc needed; see analyzer/CMakeLists.txt)
+#   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
+#   samples/bin/            the bottleneck samples and test programs (need the
+#                           node's libcudart.so.13, as any CUDA program does)
+#   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
+#   gpu-check.sh            the real-GPU validation (docs/gpu-validation.md)
+# Usage: scripts/bundle.sh [BUILD_DIR]   (default: build, configured here)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+jobs=${GPUSCOPE_JOBS:-$(nproc)}
+
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" -j"$jobs" >/dev/null
+
+version=$(sed -n 's/^#define GPUSCOPE_VERSION_STRING "\(.*\)"/\1/p' "$build/generated/gpuscope_version.h")
+[ -n "$version" ] || { echo "bundle: no version in $build/generated/gpuscope_version.h" >&2; exit 1; }
+name=gpuscope-$version-linux-x86_64
+stage=dist/$name
+rm -rf "$stage" "dist/$name.tar.gz"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/samples/bin" "$stage/samples/simgpu/lib" "$stage/samples/simgpu/nodes"
+
+# Debug info stays in the build tree; the bundle ships stripped copies.
+ship() { objcopy --strip-debug "$1" "$2"; }
+ship "$build/bin/gpuscope" "$stage/bin/gpuscope"
+ship "$build/lib/libgpuscope.so" "$stage/lib/libgpuscope.so"
+
+programs=(pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback
+          driver_api gpu_probe minimal_cuda minimal_cuda_static dlopen_cudart hooked_call_loop)
+for p in "${programs[@]}"; do
+  [ -x "$build/bin/$p" ] || { echo "bundle: $build/bin/$p is missing (samples need nvcc)" >&2; exit 1; }
+  ship "$build/bin/$p" "$stage/samples/bin/$p"
+done
+cp -P "$build"/simgpu/lib/lib*.so* "$stage/samples/simgpu/lib/"
+cp samples/simgpu/nodes/*.json "$stage/samples/simgpu/nodes/"
+cp samples/simgpu/gpu-or-simgpu "$stage/samples/gpu-or-simgpu"
+cp scripts/gpu-check.sh "$stage/gpu-check.sh"
+cat >"$stage/README" <<EOF
+gpuscope $version for x86-64 Linux (glibc >= 2.36). Nothing to install.
+
+  bin/gpuscope run -o traces/ -- ./your_program args...
+  bin/gpuscope info traces/<file>.gpuscope
+
+The CUDA program finds the node's own libcudart/libcuda as it always does.
+samples/gpu-or-simgpu samples samples/bin/pcie_bound runs a sample on the
+GPU when one is usable, else on samples/simgpu (a SIMULATED GPU).
+./gpu-check.sh runs every sample with and without gpuscope on a real GPU and
+prints the validation table.
+EOF
+
+tar -C dist -czf "dist/$name.tar.gz" "$name"
+echo "dist/$name.tar.gz ($(du -h "dist/$name.tar.gz" | cut -f1))"

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Real-GPU validation, run from an unpacked bundle (scripts/bundle.sh) on a
+# GPU node where nothing can be installed. Runs every sample and its --fixed
+# variant with and without gpuscope and prints one markdown table: verdict
+# (when the analyzer is built in), the counts gpuscope's hooks recorded,
+# exit statuses and wall times. Then: a statically linked runtime, the driver
+# API, a dlopen()ed runtime, PyTorch if present, and the hooked-call and
+# launch-bound overhead. Raw logs and traces go to OUTDIR.
+# Usage: ./gpu-check.sh [--simgpu] [OUTDIR]
+#   --simgpu  run on samples/simgpu (to try the script on a CPU machine)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+simgpu=0
+[ "${1:-}" = --simgpu ] && { simgpu=1; shift; }
+out=${1:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-XXXXXX")}
+mkdir -p "$out"
+gs=$here/bin/gpuscope
+bin=$here/samples/bin
+limit=${GPU_CHECK_TIMEOUT:-120}
+
+# The node's own CUDA runtime, as its CUDA programs would find it.
+find_cudart() {
+  ldconfig -p 2>/dev/null | awk '/libcudart\.so\.13 /{print $NF; exit}' | xargs -r dirname
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -e "$d/libcudart.so.13" ] && echo "$d"
+  done
+}
+if [ $simgpu = 1 ]; then
+  export LD_LIBRARY_PATH=$here/samples/simgpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+else
+  cudart_dir=$(find_cudart | head -1)
+  [ -n "$cudart_dir" ] && export LD_LIBRARY_PATH=$cudart_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+echo "# gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"
+echo "gpuscope: $("$gs" --version 2>&1)"
+if [ $simgpu = 0 ] && command -v nvidia-smi >/dev/null; then
+  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader 2>&1 | head -1)"
+fi
+echo "cudart: ${cudart_dir:-simgpu}"
+if ! probe=$("$bin/gpu_probe" 2>&1); then
+  echo "gpu-check: no usable GPU: $probe" >&2
+  [ $simgpu = 1 ] || exit 1
+fi
+echo "probe: $probe"
+
+now() { date +%s.%N; }
+# run_timed LOG CMD...: runs CMD with a time limit, prints "STATUS SECONDS".
+run_timed() {
+  local log=$1; shift
+  local t0 t1 rc
+  t0=$(now)
+  timeout "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  t1=$(now)
+  echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')"
+}
+# counts TRACE: "copies kernels syncs allocs dropped" from gpuscope info.
+counts() {
+  local info
+  info=$("$gs" info "$1" 2>&1) || { echo "unreadable - - - -"; return; }
+  local ev drop
+  ev=$(grep -m1 '^events:' <<<"$info")
+  drop=$(grep -m1 '^dropped:' <<<"$info" | grep -oE '[0-9]+' | head -1)
+  for k in copies kernels syncs allocations; do
+    grep -oE "[0-9]+ $k" <<<"$ev" | cut -d' ' -f1 || echo 0
+  done | paste -sd' ' | tr -d '\n'
+  echo " ${drop:-0}"
+}
+verdict() {
+  if "$gs" analyze --help >/dev/null 2>&1; then
+    "$gs" analyze "$1" 2>/dev/null | sed -n 's/^verdict: *//p' | head -1
+  else
+    echo "(no analyzer yet)"
+  fi
+}
+
+declare -A expected=(
+  [pcie_bound]="PCIe-bound" [sync_bound]="sync-bound" [alloc_churn]="memory-bound"
+  [memory_bound]="memory-bound" [cpu_bound]="CPU-bound" [compute_bound]="healthy"
+  [cpu_fallback]="silent CPU fallback")
+
+echo
+echo "| sample | verdict | expected | copies | kernels | syncs | allocs | dropped | exit plain/traced | wall plain | wall traced |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback; do
+  for variant in "" --fixed; do
+    label=$s${variant:+ $variant}
+    file=$s${variant:+-fixed}
+    envs=()
+    # On a GPU node the fallback sample would just use the GPU: hide it, as
+    # a wrong CUDA_VISIBLE_DEVICES does in production.
+    [ $s = cpu_fallback ] && [ $simgpu = 0 ] && envs=(CUDA_VISIBLE_DEVICES=)
+    read -r rc_p wall_p < <(run_timed "$out/$file.plain.log" env "${envs[@]}" "$bin/$s" $variant)
+    read -r rc_t wall_t < <(run_timed "$out/$file.traced.log" env "${envs[@]}" \
+      "$gs" run -o "$out/$file.gpuscope" -- "$bin/$s" $variant)
+    want=${expected[$s]}
+    [ -n "$variant" ] && want="not $want"
+    [ $s = compute_bound ] && want=healthy
+    read -r c k y a d < <(counts "$out/$file.gpuscope")
+    echo "| $label | $(verdict "$out/$file.gpuscope") | $want | $c | $k | $y | $a | $d | $rc_p/$rc_t | $wall_p s | $wall_t s |"
+  done
+done
+
+echo
+echo "## Other ways of reaching the GPU (traced)"
+echo "| program | exit | copies | kernels | syncs | allocs | dropped | driver-level calls |"
+echo "|---|---|---|---|---|---|---|---|"
+other() {
+  local name=$1; shift
+  read -r rc _ < <(run_timed "$out/$name.log" "$gs" run -o "$out/$name.gpuscope" -- "$@")
+  read -r c k y a d < <(counts "$out/$name.gpuscope")
+  local drv
+  drv=$("$gs" info "$out/$name.gpuscope" 2>/dev/null | grep -cE '^ +[0-9]+  cu[A-Z]')
+  echo "| $name | $rc | $c | $k | $y | $a | $d | $drv kinds |"
+}
+other minimal_cuda_static "$bin/minimal_cuda_static"
+other driver_api "$bin/driver_api"
+other dlopen_cudart "$bin/dlopen_cudart" 3
+py=$(command -v python3 || true)
+if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  other pytorch_matmul "$py" -c 'import torch
+x = torch.randn(2048, 2048, device="cuda")
+for _ in range(50): x = torch.tanh(x @ x)
+h = x.cpu(); torch.cuda.synchronize(); print(float(h.sum()))'
+fi
+
+echo
+echo "## Overhead"
+mkdir -p "$out/overhead"
+for mode in get_device stream_sync; do
+  echo "plain:  $(timeout "$limit" "$bin/hooked_call_loop" $mode 200000 2>&1 | tail -1)"
+  echo "traced: $(timeout "$limit" env LD_PRELOAD="$here/lib/libgpuscope.so" GPUSCOPE_OUTPUT="$out/overhead/" \
+    "$bin/hooked_call_loop" $mode 200000 2>&1 | tail -1)"
+done
+for i in 1 2 3; do
+  read -r _ p < <(run_timed "$out/launch.plain.log" "$bin/sync_bound" --fixed --iters 200000)
+  read -r _ t < <(run_timed "$out/launch.traced.log" "$gs" run -o "$out/overhead/launch$i.gpuscope" -- \
+    "$bin/sync_bound" --fixed --iters 200000)
+  echo "launch-bound (sync_bound --fixed --iters 200000): plain $p s, traced $t s"
+done
+echo "logs and traces: $out"
