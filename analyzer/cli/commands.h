@@ -2,6 +2,7 @@
 // own cmd_*.cpp and returns the process exit code.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,16 @@ int run_command(const RunOptions& options);
 // Prints what a trace holds; 0 when it read cleanly (a missing end record is
 // only a warning), 2 when it is unreadable or damaged.
 int info_command(const std::string& path);
+
+struct AnalyzeOptions {
+  std::vector<std::string> inputs;  // traces or directories of traces
+  bool json = false;
+  size_t top = 5;
+};
+
+// Analyzes each trace and prints the report (or one JSON document); 0 when
+// every input was analyzed, 2 when one could not be read as a trace.
+int analyze_command(const AnalyzeOptions& options);
 
 // Where libgpuscope.so is, relative to this executable; empty + *error if not.
 std::string locate_capture_library(std::string* error);

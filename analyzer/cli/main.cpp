@@ -51,6 +51,14 @@ int main(int argc, char** argv) {
   CLI::App* info = app.add_subcommand("info", "Show what a trace holds and whether it is whole");
   info->add_option("trace", trace_path, "Trace file")->required()->check(CLI::ExistingFile);
 
+  gpuscope::cli::AnalyzeOptions analyze_options;
+  CLI::App* analyze = app.add_subcommand("analyze", "Explain why the traced workload is slow: verdict, evidence, call sites, fix");
+  analyze->add_option("traces", analyze_options.inputs, "Trace files or directories of traces")->required();
+  analyze->add_flag("--json", analyze_options.json, "Print the analysis as JSON (docs/analysis.schema.json)");
+  analyze->add_option("--top", analyze_options.top, "Findings and call sites to show (default 5)")
+      ->check(CLI::Range(1, 100));
+  analyze->footer("Exit status: 0 analyzed, 2 when an input is not a readable trace.");
+
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Show help for a command");
   help->add_option("command", help_topic, "Command to explain");
@@ -63,6 +71,7 @@ int main(int argc, char** argv) {
 
   if (*run) return gpuscope::cli::run_command(run_options);
   if (*info) return gpuscope::cli::info_command(trace_path);
+  if (*analyze) return gpuscope::cli::analyze_command(analyze_options);
   if (*help) {
     if (help_topic.empty()) {
       std::cout << app.help();

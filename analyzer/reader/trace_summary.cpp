@@ -144,59 +144,64 @@ uint64_t TraceSummary::dropped_total() const {
   return n;
 }
 
-TraceSummary summarize(TraceReader& reader) {
-  TraceSummary s;
-  s.file = reader.info();
-  uint64_t first = UINT64_MAX, last = 0;
-  std::unordered_map<uint32_t, uint64_t> calls_by_id;
-  std::map<std::pair<uint32_t, int>, uint64_t> results_by_id;
-  reader.read([&](const ChunkView& v) {
-    const fb::Chunk& c = *v.chunk;
-    if (c.metadata() != nullptr && !s.process) s.process = to_process_info(*c.metadata());
-    if (c.strings() != nullptr)
-      for (const auto* is : *c.strings()) s.strings[is->id()] = str(is->text());
-    read_drops(c.drops(), &s.drops);
-    read_side_tables(c, &s);
-    if (c.totals() != nullptr) {
-      s.end = to_end_info(*c.totals());
-      read_drops(c.totals()->drops(), &s.drops);
-    }
-    s.counts.api_calls += v.api_calls.size();
-    s.counts.copies += v.copies.size();
-    s.counts.memsets += v.memsets.size();
-    s.counts.kernels += v.kernels.size();
-    s.counts.syncs += v.syncs.size();
-    s.counts.allocs += v.allocs.size();
-    s.counts.cpu_samples += v.cpu_samples.size();
-    s.counts.markers += v.markers.size();
-    s.counts.gpu_samples += v.gpu_samples.size();
-    for (const auto& call : v.api_calls) {
-      ++calls_by_id[call.function_id()];
-      if (call.result() != 0 && call.depth() == 0) ++results_by_id[{call.function_id(), call.result()}];
-    }
-    widen_span(v.api_calls, &first, &last);
-    widen_span(v.copies, &first, &last);
-    widen_span(v.memsets, &first, &last);
-    widen_span(v.kernels, &first, &last);
-    widen_span(v.syncs, &first, &last);
-    widen_span(v.allocs, &first, &last);
-    widen_span(v.cpu_samples, &first, &last);
-    widen_span(v.markers, &first, &last);
-    widen_span(v.gpu_samples, &first, &last);
-  });
-  const auto name_of = [&](uint32_t id) {
-    auto it = s.strings.find(id);
-    return it != s.strings.end() ? it->second : "<unknown #" + std::to_string(id) + ">";
-  };
-  for (const auto& [id, n] : calls_by_id) s.calls_by_function[name_of(id)] += n;
-  for (const auto& [key, n] : results_by_id) s.nonzero_results[{name_of(key.first), key.second}] += n;
-  if (first != UINT64_MAX) {
-    s.first_ns = first;
-    s.last_ns = last;
+SummaryBuilder::SummaryBuilder(const FileInfo& file) { s_.file = file; }
+
+void SummaryBuilder::add(const ChunkView& v) {
+  const fb::Chunk& c = *v.chunk;
+  if (c.metadata() != nullptr && !s_.process) s_.process = to_process_info(*c.metadata());
+  if (c.strings() != nullptr)
+    for (const auto* is : *c.strings()) s_.strings[is->id()] = str(is->text());
+  read_drops(c.drops(), &s_.drops);
+  read_side_tables(c, &s_);
+  if (c.totals() != nullptr) {
+    s_.end = to_end_info(*c.totals());
+    read_drops(c.totals()->drops(), &s_.drops);
   }
-  s.stats = reader.stats();
-  s.problems = reader.problems();
-  return s;
+  s_.counts.api_calls += v.api_calls.size();
+  s_.counts.copies += v.copies.size();
+  s_.counts.memsets += v.memsets.size();
+  s_.counts.kernels += v.kernels.size();
+  s_.counts.syncs += v.syncs.size();
+  s_.counts.allocs += v.allocs.size();
+  s_.counts.cpu_samples += v.cpu_samples.size();
+  s_.counts.markers += v.markers.size();
+  s_.counts.gpu_samples += v.gpu_samples.size();
+  for (const auto& call : v.api_calls) {
+    ++calls_by_id_[call.function_id()];
+    if (call.result() != 0 && call.depth() == 0) ++results_by_id_[{call.function_id(), call.result()}];
+  }
+  widen_span(v.api_calls, &first_, &last_);
+  widen_span(v.copies, &first_, &last_);
+  widen_span(v.memsets, &first_, &last_);
+  widen_span(v.kernels, &first_, &last_);
+  widen_span(v.syncs, &first_, &last_);
+  widen_span(v.allocs, &first_, &last_);
+  widen_span(v.cpu_samples, &first_, &last_);
+  widen_span(v.markers, &first_, &last_);
+  widen_span(v.gpu_samples, &first_, &last_);
+}
+
+std::string TraceSummary::name_of(uint32_t id) const {
+  auto it = strings.find(id);
+  return it != strings.end() ? it->second : "<unknown #" + std::to_string(id) + ">";
+}
+
+TraceSummary SummaryBuilder::finish(const TraceReader& reader) {
+  for (const auto& [id, n] : calls_by_id_) s_.calls_by_function[s_.name_of(id)] += n;
+  for (const auto& [key, n] : results_by_id_) s_.nonzero_results[{s_.name_of(key.first), key.second}] += n;
+  if (first_ != UINT64_MAX) {
+    s_.first_ns = first_;
+    s_.last_ns = last_;
+  }
+  s_.stats = reader.stats();
+  s_.problems = reader.problems();
+  return std::move(s_);
+}
+
+TraceSummary summarize(TraceReader& reader) {
+  SummaryBuilder builder(reader.info());
+  reader.read([&](const ChunkView& v) { builder.add(v); });
+  return builder.finish(reader);
 }
 
 const char* end_kind_text(fb::EndKind kind) {

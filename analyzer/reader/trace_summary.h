@@ -77,6 +77,25 @@ struct TraceSummary {
   std::vector<Problem> problems;
 
   uint64_t dropped_total() const;
+  // The interned string, or "<unknown #id>" when the trace lost it.
+  std::string name_of(uint32_t id) const;
+};
+
+// Builds a TraceSummary chunk by chunk, so that other passes over the
+// records (the analyzer's model) share one read of the file.
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(const FileInfo& file);
+  void add(const ChunkView& chunk);
+  // The summary so far: strings of every chunk added are already in it.
+  const TraceSummary& current() const { return s_; }
+  TraceSummary finish(const TraceReader& reader);
+
+ private:
+  TraceSummary s_;
+  uint64_t first_ = UINT64_MAX, last_ = 0;
+  std::unordered_map<uint32_t, uint64_t> calls_by_id_;
+  std::map<std::pair<uint32_t, int>, uint64_t> results_by_id_;
 };
 
 // Reads the whole trace through `reader` (already opened).

@@ -1,0 +1,85 @@
+// gpuscope analyze: the verdict, breakdown, checks, findings and coverage of
+// one or more traces (a directory stands for the traces in it).
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "metrics.h"
+#include "report.h"
+#include "rules.h"
+#include "symbolizer.h"
+#include "trace_model.h"
+
+namespace gpuscope::cli {
+namespace {
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(in, ec)) {
+      out.push_back(in);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(in, ec))
+      if (e.path().extension() == ".gpuscope") found.push_back(e.path().string());
+    std::sort(found.begin(), found.end());
+    if (found.empty()) out.push_back(in);  // reported as unreadable below
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+// 0 analyzed, 2 unreadable; -1 + *error when the file is not a trace.
+int analyze_one(const std::string& path, const AnalyzeOptions& options, std::string* text,
+                nlohmann::ordered_json* json, std::string* headline) {
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(path, &error)) {
+    fmt::print(stderr, "gpuscope: {}\n", error);
+    return 2;
+  }
+  const analyzer::TraceModel model = analyzer::build_model(r);
+  for (const auto& p : model.summary.problems)
+    if (p.kind != reader::ProblemKind::NoTotals)
+      fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
+                 p.offset, p.message);
+  const analyzer::Metrics metrics = analyzer::compute_metrics(model);
+  const analyzer::Analysis analysis = analyzer::analyze(model, metrics);
+  const analyzer::Symbolizer symbols(model.summary);
+  const analyzer::ReportInput in{path, model, metrics, analysis, symbols, options.top};
+  if (headline) *headline = analysis.verdict.headline;
+  if (json) *json = analyzer::json_report(in);
+  if (text) *text = analyzer::text_report(in);
+  return 0;
+}
+
+int analyze_command(const AnalyzeOptions& options) {
+  int status = 0;
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  bool first = true;
+  for (const auto& path : expand_inputs(options.inputs)) {
+    std::string text;
+    nlohmann::ordered_json json;
+    const int rc = analyze_one(path, options, options.json ? nullptr : &text, options.json ? &json : nullptr, nullptr);
+    if (rc != 0) {
+      status = rc;
+      continue;
+    }
+    if (options.json) {
+      all.push_back(std::move(json));
+    } else {
+      fmt::print("{}{}", first ? "" : "\n", text);
+      first = false;
+    }
+  }
+  if (options.json) fmt::print("{}\n", (all.size() == 1 ? all[0] : all).dump(2));
+  return status;
+}
+
+}  // namespace gpuscope::cli

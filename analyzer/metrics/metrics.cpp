@@ -1,0 +1,232 @@
+#include "metrics.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace gpuscope::analyzer {
+namespace {
+
+struct ErrorName {
+  int code;
+  const char* runtime;
+  const char* driver;
+  bool no_gpu;
+};
+constexpr ErrorName kErrors[] = {
+    {2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", false},
+    {3, "cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED", true},
+    {34, "cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY", true},
+    {35, "cudaErrorInsufficientDriver", "", true},
+    {46, "cudaErrorDevicesUnavailable", "CUDA_ERROR_DEVICE_UNAVAILABLE", true},
+    {100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", true},
+    {101, "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", false},
+    {222, "cudaErrorUnsupportedPtxVersion", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", false},
+    {801, "cudaErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED", false},
+    {803, "cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", true},
+    {804, "cudaErrorCompatNotSupportedOnDevice", "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", true},
+    {999, "cudaErrorUnknown", "CUDA_ERROR_UNKNOWN", false},
+};
+
+const ErrorName* find_error(int code) {
+  for (const ErrorName& e : kErrors)
+    if (e.code == code) return &e;
+  return nullptr;
+}
+
+bool is_driver_function(const std::string& name) { return name.starts_with("cu") && !name.starts_with("cuda"); }
+
+bool is_gpu_library(const std::string& path) {
+  const std::string base = path.substr(path.rfind('/') + 1);
+  for (const char* p : {"libcuda.", "libcudart", "libcublas", "libcudnn", "libnvrtc", "libnvidia-ml", "libnccl",
+                        "libcufft", "libcusparse", "libcusolver", "libcurand", "libnvJitLink", "libcupti"})
+    if (base.starts_with(p)) return true;
+  return false;
+}
+
+std::string link_text(int gen, int width) { return gen > 0 && width > 0 ? fmt::format("Gen{} x{}", gen, width) : ""; }
+
+void host_metrics(const TraceModel& m, Metrics& x) {
+  const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
+  uint64_t best = 0;
+  for (const auto& [tid, t] : m.threads) {
+    if (t.cuda_calls == 0) continue;
+    ++x.host_threads_with_cuda;
+    uint64_t blocked = 0;
+    for (uint64_t b : t.blocked_ns) blocked += b;
+    if (blocked >= best) {
+      best = blocked;
+      x.feeder_tid = tid;
+    }
+  }
+  double inside = 0;
+  if (auto it = m.threads.find(x.feeder_tid); it != m.threads.end()) {
+    const ThreadActivity& t = it->second;
+    for (size_t k = 0; k < kCallKinds; ++k) {
+      x.feeder_share[k] = std::min(1.0, static_cast<double>(t.blocked_ns[k]) / wall);
+      inside += x.feeder_share[k];
+    }
+    if (t.cpu_last_at > t.cpu_first_at + 50'000'000)
+      x.feeder_cpu_util = static_cast<double>(t.cpu_last_ns - t.cpu_first_ns) / (t.cpu_last_at - t.cpu_first_at);
+  }
+  x.feeder_outside_cuda_share = std::max(0.0, 1.0 - inside);
+  if (m.summary.process) x.online_cpus = m.summary.process->online_cpus;
+  if (m.process_cpu_ns != 0) x.process_cpu_cores = static_cast<double>(m.process_cpu_ns) / wall;
+}
+
+void gpu_metrics(const TraceModel& m, Metrics& x) {
+  uint64_t util = 0, util_n = 0, sm = 0, sm_n = 0, dram = 0, dram_n = 0, pcie = 0, pcie_n = 0;
+  for (const auto& [dev, g] : m.gpu) {
+    x.gpu_samples += g.samples;
+    util += g.util_sum, util_n += g.util_n, sm += g.sm_sum, sm_n += g.sm_n;
+    dram += g.dram_sum, dram_n += g.dram_n, pcie += g.pcie_kbps_sum, pcie_n += g.pcie_n;
+    // Power cap, hardware slowdown, thermal and power-brake slowdowns; not
+    // "GPU idle" (0x1), application clocks (0x2) or sync boost (0x10).
+    x.throttle_reasons |= g.throttle_any & 0xEC;
+  }
+  if (util_n) x.gpu_util = static_cast<double>(util) / util_n / 100.0;
+  if (sm_n) x.sm_util = static_cast<double>(sm) / sm_n / 100.0;
+  if (dram_n) x.dram_util = static_cast<double>(dram) / dram_n / 100.0;
+  if (pcie_n) x.pcie_gbps_mean = static_cast<double>(pcie) / pcie_n * 1000.0 / 1e9;
+}
+
+void copy_metrics(const TraceModel& m, Metrics& x) {
+  const CopyStats& h2d = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::HostToDevice)];
+  const CopyStats& d2h = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::DeviceToHost)];
+  x.h2d_bytes = h2d.bytes, x.d2h_bytes = d2h.bytes, x.h2d_count = h2d.count, x.d2h_count = d2h.count;
+  x.d2d_count = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::DeviceToDevice)].count;
+  x.copy_host_s = m.host_by_kind[static_cast<size_t>(CallKind::Copy)].ns / 1e9;
+  const uint64_t bytes = h2d.bytes + d2h.bytes, count = h2d.count + d2h.count;
+  if (bytes) x.pageable_share = static_cast<double>(h2d.pageable_bytes + d2h.pageable_bytes) / bytes;
+  if (count) x.small_copy_share = static_cast<double>(h2d.small_count + d2h.small_count) / count;
+  // Synchronous copies only: an async call returns before its bytes move.
+  const uint64_t sync_count = count - h2d.async_count - d2h.async_count;
+  const uint64_t sync_ns = h2d.ns + d2h.ns;
+  if (sync_count * 2 > count && sync_ns > 0) x.achieved_gbps = static_cast<double>(bytes) / sync_ns;
+  if (!m.summary.devices.empty()) {
+    const auto& d = m.summary.devices.front();
+    const double cur = pcie_gbps(d.pcie_gen_current, d.pcie_width_current);
+    const double max = pcie_gbps(d.pcie_gen_max, d.pcie_width_max);
+    if (cur > 0) x.link_gbps = cur;
+    if (max > 0) x.link_max_gbps = max;
+    x.link_text = link_text(d.pcie_gen_current, d.pcie_width_current);
+    x.link_max_text = link_text(d.pcie_gen_max, d.pcie_width_max);
+  }
+}
+
+void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
+  for (const auto& tc : m.syncs_by_kind) x.syncs += tc.count;
+  x.sync_host_s = m.host_by_kind[static_cast<size_t>(CallKind::Sync)].ns / 1e9;
+  x.launches = m.host_by_kind[static_cast<size_t>(CallKind::Launch)].count;
+  x.kernels = m.kernels;
+  if (m.kernels) x.fusion_share = static_cast<double>(m.same_shape_chain_links) / m.kernels;
+  std::vector<std::pair<uint64_t, std::string>> chains;
+  for (const auto& [pair, n] : m.chain_pairs) chains.emplace_back(n, pair);
+  std::sort(chains.rbegin(), chains.rend());
+  for (size_t i = 0; i < std::min<size_t>(3, chains.size()); ++i)
+    x.top_chains.push_back(fmt::format("{} ({}x)", chains[i].second, chains[i].first));
+  if (x.launches) x.syncs_per_launch = static_cast<double>(x.syncs) / x.launches;
+  for (const auto& [name, tc] : m.host_by_function)
+    if (classify_function(name) == CallKind::Sync) x.sync_calls.emplace_back(name, tc);
+  std::sort(x.sync_calls.begin(), x.sync_calls.end(), [](auto& a, auto& b) { return a.second.ns > b.second.ns; });
+  x.allocs = m.allocs.count, x.frees = m.frees.count;
+  x.alloc_rate_per_s = x.wall_s > 0 ? (x.allocs + x.frees) / x.wall_s : 0;
+  x.alloc_free_share = x.feeder_share[static_cast<size_t>(CallKind::Alloc)] +
+                       x.feeder_share[static_cast<size_t>(CallKind::Free)];
+  x.live_peak_bytes = m.device_memory.peak_bytes;
+  x.live_end_bytes = m.device_memory.live_bytes;
+  if (m.device_memory.live_at_quarter >= 0)
+    x.live_growth_bytes = m.device_memory.live_bytes - m.device_memory.live_at_quarter;
+  x.oom_errors = m.oom_errors;
+}
+
+void environment_metrics(const TraceModel& m, Metrics& x) {
+  const reader::TraceSummary& s = m.summary;
+  uint64_t failed_launches = 0, failed_copies = 0;
+  for (const auto& [key, n] : s.nonzero_results) {
+    const bool driver = is_driver_function(key.first);
+    const ErrorName* e = find_error(key.second);
+    CudaError err{key.first, key.second, e ? (driver ? e->driver : e->runtime) : "", n};
+    const CallKind kind = classify_function(key.first);
+    if (kind == CallKind::Launch) failed_launches += n;
+    if (kind == CallKind::Copy) failed_copies += n;
+    if (is_no_gpu_error(key.second)) x.no_gpu_errors.push_back(err);
+    x.errors.push_back(std::move(err));
+  }
+  x.successful_launches = x.launches > failed_launches ? x.launches - failed_launches : 0;
+  const uint64_t copies = m.host_by_kind[static_cast<size_t>(CallKind::Copy)].count;
+  x.successful_copies = copies > failed_copies ? copies - failed_copies : 0;
+  for (const auto& l : s.loads) {
+    if (l.unload || !is_gpu_library(l.path)) continue;
+    if (l.ok)
+      x.loaded_gpu_libraries.push_back(l.resolved_path.empty() ? l.path : l.resolved_path);
+    else
+      x.failed_loads.push_back(l.path + ": " + l.error);
+  }
+  x.cuda_attempted = !x.loaded_gpu_libraries.empty() || !x.failed_loads.empty() || !m.host_by_function.empty();
+  if (s.process)
+    for (const auto& [k, v] : s.process->environment)
+      if (k == "CUDA_VISIBLE_DEVICES") {
+        x.visible_devices = v;
+        // Empty, "-1", "NoDevFiles" or any list starting with an invalid index hides every GPU.
+        x.devices_hidden = v.empty() || v == "-1" || v == "NoDevFiles" || v.front() == '-';
+      }
+  if (s.probe) {
+    for (const auto& n : s.probe->device_nodes) {
+      const std::string name = n.path.substr(n.path.rfind('/') + 1);
+      const bool required = name == "nvidiactl" || name == "nvidia-uvm" || name == "nvidia0";
+      if (required && (!n.exists || !n.readable || !n.writable))
+        x.missing_nodes.push_back(n.path + (n.exists ? " (no access)" : " (missing)"));
+    }
+    if (!s.probe->driver_loaded || s.probe->driver_version < 0)
+      x.driver_problem = s.probe->driver_error.empty() ? "libcuda.so.1 did not load" : s.probe->driver_error;
+    if (s.probe->driver_version > 0)
+      x.driver_version = fmt::format("CUDA {}.{}", s.probe->driver_version / 1000, s.probe->driver_version % 1000 / 10);
+    if (!s.probe->nvml_driver_version.empty()) x.driver_version += " (driver " + s.probe->nvml_driver_version + ")";
+  }
+}
+
+void coverage_metrics(const TraceModel& m, Metrics& x) {
+  const reader::TraceSummary& s = m.summary;
+  x.device_timestamps = m.device_records > 0;
+  x.driver_level_seen = m.driver_calls > 0;
+  x.dropped = s.dropped_total();
+  x.corrupt_frames = s.stats.frames_corrupt;
+  for (const auto& p : s.problems)
+    if (p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::NoTotals) x.truncated = true;
+  x.stacks_present = !s.stacks.empty();
+}
+
+}  // namespace
+
+std::string cuda_error_name(int code, bool driver) {
+  const ErrorName* e = find_error(code);
+  return e == nullptr ? "" : (driver ? e->driver : e->runtime);
+}
+
+bool is_no_gpu_error(int code) {
+  const ErrorName* e = find_error(code);
+  return e != nullptr && e->no_gpu;
+}
+
+double pcie_gbps(int generation, int width) {
+  // Per lane, one direction, after line coding (8b/10b to Gen2, 128b/130b after).
+  static constexpr double kLaneGbps[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  if (generation <= 0 || generation > 6 || width <= 0) return 0;
+  return kLaneGbps[generation] * width;
+}
+
+Metrics compute_metrics(const TraceModel& m) {
+  Metrics x;
+  x.wall_s = m.wall_ns() / 1e9;
+  host_metrics(m, x);
+  gpu_metrics(m, x);
+  copy_metrics(m, x);
+  sync_and_memory_metrics(m, x);
+  environment_metrics(m, x);
+  coverage_metrics(m, x);
+  return x;
+}
+
+}  // namespace gpuscope::analyzer

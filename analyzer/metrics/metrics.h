@@ -1,0 +1,100 @@
+// Numbers computed from the model, each with what it was computed from.
+// Rules read only these; the report prints them. Shares are fractions of
+// the traced wall time (0..1). A metric that the trace cannot support is
+// left unset (std::optional), never guessed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace_model.h"
+
+namespace gpuscope::analyzer {
+
+struct CudaError {
+  std::string function;
+  int code = 0;
+  std::string name;  // cudaErrorInsufficientDriver, CUDA_ERROR_NO_DEVICE, ...
+  uint64_t count = 0;
+};
+
+// Known CUDA runtime/driver error names for the codes the rules care about;
+// "" for others. `driver` picks the CUresult spelling.
+std::string cuda_error_name(int code, bool driver);
+// Codes meaning "no usable GPU here" (missing driver, no device, stub
+// library, driver mismatch, ...).
+bool is_no_gpu_error(int code);
+
+struct Metrics {
+  double wall_s = 0;
+  // The host thread that spent most time in CUDA calls: it feeds the GPU.
+  uint32_t feeder_tid = 0;
+  std::array<double, kCallKinds> feeder_share{};  // blocked in each kind of call
+  double feeder_outside_cuda_share = 0;
+  std::optional<double> feeder_cpu_util;          // its CPU time / its sampled span
+  std::optional<double> process_cpu_cores;        // process CPU time / wall
+  uint32_t host_threads_with_cuda = 0;
+
+  // GPU, from NVML samples (mean over samples and devices).
+  std::optional<double> gpu_util, sm_util, dram_util;
+  std::optional<double> pcie_gbps_mean;
+  uint64_t gpu_samples = 0;
+  uint64_t throttle_reasons = 0;  // slowdown reasons only (idle and app-clock bits masked)
+  std::optional<double> fusion_share;  // same-shape chain links per kernel
+  std::vector<std::string> top_chains;  // "a -> b (n)"
+  uint32_t online_cpus = 0;
+
+  // Host<->device copies.
+  uint64_t h2d_bytes = 0, d2h_bytes = 0, h2d_count = 0, d2h_count = 0, d2d_count = 0;
+  double copy_host_s = 0;                 // host time in copy calls, all threads
+  std::optional<double> pageable_share;   // of host<->device bytes
+  std::optional<double> small_copy_share; // of host<->device copies, < 64 KiB
+  std::optional<double> achieved_gbps;    // host<->device bytes / host time in synchronous copies
+  std::optional<double> link_gbps, link_max_gbps;  // current and maximum link of device 0
+  std::string link_text, link_max_text;   // "Gen5 x16"
+
+  // Synchronization.
+  uint64_t syncs = 0, launches = 0, kernels = 0;
+  double sync_host_s = 0;
+  std::optional<double> syncs_per_launch;
+  std::vector<std::pair<std::string, TimeCount>> sync_calls;  // by function, most time first
+
+  // Memory.
+  uint64_t allocs = 0, frees = 0;
+  double alloc_rate_per_s = 0;
+  double alloc_free_share = 0;  // feeder's share in malloc + free
+  int64_t live_peak_bytes = 0, live_end_bytes = 0;
+  std::optional<int64_t> live_growth_bytes;
+  uint64_t oom_errors = 0;
+
+  // Environment and fallback evidence.
+  std::vector<CudaError> errors;        // outermost calls that failed
+  std::vector<CudaError> no_gpu_errors; // of those, "no usable GPU" ones
+  std::vector<std::string> failed_loads;  // "libcuda.so.1: <dlerror>"
+  std::vector<std::string> loaded_gpu_libraries;
+  bool cuda_attempted = false;  // a GPU library loaded or a CUDA call made
+  uint64_t successful_launches = 0, successful_copies = 0;
+  std::optional<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES as set
+  bool devices_hidden = false;                 // set to an empty or invalid list
+  std::vector<std::string> missing_nodes;      // required /dev/nvidia* not usable
+  std::optional<std::string> driver_problem;   // the probe's driver load error
+  std::string driver_version, runtime_version;
+
+  // Coverage.
+  bool device_timestamps = false;  // CUPTI device records present
+  bool driver_level_seen = false;
+  uint64_t dropped = 0;
+  bool truncated = false;
+  uint64_t corrupt_frames = 0;
+  bool stacks_present = false;
+};
+
+Metrics compute_metrics(const TraceModel& model);
+
+// Theoretical PCIe bandwidth, one direction, GB/s (0 when unknown).
+double pcie_gbps(int generation, int width);
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,257 @@
+#include "trace_model.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace gpuscope::analyzer {
+namespace {
+
+bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
+}
+
+// Device-side memory whose growth the live-memory curve follows.
+bool is_device_memory(fb::MemoryKind kind) {
+  return kind == fb::MemoryKind::Device || kind == fb::MemoryKind::Pool || kind == fb::MemoryKind::Managed ||
+         kind == fb::MemoryKind::Array;
+}
+
+constexpr uint32_t field(fb::GpuSampleField f) { return static_cast<uint32_t>(f); }
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(const reader::TraceSummary& strings_source) : names_(strings_source) {}
+
+  void add(const reader::ChunkView& v);
+  TraceModel finish(reader::TraceSummary summary);
+
+ private:
+  CallKind kind_of(uint32_t function_id);
+  void add_call(const fb::ApiCall& c);
+  void add_copy(const fb::Copy& c);
+  void add_alloc(const fb::Alloc& a);
+  void add_cpu(const fb::CpuSample& s);
+  void add_gpu(const fb::GpuSample& s);
+
+  const reader::TraceSummary& names_;  // strings arrive before the records that use them
+  TraceModel m_;
+  std::unordered_map<uint32_t, CallKind> kinds_;
+  std::unordered_map<uint32_t, TimeCount> by_function_id_;
+  std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
+  std::unordered_map<uint64_t, uint64_t> live_;  // device address -> bytes
+  struct LastKernel {
+    uint32_t name_id = 0;
+    uint64_t shape = 0;
+  };
+  std::unordered_map<uint64_t, LastKernel> last_kernel_;  // by stream
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> chain_ids_;
+  void add_kernel(const fb::Kernel& k);
+  uint64_t last_process_cpu_ = 0;
+};
+
+CallKind ModelBuilder::kind_of(uint32_t function_id) {
+  auto it = kinds_.find(function_id);
+  if (it != kinds_.end()) return it->second;
+  const CallKind k = classify_function(names_.name_of(function_id));
+  kinds_.emplace(function_id, k);
+  return k;
+}
+
+void ModelBuilder::add_call(const fb::ApiCall& c) {
+  if ((c.flags() & 1) != 0) ++m_.driver_calls;
+  if (c.depth() != 0) {
+    ++m_.nested_calls;
+    return;  // its outermost call accounts for the time
+  }
+  const CallKind kind = kind_of(c.function_id());
+  by_function_id_[c.function_id()].add(c.duration_ns());
+  m_.host_by_kind[static_cast<size_t>(kind)].add(c.duration_ns());
+  ThreadActivity& t = m_.threads[c.tid()];
+  t.first_ns = std::min(t.first_ns, c.start_ns());
+  t.last_ns = std::max(t.last_ns, c.start_ns() + c.duration_ns());
+  t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
+  ++t.cuda_calls;
+  auto& site = m_.sites[SiteKey{c.function_id(), c.stack_id()}];
+  site.calls.add(c.duration_ns());
+  site.kind = kind;
+  // cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2.
+  if (kind == CallKind::Alloc && c.result() == 2) ++m_.oom_errors;
+}
+
+void ModelBuilder::add_copy(const fb::Copy& c) {
+  if (c.source() == fb::Source::Device) {
+    ++m_.device_records;
+    return;
+  }
+  const auto dir = static_cast<size_t>(c.direction());
+  CopyStats& s = m_.copies_by_direction[dir < m_.copies_by_direction.size() ? dir : 0];
+  ++s.count;
+  s.bytes += c.bytes();
+  s.ns += c.duration_ns();
+  if (c.src_kind() == fb::MemoryKind::Pageable || c.dst_kind() == fb::MemoryKind::Pageable) {
+    ++s.pageable_count;
+    s.pageable_bytes += c.bytes();
+  }
+  if (c.bytes() < kSmallCopyBytes) ++s.small_count;
+  if ((c.flags() & 1) != 0) ++s.async_count;
+}
+
+void ModelBuilder::add_alloc(const fb::Alloc& a) {
+  MemoryCurve& mem = m_.device_memory;
+  if (a.op() == fb::AllocOp::Alloc) {
+    m_.allocs.add(a.duration_ns());
+    m_.alloc_bytes += a.bytes();
+    if (!is_device_memory(a.memory_kind()) || a.address() == 0) return;
+    live_[a.address()] = a.bytes();
+    mem.live_bytes += static_cast<int64_t>(a.bytes());
+    mem.peak_bytes = std::max(mem.peak_bytes, mem.live_bytes);
+    ++mem.allocations;
+  } else if (a.op() == fb::AllocOp::Free) {
+    m_.frees.add(a.duration_ns());
+    auto it = live_.find(a.address());
+    if (it == live_.end()) return;
+    mem.live_bytes -= static_cast<int64_t>(it->second);
+    live_.erase(it);
+  }
+}
+
+void ModelBuilder::add_cpu(const fb::CpuSample& s) {
+  if (s.tid() == 0) {
+    last_process_cpu_ = std::max(last_process_cpu_, s.cpu_ns());
+    return;
+  }
+  ThreadActivity& t = m_.threads[s.tid()];
+  if (t.cpu_first_at == 0 || s.start_ns() < t.cpu_first_at) {
+    t.cpu_first_at = s.start_ns();
+    t.cpu_first_ns = s.cpu_ns();
+  }
+  if (s.start_ns() >= t.cpu_last_at) {
+    t.cpu_last_at = s.start_ns();
+    t.cpu_last_ns = s.cpu_ns();
+  }
+}
+
+void ModelBuilder::add_gpu(const fb::GpuSample& s) {
+  GpuSampleStats& g = m_.gpu[s.device()];
+  ++g.samples;
+  const uint32_t valid = s.valid();
+  if (valid & field(fb::GpuSampleField::Utilization)) {
+    g.util_sum += s.gpu_util_pct();
+    ++g.util_n;
+  }
+  if (valid & field(fb::GpuSampleField::SmUtilization)) {
+    g.sm_sum += s.sm_util_pct();
+    ++g.sm_n;
+  }
+  if (valid & field(fb::GpuSampleField::DramBandwidth)) {
+    g.dram_sum += s.dram_bw_util_pct();
+    ++g.dram_n;
+  }
+  if (valid & field(fb::GpuSampleField::PcieThroughput)) {
+    const uint64_t kbps = uint64_t{s.pcie_tx_kbps()} + s.pcie_rx_kbps();
+    g.pcie_kbps_sum += kbps;
+    g.pcie_kbps_max = std::max(g.pcie_kbps_max, kbps);
+    ++g.pcie_n;
+  }
+  if (valid & field(fb::GpuSampleField::ThrottleReasons)) g.throttle_any |= s.throttle_reasons();
+  if (valid & field(fb::GpuSampleField::MemoryUsed)) g.memory_used_max = std::max(g.memory_used_max, s.memory_used_bytes());
+  if (valid & field(fb::GpuSampleField::Clocks)) {
+    g.sm_clock_min = std::min<uint32_t>(g.sm_clock_min, s.sm_clock_mhz());
+    g.sm_clock_max = std::max<uint32_t>(g.sm_clock_max, s.sm_clock_mhz());
+  }
+}
+
+void ModelBuilder::add_kernel(const fb::Kernel& k) {
+  ++m_.kernels;
+  ++kernels_by_name_id_[k.name_id()];
+  const uint64_t shape = (uint64_t{k.grid_x()} << 32) ^ (uint64_t{k.grid_y()} << 48) ^ (uint64_t{k.grid_z()} << 56) ^
+                         (uint64_t{k.block_x()} << 16) ^ (uint64_t{k.block_y()} << 8) ^ k.block_z();
+  LastKernel& last = last_kernel_[k.stream()];
+  if (last.name_id != 0 && last.name_id != k.name_id() && last.shape == shape) {
+    ++m_.same_shape_chain_links;
+    ++chain_ids_[{last.name_id, k.name_id()}];
+  }
+  last = LastKernel{k.name_id(), shape};
+}
+
+void ModelBuilder::add(const reader::ChunkView& v) {
+  for (const auto& c : v.api_calls) add_call(c);
+  for (const auto& c : v.copies) add_copy(c);
+  for (const auto& k : v.kernels) {
+    if (k.source() == fb::Source::Device) {
+      ++m_.device_records;
+      continue;
+    }
+    add_kernel(k);
+  }
+  for (const auto& s : v.memsets) s.source() == fb::Source::Device ? ++m_.device_records : ++m_.memsets;
+  for (const auto& s : v.syncs) {
+    const auto kind = static_cast<size_t>(s.kind());
+    m_.syncs_by_kind[kind < m_.syncs_by_kind.size() ? kind : 0].add(s.duration_ns());
+  }
+  for (const auto& a : v.allocs) {
+    add_alloc(a);
+    if (m_.device_memory.live_at_quarter < 0 && m_.device_memory.allocations * 4 >= m_.allocs.count &&
+        m_.allocs.count >= 8)
+      m_.device_memory.live_at_quarter = m_.device_memory.live_bytes;
+  }
+  for (const auto& s : v.cpu_samples) add_cpu(s);
+  for (const auto& s : v.gpu_samples) add_gpu(s);
+}
+
+TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
+  m_.summary = std::move(summary);
+  const reader::TraceSummary& s = m_.summary;
+  for (const auto& [id, tc] : by_function_id_) {
+    TimeCount& out = m_.host_by_function[s.name_of(id)];
+    out.count += tc.count;
+    out.ns += tc.ns;
+  }
+  for (const auto& [id, n] : kernels_by_name_id_) m_.kernels_by_name[s.name_of(id)] += n;
+  for (const auto& [ids, n] : chain_ids_) m_.chain_pairs[s.name_of(ids.first) + " -> " + s.name_of(ids.second)] += n;
+  m_.process_cpu_ns = last_process_cpu_;
+  m_.begin_ns = s.process && s.process->start_monotonic_ns != 0 ? s.process->start_monotonic_ns : s.first_ns;
+  m_.end_ns = std::max(s.last_ns, s.end ? s.end->end_monotonic_ns : 0);
+  return std::move(m_);
+}
+
+}  // namespace
+
+const char* call_kind_name(CallKind kind) {
+  static constexpr const char* kNames[kCallKinds] = {"synchronization", "copies", "memsets", "allocation",
+                                                     "freeing", "launches", "initialization", "other CUDA calls"};
+  return kNames[static_cast<size_t>(kind)];
+}
+
+CallKind classify_function(const std::string& name) {
+  const std::string_view n = name;
+  if (starts_with_any(n, {"cudaMemcpy", "cuMemcpy"})) return CallKind::Copy;
+  if (starts_with_any(n, {"cudaMemset", "cuMemsetD"})) return CallKind::Memset;
+  if (starts_with_any(n, {"cudaFree", "cuMemFree", "cudaHostUnregister", "cuMemHostUnregister"})) return CallKind::Free;
+  if (starts_with_any(n, {"cudaMalloc", "cudaHostAlloc", "cudaHostRegister", "cuMemAlloc", "cuMemHostAlloc",
+                          "cuMemHostRegister"}))
+    return CallKind::Alloc;
+  if (starts_with_any(n, {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                          "cudaStreamWaitEvent", "cudaStreamQuery", "cudaEventQuery", "cuCtxSynchronize",
+                          "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent", "cuStreamQuery",
+                          "cuEventQuery"}))
+    return CallKind::Sync;
+  if (starts_with_any(n, {"__cudaLaunchKernel", "cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"}))
+    return CallKind::Launch;
+  if (starts_with_any(n, {"cudaGetDeviceCount", "cudaSetDevice", "cudaDriverGetVersion", "cudaRuntimeGetVersion",
+                          "cuInit", "cuDeviceGetCount", "cudaDeviceReset"}))
+    return CallKind::Init;
+  return CallKind::Other;
+}
+
+TraceModel build_model(reader::TraceReader& reader) {
+  reader::SummaryBuilder summary(reader.info());
+  ModelBuilder model(summary.current());
+  reader.read([&](const reader::ChunkView& v) {
+    summary.add(v);
+    model.add(v);
+  });
+  return model.finish(summary.finish(reader));
+}
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,118 @@
+// The analyzer's model of one traced process, built in a single streaming
+// pass over its trace: what the host threads were blocked in (by kind of
+// CUDA call), what moved over PCIe, what the allocator did, what the GPU
+// reported through NVML, and which call sites did it. Aggregates only:
+// memory grows with distinct functions, call sites, threads and live
+// allocations, never with the number of events.
+//
+// Data flows one way: reader -> model (here) -> metrics -> rules -> report.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace_reader.h"
+#include "trace_summary.h"
+
+namespace gpuscope::analyzer {
+
+// What an outermost CUDA call made the host thread wait for.
+enum class CallKind : uint8_t { Sync, Copy, Memset, Alloc, Free, Launch, Init, Other };
+inline constexpr size_t kCallKinds = 8;
+const char* call_kind_name(CallKind kind);
+// From the API function's name (runtime or driver), e.g. cudaMemcpyAsync -> Copy.
+CallKind classify_function(const std::string& name);
+
+struct TimeCount {
+  uint64_t count = 0;
+  uint64_t ns = 0;
+  void add(uint64_t duration_ns) {
+    ++count;
+    ns += duration_ns;
+  }
+};
+
+struct CopyStats {
+  uint64_t count = 0, bytes = 0, ns = 0;
+  uint64_t pageable_count = 0, pageable_bytes = 0;
+  uint64_t small_count = 0;  // < kSmallCopyBytes: per-request copies
+  uint64_t async_count = 0;
+};
+inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+
+// One call site: the function and the (deduplicated) stack it was called from.
+struct SiteKey {
+  uint32_t function_id = 0;
+  uint32_t stack_id = 0;
+  bool operator==(const SiteKey&) const = default;
+};
+struct SiteKeyHash {
+  size_t operator()(const SiteKey& k) const { return (uint64_t{k.function_id} << 32) ^ k.stack_id; }
+};
+
+struct ThreadActivity {
+  uint64_t first_ns = UINT64_MAX, last_ns = 0;
+  std::array<uint64_t, kCallKinds> blocked_ns{};  // in outermost CUDA calls
+  uint64_t cpu_first_ns = 0, cpu_last_ns = 0;      // cumulative CPU time, first/last sample
+  uint64_t cpu_first_at = 0, cpu_last_at = 0;
+  uint64_t cuda_calls = 0;
+};
+
+struct GpuSampleStats {
+  uint64_t samples = 0;
+  // Sums over samples where the metric was valid, and how many those were.
+  uint64_t util_sum = 0, util_n = 0;
+  uint64_t sm_sum = 0, sm_n = 0;
+  uint64_t dram_sum = 0, dram_n = 0;
+  uint64_t pcie_kbps_sum = 0, pcie_n = 0, pcie_kbps_max = 0;
+  uint64_t throttle_any = 0;  // OR of throttle reasons seen
+  uint64_t memory_used_max = 0;
+  uint32_t sm_clock_min = UINT32_MAX, sm_clock_max = 0;
+};
+
+struct MemoryCurve {
+  int64_t live_bytes = 0, peak_bytes = 0;
+  int64_t live_at_quarter = -1;  // after a quarter of the allocations (growth baseline)
+  uint64_t allocations = 0;
+};
+
+struct TraceModel {
+  reader::TraceSummary summary;
+  uint64_t begin_ns = 0, end_ns = 0;  // the process's span as traced
+  uint64_t wall_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
+
+  std::array<TimeCount, kCallKinds> host_by_kind{};        // outermost calls, all threads
+  std::map<std::string, TimeCount> host_by_function;       // outermost calls
+  std::unordered_map<uint32_t, ThreadActivity> threads;
+  uint64_t driver_calls = 0;                                // any depth
+  uint64_t nested_calls = 0;                                // depth > 0
+  std::array<CopyStats, 7> copies_by_direction{};           // fb::CopyDirection
+  uint64_t kernels = 0, memsets = 0;
+  // Back-to-back launches on one stream of different kernels with the same
+  // grid and block: elementwise chains that fusion would collapse.
+  uint64_t same_shape_chain_links = 0;
+  std::map<std::string, uint64_t> chain_pairs;  // "a -> b" -> count
+  std::map<std::string, uint64_t> kernels_by_name;
+  uint64_t device_records = 0;                              // Source::Device (CUPTI)
+  std::array<TimeCount, 8> syncs_by_kind{};                 // fb::SyncKind
+  TimeCount allocs, frees;
+  uint64_t alloc_bytes = 0;
+  uint64_t oom_errors = 0;
+  MemoryCurve device_memory;
+  std::map<uint16_t, GpuSampleStats> gpu;                   // by device
+  uint64_t process_cpu_ns = 0;                              // from process CPU samples
+  struct Site {
+    TimeCount calls;
+    CallKind kind = CallKind::Other;
+  };
+  std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
+};
+
+// Reads an opened trace once and builds the model.
+TraceModel build_model(reader::TraceReader& reader);
+
+}  // namespace gpuscope::analyzer

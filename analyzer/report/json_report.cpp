@@ -1,0 +1,90 @@
+// The --json document; docs/analysis.schema.json describes it. Fields are
+// only ever added (schema_version changes when a field changes meaning).
+#include "report.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+template <class T> json optional_value(const std::optional<T>& v) { return v ? json(*v) : json(nullptr); }
+
+json breakdown_json(const ReportInput& in) {
+  const Metrics& x = in.metrics;
+  json host = json::object();
+  for (size_t k = 0; k < kCallKinds; ++k) host[call_kind_name(static_cast<CallKind>(k))] = x.feeder_share[k];
+  host["outside CUDA"] = x.feeder_outside_cuda_share;
+  return json{{"wall_s", x.wall_s},
+              {"gpu_busy_share", optional_value(x.gpu_util)},
+              {"gpu_busy_source", x.device_timestamps ? "device" : (x.gpu_util ? "nvml" : "none")},
+              {"feeder_tid", x.feeder_tid},
+              {"feeder_blocked_share", host},
+              {"feeder_cpu_util", optional_value(x.feeder_cpu_util)},
+              {"process_cpu_cores", optional_value(x.process_cpu_cores)},
+              {"host_threads_with_cuda", x.host_threads_with_cuda}};
+}
+
+json metrics_json(const Metrics& x) {
+  return json{{"h2d_bytes", x.h2d_bytes},
+              {"d2h_bytes", x.d2h_bytes},
+              {"h2d_copies", x.h2d_count},
+              {"d2h_copies", x.d2h_count},
+              {"pageable_share", optional_value(x.pageable_share)},
+              {"small_copy_share", optional_value(x.small_copy_share)},
+              {"achieved_gbps", optional_value(x.achieved_gbps)},
+              {"link_gbps", optional_value(x.link_gbps)},
+              {"link_max_gbps", optional_value(x.link_max_gbps)},
+              {"launches", x.launches},
+              {"kernels", x.kernels},
+              {"syncs", x.syncs},
+              {"syncs_per_launch", optional_value(x.syncs_per_launch)},
+              {"allocs", x.allocs},
+              {"frees", x.frees},
+              {"alloc_rate_per_s", x.alloc_rate_per_s},
+              {"live_peak_bytes", x.live_peak_bytes},
+              {"oom_errors", x.oom_errors},
+              {"gpu_util", optional_value(x.gpu_util)},
+              {"sm_util", optional_value(x.sm_util)},
+              {"dram_util", optional_value(x.dram_util)}};
+}
+
+json finding_json(const ReportInput& in, const Finding& f) {
+  json sites = json::array();
+  for (const CallSite& s : f.sites) {
+    json frames = json::array();
+    for (const Frame& fr : in.symbols.stack(s.stack_id, 8))
+      frames.push_back(json{{"function", fr.function}, {"file", fr.file}, {"line", fr.line},
+                            {"module", fr.module}, {"offset", fr.offset}, {"inlined", fr.inlined}});
+    sites.push_back(json{{"function", s.function}, {"count", s.count}, {"seconds", s.ns / 1e9}, {"frames", frames}});
+  }
+  return json{{"id", f.id},           {"class", bottleneck_id(f.cls)}, {"severity", status_label(f.severity)},
+              {"share", f.share},     {"title", f.title},              {"evidence", f.evidence},
+              {"call_sites", sites},  {"fix", f.fix}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json json_report(const ReportInput& in) {
+  const Verdict& v = in.analysis.verdict;
+  json checks = json::array();
+  for (const Check& c : in.analysis.checks)
+    checks.push_back(json{{"number", c.number}, {"name", c.name}, {"status", status_label(c.status)}, {"details", c.lines}});
+  json findings = json::array();
+  for (size_t i = 0; i < in.analysis.findings.size() && i < in.top; ++i)
+    findings.push_back(finding_json(in, in.analysis.findings[i]));
+  const auto& s = in.model.summary;
+  return json{{"schema_version", kJsonSchemaVersion},
+              {"trace", in.trace_path},
+              {"program", s.process ? json(s.process->exe) : json(nullptr)},
+              {"pid", s.process ? json(s.process->pid) : json(nullptr)},
+              {"verdict", json{{"class", bottleneck_id(v.cls)}, {"label", bottleneck_label(v.cls)},
+                               {"share", v.share}, {"confidence", v.confidence},
+                               {"confidence_reason", v.confidence_reason}}},
+              {"breakdown", breakdown_json(in)},
+              {"metrics", metrics_json(in.metrics)},
+              {"checks", checks},
+              {"findings", findings},
+              {"coverage", in.analysis.coverage}};
+}
+
+}  // namespace gpuscope::analyzer

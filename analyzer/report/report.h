@@ -1,0 +1,31 @@
+// Formats an analysis: the text report people read at 3 a.m., and the JSON
+// document tools read (schema: docs/analysis.schema.json). Reports only
+// format; every number comes from the metrics, every claim from a finding.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics.h"
+#include "rules.h"
+#include "symbolizer.h"
+#include "trace_model.h"
+
+namespace gpuscope::analyzer {
+
+struct ReportInput {
+  std::string trace_path;
+  const TraceModel& model;
+  const Metrics& metrics;
+  const Analysis& analysis;
+  const Symbolizer& symbols;
+  size_t top = 5;  // findings and call sites shown
+};
+
+std::string text_report(const ReportInput& in);
+nlohmann::ordered_json json_report(const ReportInput& in);
+
+inline constexpr int kJsonSchemaVersion = 1;
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,118 @@
+#include <fmt/format.h>
+
+#include "report.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+constexpr size_t kFramesPerSite = 3;
+
+std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+void header(std::string& out, const ReportInput& in) {
+  const auto& s = in.model.summary;
+  const std::string program = s.process ? s.process->exe : "unknown program";
+  const std::string pid = s.process ? fmt::format(" (pid {})", s.process->pid) : "";
+  std::string gpu = "no GPU described";
+  if (!s.devices.empty()) gpu = s.devices.front().name + (s.devices.size() > 1 ? fmt::format(" +{}", s.devices.size() - 1) : "");
+  out += fmt::format("gpuscope analysis of {}\n", in.trace_path);
+  out += fmt::format("program: {}{}, {:.3f} s traced, GPU: {}\n\n", program, pid, in.metrics.wall_s, gpu);
+}
+
+void verdict(std::string& out, const ReportInput& in) {
+  const Verdict& v = in.analysis.verdict;
+  out += fmt::format("VERDICT: {}\n", v.headline);
+  for (const Finding& f : in.analysis.findings)
+    if (f.cls == v.cls && f.severity == Status::Fail) {
+      out += fmt::format("         {}\n", f.title);
+      break;
+    }
+  out += fmt::format("         confidence {}: {}\n\n", v.confidence, v.confidence_reason);
+}
+
+void breakdown(std::string& out, const ReportInput& in) {
+  const Metrics& x = in.metrics;
+  out += fmt::format("TIME BREAKDOWN (wall {:.3f} s)\n", x.wall_s);
+  if (x.gpu_util)
+    out += fmt::format("  GPU busy: {} (NVML utilization; split into kernels/copies/memsets needs device "
+                       "timestamps), idle {}\n",
+                       pct(*x.gpu_util), pct(1 - *x.gpu_util));
+  else
+    out += "  GPU busy: unknown (no device timestamps, no NVML samples)\n";
+  out += fmt::format("  feeding host thread (tid {}), time blocked in CUDA calls:\n", x.feeder_tid);
+  const auto& t = in.model.threads.count(x.feeder_tid) ? in.model.threads.at(x.feeder_tid) : ThreadActivity{};
+  for (size_t k = 0; k < kCallKinds; ++k) {
+    if (t.blocked_ns[k] == 0) continue;
+    out += fmt::format("    {:<18} {:>9.3f} s  {:>4}\n", call_kind_name(static_cast<CallKind>(k)), t.blocked_ns[k] / 1e9,
+                       pct(x.feeder_share[k]));
+  }
+  out += fmt::format("    {:<18} {:>9.3f} s  {:>4}", "outside CUDA", x.feeder_outside_cuda_share * x.wall_s,
+                     pct(x.feeder_outside_cuda_share));
+  out += x.feeder_cpu_util ? fmt::format("   (thread on CPU {} of its time)\n", pct(*x.feeder_cpu_util)) : "\n";
+  if (x.host_threads_with_cuda > 1)
+    out += fmt::format("  {} host threads made CUDA calls; all threads together: {:.3f} s in copies, {:.3f} s in "
+                       "synchronization\n",
+                       x.host_threads_with_cuda, x.copy_host_s, x.sync_host_s);
+  if (x.process_cpu_cores) out += fmt::format("  process CPU: {:.2f} cores on average\n", *x.process_cpu_cores);
+  out += "\n";
+}
+
+void checks(std::string& out, const ReportInput& in) {
+  out += "CHECKS\n";
+  for (const Check& c : in.analysis.checks) {
+    out += fmt::format("  {} [{}] {}\n", c.number, status_label(c.status), c.name);
+    for (const auto& line : c.lines) out += fmt::format("        {}\n", line);
+  }
+  out += "\n";
+}
+
+void sites(std::string& out, const ReportInput& in, const Finding& f) {
+  if (f.sites.empty()) return;
+  out += "     call sites:\n";
+  for (const CallSite& s : f.sites) {
+    out += fmt::format("       {} x{}, {:.3f} s\n", s.function, s.count, s.ns / 1e9);
+    const auto frames = in.symbols.stack(s.stack_id, kFramesPerSite);
+    if (s.stack_id == 0) out += "           (no call stack recorded)\n";
+    for (const Frame& fr : frames) out += fmt::format("           at {}\n", fr.text());
+  }
+}
+
+void findings(std::string& out, const ReportInput& in) {
+  out += "FINDINGS\n";
+  if (in.analysis.findings.empty()) out += "  none: no rule found a cause above its threshold\n";
+  size_t n = 0;
+  for (const Finding& f : in.analysis.findings) {
+    if (++n > in.top) break;
+    out += fmt::format("  {}. [{}] {}: {} ({} of wall time)\n", n, status_label(f.severity), bottleneck_label(f.cls),
+                       f.title, pct(f.share));
+    for (const auto& e : f.evidence) out += fmt::format("     - {}\n", e);
+    sites(out, in, f);
+    out += fmt::format("     fix: {}\n", f.fix);
+  }
+  out += "\n";
+}
+
+void coverage(std::string& out, const ReportInput& in) {
+  out += "COVERAGE\n";
+  for (const auto& line : in.analysis.coverage) out += fmt::format("  - {}\n", line);
+  const uint64_t unsym = in.symbols.unsymbolized(), sym = in.symbols.symbolized();
+  if (sym + unsym > 0)
+    out += fmt::format("  - call stacks: {} frames shown symbolized, {} as module+offset\n", sym, unsym);
+  else if (!in.metrics.stacks_present)
+    out += "  - call stacks: none recorded (run without --no-stacks to get call sites)\n";
+}
+
+}  // namespace
+
+std::string text_report(const ReportInput& in) {
+  std::string out;
+  header(out, in);
+  verdict(out, in);
+  breakdown(out, in);
+  checks(out, in);
+  findings(out, in);
+  coverage(out, in);
+  return out;
+}
+
+}  // namespace gpuscope::analyzer

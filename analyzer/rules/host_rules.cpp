@@ -1,0 +1,124 @@
+// Host-side causes: a CPU that starves the GPU, a launch-bound loop, and a
+// process whose work silently ran on the CPU because CUDA did not work.
+#include <optional>
+
+#include "rules_internal.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+// The thread feeding the GPU is itself computing (where known; otherwise
+// the process as a whole is on CPU).
+bool host_cpu_busy(const Metrics& x) {
+  if (x.feeder_cpu_util) return *x.feeder_cpu_util >= kHostBusyCpu;
+  return x.process_cpu_cores && *x.process_cpu_cores >= kHostBusyCpu;
+}
+
+bool host_cores_saturated(const Metrics& x) {
+  return x.process_cpu_cores && x.online_cpus > 1 && *x.process_cpu_cores >= kCoresUsed * x.online_cpus;
+}
+
+std::string cpu_evidence(const Metrics& x) {
+  std::string s = "host CPU:";
+  if (x.process_cpu_cores) s += fmt::format(" the process used {:.2f} cores on average", *x.process_cpu_cores);
+  if (x.feeder_cpu_util) s += fmt::format("; the feeding thread was on CPU {} of its time", pct(*x.feeder_cpu_util));
+  return s;
+}
+
+std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
+  const double outside = x.feeder_outside_cuda_share;
+  const bool gpu_idle = !x.gpu_util || *x.gpu_util < kGpuIdle;
+  if (!gpu_idle || !host_cpu_busy(x) || x.host_threads_with_cuda == 0) return std::nullopt;
+  const double share = outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
+  Status st = share_status(share, kFailShare, kWarnShare);
+  if (st == Status::Pass) return std::nullopt;
+  // A host stage that already uses every core has no serial part to split.
+  if (host_cores_saturated(x)) st = Status::Warn;
+  Finding f{"cpu.gpu_starved_by_host", Bottleneck::CpuBound, st, share,
+            fmt::format("the GPU waits for the host: the feeding thread spends {} of the time outside CUDA",
+                        pct(outside)),
+            {}, {}, {}};
+  f.evidence.push_back(cpu_evidence(x));
+  if (x.gpu_util) f.evidence.push_back(fmt::format("GPU utilization {} (NVML)", pct(*x.gpu_util)));
+  else f.evidence.push_back("no GPU utilization samples: judged from the host side alone");
+  f.fix = "parallelize the host stage (preprocessing, tokenization, data loading) across cores and overlap it "
+          "with GPU work (double-buffered pinned staging, a second stream); move work to the GPU; pin the "
+          "feeding threads near the GPU's NUMA node.";
+  f.sites = top_sites(m, {CallKind::Copy, CallKind::Launch, CallKind::Sync}, 2);
+  return f;
+}
+
+std::optional<Finding> launch_finding(const TraceModel& m, const Metrics& x) {
+  const double share = kind_share(x, CallKind::Launch);
+  const Status st = share_status(share, kLaunchShareFail, kWarnShare);
+  // Launch calls also block when the GPU's queue is full: that is a busy
+  // GPU pushing back, not launch overhead.
+  if (st == Status::Pass || (x.gpu_util && *x.gpu_util >= kGpuBusy)) return std::nullopt;
+  const double us = x.launches ? m.host_by_kind[static_cast<size_t>(CallKind::Launch)].ns / 1e3 / x.launches : 0;
+  Finding f{"cpu.launch_bound", Bottleneck::CpuBound, st, share,
+            fmt::format("launch-bound: the feeding thread spends {} of the time launching kernels while the GPU idles", pct(share)),
+            {}, {}, {}};
+  f.evidence.push_back(fmt::format("{} launches, {:.1f} us each on the host", x.launches, us));
+  f.fix = "launch fewer, larger kernels (fuse small ones), or capture the fixed sequence once in a CUDA graph "
+          "and replay it with cudaGraphLaunch.";
+  f.sites = top_sites(m, {CallKind::Launch});
+  return f;
+}
+
+// What says CUDA did not work here, one line each.
+std::vector<std::string> fallback_evidence(const Metrics& x) {
+  std::vector<std::string> ev;
+  for (const auto& e : x.no_gpu_errors)
+    ev.push_back(fmt::format("{} returned {} ({}), {} time(s)", e.function, e.name.empty() ? "error" : e.name,
+                             e.code, e.count));
+  for (const auto& l : x.failed_loads) ev.push_back("failed to load " + l);
+  if (x.devices_hidden) ev.push_back(fmt::format("CUDA_VISIBLE_DEVICES='{}' hides every GPU", *x.visible_devices));
+  for (const auto& n : x.missing_nodes) ev.push_back("device node " + n);
+  if (x.driver_problem) ev.push_back("driver: " + *x.driver_problem);
+  return ev;
+}
+
+std::string fallback_fix(const Metrics& x) {
+  std::vector<std::string> fixes;
+  if (x.devices_hidden) fixes.push_back("set CUDA_VISIBLE_DEVICES to the GPUs this process should use");
+  if (x.driver_problem || !x.failed_loads.empty())
+    fixes.push_back("make the NVIDIA driver visible to the process (container: run with the NVIDIA container "
+                    "runtime / --gpus; host: install a driver new enough for this CUDA runtime)");
+  if (!x.missing_nodes.empty()) fixes.push_back("grant the process access to /dev/nvidia*");
+  fixes.push_back("make the service fail at start when no GPU is usable instead of falling back silently "
+                  "(check cudaGetDeviceCount's result), and do not scale out CPU-fallback replicas");
+  return fmt::format("{}.", fmt::join(fixes, "; "));
+}
+
+std::optional<Finding> fallback_finding(const Metrics& x) {
+  if (x.successful_launches > 0 || x.successful_copies > 0) return std::nullopt;
+  std::vector<std::string> ev = fallback_evidence(x);
+  Finding f;
+  f.id = "fallback.cpu_fallback";
+  f.cls = Bottleneck::CpuFallback;
+  f.severity = Status::Fail;
+  f.share = 1.0;
+  if (x.cuda_attempted) {
+    if (ev.empty()) return std::nullopt;  // CUDA was touched, nothing failed: no claim
+    f.title = "CUDA was attempted, failed, and no work reached the GPU";
+  } else {
+    if (!x.process_cpu_cores || *x.process_cpu_cores < kHostBusyCpu) return std::nullopt;
+    f.title = "the process never loaded CUDA and computed on the CPU";
+    ev.insert(ev.begin(), "no GPU library was loaded and no CUDA call was made");
+  }
+  ev.push_back(fmt::format("0 kernels launched, 0 copies made; {}", cpu_evidence(x)));
+  f.evidence = std::move(ev);
+  f.fix = fallback_fix(x);
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x) {
+  std::vector<Finding> out;
+  for (auto f : {fallback_finding(x), cpu_finding(m, x), launch_finding(m, x)})
+    if (f) out.push_back(std::move(*f));
+  return out;
+}
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,199 @@
+#include "rules.h"
+#include "rules_internal.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace gpuscope::analyzer {
+namespace {
+
+std::optional<Finding> pcie_finding(const TraceModel& m, const Metrics& x) {
+  const double share = kind_share(x, CallKind::Copy);
+  Status st = share_status(share, kFailShare, kWarnShare);
+  if (st == Status::Pass) return std::nullopt;
+  Finding f{"pcie.host_blocked_in_copies", Bottleneck::PcieBound, st, share,
+            fmt::format("host<->device copies hold the feeding thread {} of the time", pct(share)), {}, {}, {}};
+  f.evidence.push_back(fmt::format("{} host-to-device copies ({}), {} device-to-host ({}), {:.3f} s in copy calls",
+                                   x.h2d_count, mib(x.h2d_bytes), x.d2h_count, mib(x.d2h_bytes), x.copy_host_s));
+  std::vector<std::string> fixes;
+  if (x.pageable_share && *x.pageable_share >= kPageableWarn) {
+    f.evidence.push_back(fmt::format("{} of the bytes were copied from/to pageable memory (staged by the driver)",
+                                     pct(*x.pageable_share)));
+    fixes.push_back("copy from pinned buffers (cudaHostAlloc / cudaHostRegister) reused across requests");
+  }
+  if (x.small_copy_share && *x.small_copy_share >= kSmallCopyWarn) {
+    f.evidence.push_back(fmt::format("{} of the copies moved less than 64 KiB: per-request copies, latency-bound",
+                                     pct(*x.small_copy_share)));
+    fixes.push_back("batch requests into fewer, larger transfers");
+  }
+  if (x.achieved_gbps && x.link_gbps)
+    f.evidence.push_back(fmt::format("achieved {:.2f} GB/s in synchronous copies against the {} link's {:.1f} GB/s "
+                                     "({} of peak)",
+                                     *x.achieved_gbps, x.link_text, *x.link_gbps, pct(*x.achieved_gbps / *x.link_gbps)));
+  const bool slow_link_use = x.achieved_gbps && x.link_gbps && *x.achieved_gbps < kLinkEfficiencyWarn * *x.link_gbps;
+  // Copies that already run pinned, batched and near the link's speed are
+  // transfer volume, not a PCIe problem: the lever left is moving fewer bytes.
+  if (fixes.empty() && !slow_link_use) {
+    f.severity = Status::Warn;
+    f.evidence.push_back("copies are pinned and at least 64 KiB: no pageable or per-request copies to remove; only fewer bytes would help");
+  }
+  fixes.push_back("keep tensors resident on the GPU between requests and post-process results there instead of "
+                  "copying them back");
+  f.fix = fmt::format("{}.", fmt::join(fixes, "; "));
+  f.sites = top_sites(m, {CallKind::Copy});
+  return f;
+}
+
+std::optional<Finding> link_finding(const Metrics& x) {
+  if (!x.link_gbps || !x.link_max_gbps || *x.link_gbps >= *x.link_max_gbps) return std::nullopt;
+  const double copy_share = kind_share(x, CallKind::Copy);
+  Finding f{"topology.pcie_link_degraded", Bottleneck::PcieBound, copy_share >= kWarnShare ? Status::Fail : Status::Warn,
+            copy_share * (1.0 - *x.link_gbps / *x.link_max_gbps),
+            fmt::format("the GPU's PCIe link runs at {} ({:.1f} GB/s), below its maximum {} ({:.1f} GB/s)",
+                        x.link_text, *x.link_gbps, x.link_max_text, *x.link_max_gbps),
+            {}, {}, {}};
+  f.evidence.push_back("link generation/width from NVML at start of capture");
+  f.fix = "reseat the card or move it to a full-width slot, check BIOS/ASPM link settings, and compare with "
+          "`nvidia-smi -q -d PCIE` on a healthy node.";
+  return f;
+}
+
+std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
+  const double share = kind_share(x, CallKind::Sync);
+  Status st = share_status(share, kFailShare, kWarnShare);
+  // Waiting for a GPU that is busy the whole time is not a stall.
+  const bool gpu_busy = x.gpu_util && *x.gpu_util >= kGpuBusy;
+  const bool many_syncs = x.syncs_per_launch && *x.syncs_per_launch >= kSyncsPerLaunchWarn;
+  if (st == Status::Pass || (gpu_busy && !many_syncs)) return std::nullopt;
+  if (st == Status::Fail && gpu_busy) st = Status::Warn;
+  Finding f{"sync.host_blocked_in_synchronization", Bottleneck::SyncBound, st, share,
+            fmt::format("the feeding thread waits in explicit synchronization {} of the time", pct(share)), {}, {}, {}};
+  for (size_t i = 0; i < std::min<size_t>(3, x.sync_calls.size()); ++i)
+    f.evidence.push_back(fmt::format("{}: {} calls, {:.3f} s", x.sync_calls[i].first, x.sync_calls[i].second.count,
+                                     x.sync_calls[i].second.ns / 1e9));
+  if (x.syncs_per_launch)
+    f.evidence.push_back(fmt::format("{:.2f} synchronizations per kernel launch ({} syncs, {} launches)",
+                                     *x.syncs_per_launch, x.syncs, x.launches));
+  if (x.gpu_util)
+    f.evidence.push_back(fmt::format("GPU utilization {} (NVML): the GPU idles between short bursts",
+                                     pct(*x.gpu_util)));
+  f.fix = "launch work asynchronously and synchronize once per batch (or per result actually needed), on "
+          "non-default streams; replace host-side waits with cudaStreamWaitEvent between streams; consider CUDA "
+          "graphs for fixed launch sequences.";
+  f.sites = top_sites(m, {CallKind::Sync});
+  return f;
+}
+
+std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
+  const double share = x.alloc_free_share;
+  Status st = share_status(share, kAllocFailShare, kAllocWarnShare);
+  if (st == Status::Pass && x.alloc_rate_per_s >= kAllocWarnRate) st = Status::Warn;
+  if (st == Status::Pass && x.oom_errors == 0) return std::nullopt;
+  if (x.oom_errors > 0 && st == Status::Pass) st = Status::Warn;
+  Finding f{"memory.allocator_churn", Bottleneck::MemoryBound, st, share,
+            fmt::format("allocator churn: {:.0f} allocations+frees per second, {} of the feeding thread's time",
+                        x.alloc_rate_per_s, pct(share)),
+            {}, {}, {}};
+  f.evidence.push_back(fmt::format("{} allocations, {} frees; cudaFree synchronizes the device", x.allocs, x.frees));
+  f.evidence.push_back(fmt::format("live device memory peak {}, {} at the end", mib(x.live_peak_bytes),
+                                   mib(x.live_end_bytes)));
+  if (x.live_growth_bytes && *x.live_growth_bytes > 0)
+    f.evidence.push_back(fmt::format("live memory grew by {} after the first quarter of allocations",
+                                     mib(*x.live_growth_bytes)));
+  if (x.oom_errors) f.evidence.push_back(fmt::format("{} out-of-memory errors", x.oom_errors));
+  f.fix = "allocate once and reuse: keep buffers in a pool sized for the largest shape (or use cudaMallocAsync "
+          "with a memory pool), and never cudaFree on the request path.";
+  f.sites = top_sites(m, {CallKind::Alloc, CallKind::Free});
+  return f;
+}
+
+std::optional<Finding> dram_finding(const Metrics& x) {
+  if (!x.dram_util || !x.gpu_util) return std::nullopt;
+  if (*x.dram_util < kDramBusy || *x.gpu_util < kGpuBusy) return std::nullopt;
+  const double share = *x.gpu_util * *x.dram_util;
+  // DRAM-bound kernels are a problem to fix when traffic is redundant, as in
+  // chains of elementwise kernels; alone they are at their roofline.
+  const bool chains = x.fusion_share && *x.fusion_share >= kFusionShare;
+  Finding f{"memory.dram_bound_kernels", Bottleneck::MemoryBound,
+            chains ? share_status(share, kFailShare, kWarnShare) : Status::Warn, share,
+            fmt::format("kernels are limited by device-memory bandwidth: DRAM {} busy while the GPU is {} busy",
+                        pct(*x.dram_util), pct(*x.gpu_util)),
+            {}, {}, {}};
+  f.evidence.push_back(fmt::format("NVML over {} samples: DRAM bandwidth utilization {}{}, GPU utilization {}",
+                                   x.gpu_samples, pct(*x.dram_util),
+                                   x.sm_util ? fmt::format(", SM utilization {}", pct(*x.sm_util)) : "",
+                                   pct(*x.gpu_util)));
+  f.evidence.push_back("\"GPU busy\" here is time spent waiting on memory, not computing");
+  if (chains) {
+    f.evidence.push_back(fmt::format("{} of kernel launches continue a chain of different kernels with the same "
+                                     "grid on one stream (fusion candidates): {}",
+                                     pct(*x.fusion_share), fmt::join(x.top_chains, ", ")));
+    f.fix = "fuse the chained elementwise kernels so intermediates stay in registers instead of making a round "
+            "trip through DRAM; then consider lower-precision storage where safe.";
+  } else {
+    f.fix = "no redundant traffic found: the kernels run at the memory roofline; only fewer bytes (lower-precision "
+            "storage, better reuse in shared memory/L2) would speed them up.";
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallKind> kinds, size_t n) {
+  std::vector<CallSite> out;
+  for (const auto& [key, site] : m.sites)
+    if (std::find(kinds.begin(), kinds.end(), site.kind) != kinds.end())
+      out.push_back(CallSite{m.summary.name_of(key.function_id), key.stack_id, site.calls.count, site.calls.ns});
+  std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) { return a.ns > b.ns; });
+  // Sites under 1 % of the largest one are noise next to it.
+  if (!out.empty()) std::erase_if(out, [&](const CallSite& s) { return s.ns * 100 < out.front().ns; });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x) {
+  std::vector<Finding> out;
+  for (auto f : {pcie_finding(m, x), link_finding(x), sync_finding(m, x), alloc_finding(m, x), dram_finding(x)})
+    if (f) out.push_back(std::move(*f));
+  return out;
+}
+
+const char* bottleneck_label(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::PcieBound: return "PCIe-bound";
+    case Bottleneck::MemoryBound: return "memory-bound";
+    case Bottleneck::SyncBound: return "sync-bound";
+    case Bottleneck::CpuBound: return "CPU-bound";
+    case Bottleneck::CpuFallback: return "silent CPU fallback";
+    case Bottleneck::Healthy: return "healthy: GPU-bound";
+    case Bottleneck::Inconclusive: return "no dominant bottleneck";
+  }
+  return "?";
+}
+
+const char* bottleneck_id(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::PcieBound: return "pcie_bound";
+    case Bottleneck::MemoryBound: return "memory_bound";
+    case Bottleneck::SyncBound: return "sync_bound";
+    case Bottleneck::CpuBound: return "cpu_bound";
+    case Bottleneck::CpuFallback: return "cpu_fallback";
+    case Bottleneck::Healthy: return "healthy";
+    case Bottleneck::Inconclusive: return "inconclusive";
+  }
+  return "?";
+}
+
+const char* status_label(Status s) {
+  switch (s) {
+    case Status::Pass: return "pass";
+    case Status::Warn: return "warn";
+    case Status::Fail: return "fail";
+    case Status::Unknown: return "n/a";
+  }
+  return "?";
+}
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,83 @@
+// Rules read metrics and return findings, checks and one verdict. Every
+// threshold is a named constant here, explained in docs/rules.md and pinned
+// by tests at, just below and just above it. Rules never read the trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "metrics.h"
+#include "trace_model.h"
+
+namespace gpuscope::analyzer {
+
+enum class Bottleneck { PcieBound, MemoryBound, SyncBound, CpuBound, CpuFallback, Healthy, Inconclusive };
+const char* bottleneck_label(Bottleneck b);  // "PCIe-bound", ..., "healthy: GPU-bound"
+const char* bottleneck_id(Bottleneck b);     // "pcie_bound", ... (JSON)
+
+enum class Status { Pass, Warn, Fail, Unknown };
+const char* status_label(Status s);  // "pass", "warn", "fail", "n/a"
+
+// Thresholds (docs/rules.md).
+inline constexpr double kFailShare = 0.25;         // a cause explaining >= 25 % of wall time is the bottleneck
+inline constexpr double kWarnShare = 0.10;         // >= 10 %: worth fixing
+inline constexpr double kAllocFailShare = 0.15;    // allocation is pure overhead: a lower bar
+inline constexpr double kAllocWarnShare = 0.05;
+inline constexpr double kAllocWarnRate = 1000;     // malloc+free per second
+inline constexpr double kGpuBusy = 0.60;           // NVML utilization counted as "GPU busy"
+inline constexpr double kGpuIdle = 0.40;           // ... and as "GPU mostly idle"
+inline constexpr double kPageableWarn = 0.50;      // share of copied bytes from pageable memory
+inline constexpr double kSmallCopyWarn = 0.50;     // share of copies under 64 KiB
+inline constexpr double kLinkEfficiencyWarn = 0.25;  // achieved / link bandwidth
+inline constexpr double kSyncsPerLaunchWarn = 0.25;
+inline constexpr double kDramBusy = 0.60;          // GPM DRAM-bandwidth utilization
+inline constexpr double kFusionShare = 0.30;       // same-shape chain links per kernel: fusion candidates
+inline constexpr double kCoresUsed = 0.75;         // host stage already parallel: uses >= 75 % of the CPUs
+inline constexpr double kHostBusyCpu = 0.50;       // a feeding thread on CPU >= half its time
+inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
+inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence
+
+struct CallSite {
+  std::string function;
+  uint32_t stack_id = 0;
+  uint64_t count = 0;
+  uint64_t ns = 0;
+};
+
+struct Finding {
+  std::string id;  // stable: "pcie.host_blocked_in_copies"
+  Bottleneck cls = Bottleneck::Inconclusive;
+  Status severity = Status::Warn;
+  double share = 0;  // of wall time it explains; ranks findings
+  std::string title;
+  std::vector<std::string> evidence;
+  std::vector<CallSite> sites;
+  std::string fix;
+};
+
+struct Check {
+  int number = 0;
+  std::string name;
+  Status status = Status::Unknown;
+  std::vector<std::string> lines;
+};
+
+struct Verdict {
+  Bottleneck cls = Bottleneck::Inconclusive;
+  double share = 0;
+  std::string confidence;         // high, medium, low
+  std::string confidence_reason;
+  std::string headline;           // one line, for `gpuscope run`'s summary
+};
+
+struct Analysis {
+  Verdict verdict;
+  std::vector<Check> checks;      // the five, in diagnosis order
+  std::vector<Finding> findings;  // ranked
+  std::vector<std::string> coverage;
+};
+
+Analysis analyze(const TraceModel& model, const Metrics& metrics);
+
+}  // namespace gpuscope::analyzer

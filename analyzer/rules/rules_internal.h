@@ -1,0 +1,29 @@
+// Helpers shared by the rule files (rules.cpp: data movement, sync and
+// memory; host_rules.cpp: CPU, launch and fallback; verdict.cpp: checks,
+// verdict and coverage).
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "rules.h"
+
+namespace gpuscope::analyzer {
+
+inline std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
+inline std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+inline double kind_share(const Metrics& x, CallKind k) { return x.feeder_share[static_cast<size_t>(k)]; }
+inline Status share_status(double share, double fail, double warn) {
+  return share >= fail ? Status::Fail : share >= warn ? Status::Warn : Status::Pass;
+}
+
+// The call sites of the given kinds of call that cost the most host time.
+std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallKind> kinds, size_t n = 3);
+
+std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x);
+std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x);
+
+}  // namespace gpuscope::analyzer

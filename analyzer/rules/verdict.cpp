@@ -1,0 +1,184 @@
+// From findings to the report's skeleton: the five checks in diagnosis
+// order, the verdict with its confidence, and what the trace could not see.
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "rules_internal.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+Status worst(const std::vector<Finding>& findings, std::initializer_list<const char*> id_prefixes) {
+  Status s = Status::Pass;
+  for (const Finding& f : findings)
+    for (const char* p : id_prefixes)
+      if (f.id.starts_with(p)) {
+        if (f.severity == Status::Fail) return Status::Fail;
+        s = Status::Warn;
+      }
+  return s;
+}
+
+std::set<int> parse_cpu_list(const std::string& text) {
+  std::set<int> cpus;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    int a = -1, b = -1;
+    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2) {
+      for (int c = a; c <= b && c - a < 4096; ++c) cpus.insert(c);
+    } else if (a >= 0) {
+      cpus.insert(a);
+    }
+  }
+  return cpus;
+}
+
+Check host_check(const Metrics& x, const std::vector<Finding>& f) {
+  Check c{1, "queueing and host: is the GPU idle while the host is busy?", worst(f, {"cpu."}), {}};
+  c.lines.push_back(fmt::format("feeding thread (tid {}) outside CUDA: {} of wall time", x.feeder_tid,
+                                pct(x.feeder_outside_cuda_share)));
+  if (x.process_cpu_cores) c.lines.push_back(fmt::format("process CPU: {:.2f} cores on average", *x.process_cpu_cores));
+  c.lines.push_back(x.gpu_util ? fmt::format("GPU utilization: {} (NVML)", pct(*x.gpu_util))
+                               : std::string("GPU utilization: unknown (no NVML samples)"));
+  return c;
+}
+
+Check useful_work_check(const Metrics& x, const std::vector<Finding>& f) {
+  Check c{2, "useful GPU work: copies vs kernels, bandwidth, utilization vs throughput",
+          worst(f, {"pcie.host", "sync.", "memory.dram"}), {}};
+  c.lines.push_back(fmt::format("feeding thread blocked: copies {}, synchronization {}, launches {}",
+                                pct(kind_share(x, CallKind::Copy)), pct(kind_share(x, CallKind::Sync)),
+                                pct(kind_share(x, CallKind::Launch))));
+  c.lines.push_back(fmt::format("{} kernels, {} host-to-device and {} device-to-host copies", x.kernels, x.h2d_count,
+                                x.d2h_count));
+  if (x.pageable_share) c.lines.push_back(fmt::format("pageable share of copied bytes: {}", pct(*x.pageable_share)));
+  if (x.achieved_gbps && x.link_gbps)
+    c.lines.push_back(fmt::format("achieved copy bandwidth {:.2f} GB/s of the link's {:.1f} GB/s", *x.achieved_gbps,
+                                  *x.link_gbps));
+  if (x.sm_util && x.dram_util)
+    c.lines.push_back(fmt::format("SM utilization {}, DRAM bandwidth utilization {} (NVML GPM)", pct(*x.sm_util),
+                                  pct(*x.dram_util)));
+  if (x.throttle_reasons != 0)
+    c.lines.push_back(fmt::format("clock-event (throttle) reasons seen: 0x{:x}", x.throttle_reasons));
+  return c;
+}
+
+Check memory_check(const Metrics& x, const std::vector<Finding>& f) {
+  Check c{3, "memory: allocation churn, growth, out-of-memory", worst(f, {"memory.alloc"}), {}};
+  c.lines.push_back(fmt::format("{} allocations and {} frees ({:.0f}/s), {} of the feeding thread's time", x.allocs,
+                                x.frees, x.alloc_rate_per_s, pct(x.alloc_free_share)));
+  c.lines.push_back(fmt::format("live device memory: peak {}, {} at the end", mib(x.live_peak_bytes),
+                                mib(x.live_end_bytes)));
+  if (x.oom_errors) c.lines.push_back(fmt::format("{} out-of-memory errors", x.oom_errors));
+  return c;
+}
+
+Check topology_check(const TraceModel& m, const Metrics& x, const std::vector<Finding>& f) {
+  Check c{4, "topology and data movement: PCIe link, NUMA placement", worst(f, {"topology."}), {}};
+  if (x.link_gbps)
+    c.lines.push_back(fmt::format("PCIe link {} (maximum {})", x.link_text, x.link_max_text));
+  else
+    c.lines.push_back("PCIe link: unknown (no NVML device description)");
+  if (!m.summary.devices.empty() && m.summary.process && !m.summary.devices.front().local_cpus.empty()) {
+    const std::set<int> local = parse_cpu_list(m.summary.devices.front().local_cpus);
+    size_t outside = 0;
+    for (int cpu : m.summary.process->cpu_affinity) outside += local.count(cpu) == 0;
+    c.lines.push_back(fmt::format("GPU-local CPUs {}; the process may run on {} CPU(s) outside them",
+                                  m.summary.devices.front().local_cpus, outside));
+    if (outside > 0 && c.status == Status::Pass) c.status = Status::Warn;
+  }
+  if (x.link_gbps == std::nullopt && c.status == Status::Pass) c.status = Status::Unknown;
+  return c;
+}
+
+Check environment_check(const Metrics& x, const std::vector<Finding>& f) {
+  Check c{5, "software and environment: versions, init errors, libraries, devices", worst(f, {"fallback."}), {}};
+  c.lines.push_back("driver: " + (x.driver_version.empty() ? std::string("unknown") : x.driver_version));
+  if (x.driver_problem) c.lines.push_back("driver problem: " + *x.driver_problem);
+  for (const auto& e : x.errors)
+    c.lines.push_back(fmt::format("{} returned {}{} ({}x)", e.function, e.code, e.name.empty() ? "" : " " + e.name,
+                                  e.count));
+  for (const auto& l : x.failed_loads) c.lines.push_back("failed load: " + l);
+  if (x.visible_devices) c.lines.push_back(fmt::format("CUDA_VISIBLE_DEVICES='{}'", *x.visible_devices));
+  if (x.successful_launches == 0 && x.successful_copies == 0)
+    for (const auto& n : x.missing_nodes) c.lines.push_back("device node " + n);
+  if (c.status == Status::Pass && (!x.errors.empty() || !x.failed_loads.empty())) c.status = Status::Warn;
+  return c;
+}
+
+std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
+  std::vector<std::string> out;
+  out.push_back(x.device_timestamps ? "device activity: CUPTI device timestamps"
+                                    : "device activity: host-side only (no CUPTI device records: kernel and copy "
+                                      "times are the host calls' times, GPU busy comes from NVML)");
+  out.push_back(x.driver_level_seen ? fmt::format("driver-level calls: seen ({} calls)", m.driver_calls)
+                                    : "driver-level calls: none seen");
+  std::string nvml = m.summary.probe ? m.summary.probe->nvml_status : "not recorded";
+  out.push_back(x.gpu_samples ? fmt::format("NVML metrics: {} samples", x.gpu_samples)
+                              : fmt::format("NVML metrics: none ({})", nvml.empty() ? "no samples" : nvml));
+  const uint64_t events = m.summary.counts.total();
+  out.push_back(x.dropped == 0 ? "dropped events: none"
+                               : fmt::format("dropped events: {} ({:.2f}% of those recorded): figures undercount",
+                                             x.dropped, 100.0 * x.dropped / std::max<uint64_t>(1, events)));
+  if (x.truncated) out.push_back("trace: truncated or without an end record: the end of the run is missing");
+  if (x.corrupt_frames) out.push_back(fmt::format("trace: {} corrupt frame(s) skipped", x.corrupt_frames));
+  if (!x.truncated && !x.corrupt_frames) out.push_back("trace: complete");
+  return out;
+}
+
+Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
+  Verdict v;
+  auto top = std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Status::Fail; });
+  if (top != findings.end()) {
+    v.cls = top->cls;
+    v.share = top->share;
+  } else if (x.gpu_util && *x.gpu_util >= kGpuBusy) {
+    v.cls = Bottleneck::Healthy;
+    v.share = *x.gpu_util;
+  }
+  const bool direct = v.cls == Bottleneck::CpuFallback && !x.no_gpu_errors.empty();
+  int level = x.device_timestamps || direct ? 2 : x.gpu_samples ? 1 : 0;
+  std::vector<std::string> why;
+  if (!x.device_timestamps) why.push_back("host-side timing only");
+  if (!x.gpu_samples) why.push_back("no NVML metrics");
+  const uint64_t events = std::max<uint64_t>(1, x.kernels + x.syncs + x.h2d_count + x.d2h_count + x.allocs);
+  if (static_cast<double>(x.dropped) / events > kDropWarn) {
+    level = std::max(0, level - 1);
+    why.push_back("dropped events");
+  }
+  if (x.truncated) {
+    level = std::max(0, level - 1);
+    why.push_back("truncated trace");
+  }
+  static constexpr const char* kLevels[] = {"low", "medium", "high"};
+  v.confidence = kLevels[level];
+  if (direct) why.insert(why.begin(), "direct evidence (CUDA error codes, environment probe)");
+  v.confidence_reason = why.empty() ? "device timestamps, complete trace" : fmt::format("{}", fmt::join(why, "; "));
+  v.headline = v.cls == Bottleneck::Inconclusive
+                   ? fmt::format("{} (confidence {})", bottleneck_label(v.cls), v.confidence)
+                   : fmt::format("{} ({} of wall time), confidence {}", bottleneck_label(v.cls), pct(v.share),
+                                 v.confidence);
+  return v;
+}
+
+}  // namespace
+
+Analysis analyze(const TraceModel& model, const Metrics& metrics) {
+  Analysis a;
+  a.findings = host_findings(model, metrics);
+  for (auto& f : data_movement_findings(model, metrics)) a.findings.push_back(std::move(f));
+  std::stable_sort(a.findings.begin(), a.findings.end(), [](const Finding& l, const Finding& r) {
+    if ((l.severity == Status::Fail) != (r.severity == Status::Fail)) return l.severity == Status::Fail;
+    return l.share > r.share;
+  });
+  a.checks = {host_check(metrics, a.findings), useful_work_check(metrics, a.findings),
+              memory_check(metrics, a.findings), topology_check(model, metrics, a.findings),
+              environment_check(metrics, a.findings)};
+  a.verdict = make_verdict(metrics, a.findings);
+  a.coverage = coverage_lines(model, metrics);
+  return a;
+}
+
+}  // namespace gpuscope::analyzer

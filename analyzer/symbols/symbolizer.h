@@ -1,0 +1,46 @@
+// Turns the return addresses of recorded call stacks into function, file and
+// line, offline, with elfutils libdw: each module the trace lists is opened
+// by path at its recorded load address. A module whose file is gone (or
+// was replaced: its build-id differs) leaves "module+0xoffset". Frames in
+// gpuscope itself are skipped; inlined calls show as their own frames.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trace_summary.h"
+
+namespace gpuscope::analyzer {
+
+struct Frame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // source file, empty when no line info
+  int line = 0;
+  std::string module;    // basename of the module
+  uint64_t offset = 0;   // address relative to the module's ELF vaddrs
+  bool inlined = false;
+  std::string text() const;  // "f (file.cpp:12)" or "libx.so+0x1234"
+};
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(const reader::TraceSummary& summary);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // The stack's frames from the innermost caller outwards, gpuscope's own
+  // frames removed; at most max_frames.
+  std::vector<Frame> stack(uint32_t stack_id, size_t max_frames) const;
+  uint64_t unsymbolized() const { return unsymbolized_; }
+  uint64_t symbolized() const { return symbolized_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  mutable uint64_t unsymbolized_ = 0, symbolized_ = 0;
+};
+
+}  // namespace gpuscope::analyzer
