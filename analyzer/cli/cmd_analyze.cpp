@@ -33,9 +33,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return out;
 }
 
-}  // namespace
-
-// 0 analyzed, 2 unreadable; -1 + *error when the file is not a trace.
+// 0 analyzed, 2 unreadable (the reason printed on stderr).
 int analyze_one(const std::string& path, const AnalyzeOptions& options, std::string* text,
                 nlohmann::ordered_json* json, std::string* headline) {
   reader::TraceReader r;
@@ -44,9 +42,15 @@ int analyze_one(const std::string& path, const AnalyzeOptions& options, std::str
     fmt::print(stderr, "gpuscope: {}\n", error);
     return 2;
   }
-  const analyzer::TraceModel model = analyzer::build_model(r);
+  analyzer::TimeWindow window;
+  if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
+    fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
+               options.window);
+    return 2;
+  }
+  const analyzer::TraceModel model = analyzer::build_model(r, window);
   for (const auto& p : model.summary.problems)
-    if (p.kind != reader::ProblemKind::NoTotals)
+    if (p.kind != reader::ProblemKind::NoTotals && (text || json))
       fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
                  p.offset, p.message);
   const analyzer::Metrics metrics = analyzer::compute_metrics(model);
@@ -57,6 +61,12 @@ int analyze_one(const std::string& path, const AnalyzeOptions& options, std::str
   if (json) *json = analyzer::json_report(in);
   if (text) *text = analyzer::text_report(in);
   return 0;
+}
+
+}  // namespace
+
+bool analyze_headline(const std::string& path, std::string* headline) {
+  return analyze_one(path, AnalyzeOptions{}, nullptr, nullptr, headline) == 0;
 }
 
 int analyze_command(const AnalyzeOptions& options) {

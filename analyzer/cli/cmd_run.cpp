@@ -183,6 +183,9 @@ void report_trace(const fs::path& path) {
                                                            : fmt::format("exit status {}", s.end->exit_status);
   fmt::print(stderr, "gpuscope: trace {} ({}): {} events, {} dropped, {}\n", path.string(), who,
              s.counts.total(), s.dropped_total(), end);
+  std::string headline;
+  if (analyze_headline(path.string(), &headline))
+    fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", headline, path.string());
 }
 
 }  // namespace

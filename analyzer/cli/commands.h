@@ -31,11 +31,15 @@ struct AnalyzeOptions {
   std::vector<std::string> inputs;  // traces or directories of traces
   bool json = false;
   size_t top = 5;
+  std::string window;  // START:END seconds from the process start
 };
 
 // Analyzes each trace and prints the report (or one JSON document); 0 when
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
+
+// The verdict line of one trace, for `gpuscope run`'s closing summary.
+bool analyze_headline(const std::string& path, std::string* headline);
 
 // Where libgpuscope.so is, relative to this executable; empty + *error if not.
 std::string locate_capture_library(std::string* error);

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   CLI::App* analyze = app.add_subcommand("analyze", "Explain why the traced workload is slow: verdict, evidence, call sites, fix");
   analyze->add_option("traces", analyze_options.inputs, "Trace files or directories of traces")->required();
   analyze->add_flag("--json", analyze_options.json, "Print the analysis as JSON (docs/analysis.schema.json)");
+  analyze->add_option("--window", analyze_options.window,
+                      "Analyze only START:END, seconds from the process start (either end may be left out)");
   analyze->add_option("--top", analyze_options.top, "Findings and call sites to show (default 5)")
       ->check(CLI::Range(1, 100));
   analyze->footer("Exit status: 0 analyzed, 2 when an input is not a readable trace.");

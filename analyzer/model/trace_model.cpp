@@ -1,6 +1,7 @@
 #include "trace_model.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
 
 namespace gpuscope::analyzer {
@@ -20,7 +21,8 @@ constexpr uint32_t field(fb::GpuSampleField f) { return static_cast<uint32_t>(f)
 
 class ModelBuilder {
  public:
-  explicit ModelBuilder(const reader::TraceSummary& strings_source) : names_(strings_source) {}
+  ModelBuilder(const reader::TraceSummary& strings_source, const TimeWindow& window)
+      : names_(strings_source), window_(window) {}
 
   void add(const reader::ChunkView& v);
   TraceModel finish(reader::TraceSummary summary);
@@ -33,7 +35,11 @@ class ModelBuilder {
   void add_cpu(const fb::CpuSample& s);
   void add_gpu(const fb::GpuSample& s);
 
+  bool in_window(uint64_t start_ns);
+
   const reader::TraceSummary& names_;  // strings arrive before the records that use them
+  TimeWindow window_;
+  uint64_t origin_ns_ = 0;  // process start, once the metadata is read
   TraceModel m_;
   std::unordered_map<uint32_t, CallKind> kinds_;
   std::unordered_map<uint32_t, TimeCount> by_function_id_;
@@ -46,8 +52,15 @@ class ModelBuilder {
   std::unordered_map<uint64_t, LastKernel> last_kernel_;  // by stream
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> chain_ids_;
   void add_kernel(const fb::Kernel& k);
-  uint64_t last_process_cpu_ = 0;
+  uint64_t last_process_cpu_ = 0, first_process_cpu_ = UINT64_MAX;
 };
+
+bool ModelBuilder::in_window(uint64_t start_ns) {
+  if (window_.start_s <= 0 && window_.end_s < 0) return true;
+  if (origin_ns_ == 0 && names_.process) origin_ns_ = names_.process->start_monotonic_ns;
+  const double t = (static_cast<double>(start_ns) - static_cast<double>(origin_ns_)) / 1e9;
+  return t >= window_.start_s && (window_.end_s < 0 || t < window_.end_s);
+}
 
 CallKind ModelBuilder::kind_of(uint32_t function_id) {
   auto it = kinds_.find(function_id);
@@ -118,6 +131,7 @@ void ModelBuilder::add_alloc(const fb::Alloc& a) {
 void ModelBuilder::add_cpu(const fb::CpuSample& s) {
   if (s.tid() == 0) {
     last_process_cpu_ = std::max(last_process_cpu_, s.cpu_ns());
+    first_process_cpu_ = std::min(first_process_cpu_, s.cpu_ns());
     return;
   }
   ThreadActivity& t = m_.threads[s.tid()];
@@ -175,28 +189,37 @@ void ModelBuilder::add_kernel(const fb::Kernel& k) {
 }
 
 void ModelBuilder::add(const reader::ChunkView& v) {
-  for (const auto& c : v.api_calls) add_call(c);
-  for (const auto& c : v.copies) add_copy(c);
+  const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
+  for (const auto& c : v.api_calls)
+    if (keep(c)) add_call(c);
+  for (const auto& c : v.copies)
+    if (keep(c)) add_copy(c);
   for (const auto& k : v.kernels) {
+    if (!keep(k)) continue;
     if (k.source() == fb::Source::Device) {
       ++m_.device_records;
       continue;
     }
     add_kernel(k);
   }
-  for (const auto& s : v.memsets) s.source() == fb::Source::Device ? ++m_.device_records : ++m_.memsets;
+  for (const auto& s : v.memsets)
+    if (keep(s)) s.source() == fb::Source::Device ? ++m_.device_records : ++m_.memsets;
   for (const auto& s : v.syncs) {
+    if (!keep(s)) continue;
     const auto kind = static_cast<size_t>(s.kind());
     m_.syncs_by_kind[kind < m_.syncs_by_kind.size() ? kind : 0].add(s.duration_ns());
   }
   for (const auto& a : v.allocs) {
+    if (!keep(a)) continue;
     add_alloc(a);
     if (m_.device_memory.live_at_quarter < 0 && m_.device_memory.allocations * 4 >= m_.allocs.count &&
         m_.allocs.count >= 8)
       m_.device_memory.live_at_quarter = m_.device_memory.live_bytes;
   }
-  for (const auto& s : v.cpu_samples) add_cpu(s);
-  for (const auto& s : v.gpu_samples) add_gpu(s);
+  for (const auto& s : v.cpu_samples)
+    if (keep(s)) add_cpu(s);
+  for (const auto& s : v.gpu_samples)
+    if (keep(s)) add_gpu(s);
 }
 
 TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
@@ -209,9 +232,14 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   }
   for (const auto& [id, n] : kernels_by_name_id_) m_.kernels_by_name[s.name_of(id)] += n;
   for (const auto& [ids, n] : chain_ids_) m_.chain_pairs[s.name_of(ids.first) + " -> " + s.name_of(ids.second)] += n;
-  m_.process_cpu_ns = last_process_cpu_;
   m_.begin_ns = s.process && s.process->start_monotonic_ns != 0 ? s.process->start_monotonic_ns : s.first_ns;
   m_.end_ns = std::max(s.last_ns, s.end ? s.end->end_monotonic_ns : 0);
+  const uint64_t origin = m_.begin_ns;
+  if (window_.start_s > 0) m_.begin_ns = std::min(m_.end_ns, origin + static_cast<uint64_t>(window_.start_s * 1e9));
+  if (window_.end_s >= 0) m_.end_ns = std::min(m_.end_ns, origin + static_cast<uint64_t>(window_.end_s * 1e9));
+  // Cumulative process CPU time: in a window, the growth within it.
+  m_.process_cpu_ns = last_process_cpu_ >= first_process_cpu_ ? last_process_cpu_ - first_process_cpu_ : 0;
+  if (window_.start_s <= 0) m_.process_cpu_ns = last_process_cpu_;
   return std::move(m_);
 }
 
@@ -244,9 +272,26 @@ CallKind classify_function(const std::string& name) {
   return CallKind::Other;
 }
 
-TraceModel build_model(reader::TraceReader& reader) {
+bool parse_window(const std::string& text, TimeWindow* out) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos) return false;
+  const auto number = [](const std::string& s, double* v) {
+    if (s.empty()) return true;
+    char* end = nullptr;
+    *v = std::strtod(s.c_str(), &end);
+    return end == s.c_str() + s.size() && *v >= 0;
+  };
+  TimeWindow w;
+  if (!number(text.substr(0, colon), &w.start_s) || !number(text.substr(colon + 1), &w.end_s)) return false;
+  if (colon + 1 == text.size()) w.end_s = -1;
+  if (w.end_s >= 0 && w.end_s <= w.start_s) return false;
+  *out = w;
+  return true;
+}
+
+TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window) {
   reader::SummaryBuilder summary(reader.info());
-  ModelBuilder model(summary.current());
+  ModelBuilder model(summary.current(), window);
   reader.read([&](const reader::ChunkView& v) {
     summary.add(v);
     model.add(v);

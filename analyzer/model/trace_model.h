@@ -112,7 +112,16 @@ struct TraceModel {
   std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
 };
 
-// Reads an opened trace once and builds the model.
-TraceModel build_model(reader::TraceReader& reader);
+// --window START:END, seconds from the process's start; either end open.
+struct TimeWindow {
+  double start_s = 0;
+  double end_s = -1;  // < 0: to the end
+};
+// Parses "2.5:10", "2.5:" or ":10"; false on anything else.
+bool parse_window(const std::string& text, TimeWindow* out);
+
+// Reads an opened trace once and builds the model (of the window only:
+// records that start outside it are left out and wall time is the window's).
+TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window = {});
 
 }  // namespace gpuscope::analyzer

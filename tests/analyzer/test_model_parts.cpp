@@ -1,0 +1,59 @@
+// The model's pure helpers: call classification and --window parsing.
+#include <gtest/gtest.h>
+
+#include "metrics.h"
+#include "trace_model.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+TEST(ClassifyFunction, RuntimeAndDriverNamesShareKinds) {
+  EXPECT_EQ(classify_function("cudaMemcpyAsync"), CallKind::Copy);
+  EXPECT_EQ(classify_function("cuMemcpyHtoD_v2"), CallKind::Copy);
+  EXPECT_EQ(classify_function("cudaMemset2D"), CallKind::Memset);
+  EXPECT_EQ(classify_function("cudaMallocHost"), CallKind::Alloc);
+  EXPECT_EQ(classify_function("cuMemAllocAsync"), CallKind::Alloc);
+  EXPECT_EQ(classify_function("cudaFreeAsync"), CallKind::Free);
+  EXPECT_EQ(classify_function("cuMemFree_v2"), CallKind::Free);
+  EXPECT_EQ(classify_function("cudaEventSynchronize"), CallKind::Sync);
+  EXPECT_EQ(classify_function("cuCtxSynchronize_v2"), CallKind::Sync);
+  EXPECT_EQ(classify_function("cudaStreamQuery"), CallKind::Sync);
+  EXPECT_EQ(classify_function("__cudaLaunchKernel"), CallKind::Launch);
+  EXPECT_EQ(classify_function("cuLaunchKernelEx"), CallKind::Launch);
+  EXPECT_EQ(classify_function("cudaGraphLaunch"), CallKind::Launch);
+  EXPECT_EQ(classify_function("cudaGetDeviceCount"), CallKind::Init);
+  EXPECT_EQ(classify_function("cudaGetDevice"), CallKind::Other);
+}
+
+TEST(ParseWindow, AcceptsBoundedAndOpenWindows) {
+  TimeWindow w;
+  ASSERT_TRUE(parse_window("2.5:10", &w));
+  EXPECT_DOUBLE_EQ(w.start_s, 2.5);
+  EXPECT_DOUBLE_EQ(w.end_s, 10);
+  ASSERT_TRUE(parse_window("3:", &w));
+  EXPECT_DOUBLE_EQ(w.start_s, 3);
+  EXPECT_LT(w.end_s, 0);
+  ASSERT_TRUE(parse_window(":1", &w));
+  EXPECT_DOUBLE_EQ(w.start_s, 0);
+  EXPECT_DOUBLE_EQ(w.end_s, 1);
+}
+
+TEST(ParseWindow, RejectsNonsense) {
+  TimeWindow w;
+  for (const char* bad : {"", "5", "5:1", "1:1", "a:b", "1:2:3", "-1:2", "1x:2"})
+    EXPECT_FALSE(parse_window(bad, &w)) << bad;
+}
+
+TEST(CudaErrors, NamesAndNoGpuCodes) {
+  EXPECT_EQ(cuda_error_name(35, false), "cudaErrorInsufficientDriver");
+  EXPECT_EQ(cuda_error_name(100, true), "CUDA_ERROR_NO_DEVICE");
+  EXPECT_EQ(cuda_error_name(12345, false), "");
+  EXPECT_TRUE(is_no_gpu_error(35));
+  EXPECT_TRUE(is_no_gpu_error(100));
+  EXPECT_TRUE(is_no_gpu_error(34));
+  EXPECT_FALSE(is_no_gpu_error(2));
+  EXPECT_FALSE(is_no_gpu_error(0));
+}
+
+}  // namespace
+}  // namespace gpuscope::analyzer

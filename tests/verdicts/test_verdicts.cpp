@@ -1,0 +1,185 @@
+// `gpuscope analyze` end to end: every sample traced on simgpu gets its
+// class as the verdict and its --fixed variant does not; silent CPU fallback
+// is found on simgpu's no-device node, with the real CUDA runtime and no
+// driver, and with hidden devices; the pcie_bound report says what a user
+// needs; bad input gets one line and exit status 2. These tests run alone
+// (RUN_SERIAL): the verdicts are about where time goes, and a second test
+// process competing for the two CI cores would change that.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "../e2e/e2e_support.h"
+
+namespace gpuscope::test {
+namespace {
+
+using nlohmann::json;
+
+bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }
+std::string simgpu_path() { return "LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR); }
+std::string node(const std::string& name) {
+  return "SIMGPU_NODE=" + std::string(GPUSCOPE_SOURCE_DIR) + "/samples/simgpu/nodes/" + name + ".json";
+}
+
+class Verdicts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simgpu_built()) GTEST_SKIP() << "simgpu is not built";
+  }
+
+  // Traces the sample under `gpuscope run` and returns the trace's path.
+  std::string trace(const std::vector<std::string>& sample_and_args, std::vector<std::string> env = {}) {
+    const std::string path = dir_.file(sample_and_args.front() + std::to_string(++n_) + ".gpuscope");
+    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", path, "--", bin(sample_and_args.front())};
+    argv.insert(argv.end(), sample_and_args.begin() + 1, sample_and_args.end());
+    if (env.empty()) env.push_back(simgpu_path());
+    last_run_ = run(argv, environment_with(env, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+    EXPECT_TRUE(std::filesystem::exists(path)) << last_run_.err;
+    return path;
+  }
+
+  json analyze_json(const std::string& path) {
+    const auto r = run({gpuscope_exe(), "analyze", "--json", path});
+    EXPECT_EQ(r.exit_code(), 0) << r.err;
+    return json::parse(r.out, nullptr, false);
+  }
+
+  std::string verdict_of(const std::vector<std::string>& sample, std::vector<std::string> env = {}) {
+    const json j = analyze_json(trace(sample, std::move(env)));
+    return j.is_discarded() ? "<unparsable>" : j["verdict"]["class"].get<std::string>();
+  }
+
+  TempDir dir_;
+  int n_ = 0;
+  ProcessResult last_run_;
+};
+
+TEST_F(Verdicts, PcieBoundAndItsFix) {
+  EXPECT_EQ(verdict_of({"pcie_bound"}), "pcie_bound");
+  EXPECT_NE(verdict_of({"pcie_bound", "--fixed"}), "pcie_bound");
+}
+
+TEST_F(Verdicts, SyncBoundAndItsFix) {
+  EXPECT_EQ(verdict_of({"sync_bound"}), "sync_bound");
+  EXPECT_NE(verdict_of({"sync_bound", "--fixed"}), "sync_bound");
+}
+
+TEST_F(Verdicts, AllocatorChurnIsMemoryBoundAndItsFixIsNot) {
+  EXPECT_EQ(verdict_of({"alloc_churn"}), "memory_bound");
+  EXPECT_NE(verdict_of({"alloc_churn", "--fixed"}), "memory_bound");
+}
+
+TEST_F(Verdicts, DramBoundKernelChainsAreMemoryBoundAndTheFusedKernelIsNot) {
+  EXPECT_EQ(verdict_of({"memory_bound"}), "memory_bound");
+  EXPECT_NE(verdict_of({"memory_bound", "--fixed"}), "memory_bound");
+}
+
+TEST_F(Verdicts, CpuBoundAndItsFix) {
+  EXPECT_EQ(verdict_of({"cpu_bound"}), "cpu_bound");
+  EXPECT_NE(verdict_of({"cpu_bound", "--fixed"}), "cpu_bound");
+}
+
+TEST_F(Verdicts, ComputeBoundIsHealthy) {
+  EXPECT_EQ(verdict_of({"compute_bound"}), "healthy");
+  EXPECT_EQ(verdict_of({"compute_bound", "--fixed"}), "healthy");
+}
+
+TEST_F(Verdicts, FallbackOnANodeWithoutDevices) {
+  const json j = analyze_json(trace({"cpu_fallback"}, {simgpu_path(), node("no-device")}));
+  EXPECT_EQ(j["verdict"]["class"], "cpu_fallback");
+  EXPECT_EQ(j["verdict"]["confidence"], "high");
+  EXPECT_NE(j["findings"][0]["evidence"][0].get<std::string>().find("cudaErrorNoDevice (100)"), std::string::npos)
+      << j["findings"][0].dump(2);
+  EXPECT_NE(verdict_of({"cpu_fallback"}), "cpu_fallback");  // the default node has a device: no fallback
+}
+
+TEST_F(Verdicts, FallbackWithHiddenDevices) {
+  const json j = analyze_json(trace({"cpu_fallback"}, {simgpu_path(), "CUDA_VISIBLE_DEVICES="}));
+  EXPECT_EQ(j["verdict"]["class"], "cpu_fallback");
+  EXPECT_NE(j["findings"][0].dump().find("CUDA_VISIBLE_DEVICES='' hides every GPU"), std::string::npos);
+}
+
+TEST_F(Verdicts, FallbackWithTheRealRuntimeAndNoDriver) {
+  // The toolkit's own libcudart.so.13; no driver on this machine (35).
+  if (run({bin("gpu_probe")}, environment_with({}, {"LD_LIBRARY_PATH"})).exit_code() == 0)
+    GTEST_SKIP() << "a usable GPU is present";
+  const std::string path = trace({"cpu_fallback"}, {"LD_LIBRARY_PATH=/usr/local/cuda/lib64"});
+  const json j = analyze_json(path);
+  EXPECT_EQ(j["verdict"]["class"], "cpu_fallback");
+  EXPECT_NE(j["findings"][0].dump().find("cudaErrorInsufficientDriver (35)"), std::string::npos)
+      << j["findings"][0].dump(2);
+}
+
+TEST_F(Verdicts, ThePcieReportShowsBytesPageableBandwidthCallSiteAndFix) {
+  const std::string path = trace({"pcie_bound"});
+  const auto r = run({gpuscope_exe(), "analyze", path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const std::string& t = r.out;
+  EXPECT_NE(t.find("VERDICT: PCIe-bound"), std::string::npos) << t;
+  EXPECT_NE(t.find("16000 host-to-device copies (4000.0 MiB), 16001 device-to-host"), std::string::npos) << t;
+  EXPECT_NE(t.find("100% of the bytes were copied from/to pageable memory"), std::string::npos) << t;
+  EXPECT_NE(t.find("against the Gen5 x16 link's 63.0 GB/s"), std::string::npos) << t;
+  EXPECT_NE(t.find("pcie_bound.cu:90"), std::string::npos) << t;  // the copy in serve_unfixed
+  EXPECT_NE(t.find("fix: copy from pinned buffers"), std::string::npos) << t;
+  // Sections in the documented order.
+  size_t at = 0;
+  for (const char* section : {"VERDICT:", "TIME BREAKDOWN", "CHECKS", "FINDINGS", "COVERAGE"}) {
+    const size_t next = t.find(section, at);
+    ASSERT_NE(next, std::string::npos) << section;
+    at = next;
+  }
+  EXPECT_NE(t.find("device activity: host-side only"), std::string::npos);
+}
+
+TEST_F(Verdicts, JsonCarriesTheDocumentedFields) {
+  const json j = analyze_json(trace({"sync_bound", "--iters", "20000"}));
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["schema_version"], 1);
+  for (const char* key : {"trace", "program", "pid", "verdict", "breakdown", "metrics", "checks", "findings", "coverage"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"class", "label", "share", "confidence", "confidence_reason"})
+    EXPECT_TRUE(j["verdict"].contains(key)) << key;
+  ASSERT_EQ(j["checks"].size(), 5u);
+  for (const auto& f : j["findings"])
+    for (const char* key : {"id", "class", "severity", "share", "title", "evidence", "call_sites", "fix"})
+      EXPECT_TRUE(f.contains(key)) << key;
+  EXPECT_EQ(j["metrics"]["launches"], 20000);
+  EXPECT_EQ(j["metrics"]["syncs"], 20001);
+}
+
+TEST_F(Verdicts, RunEndsWithTheVerdictLine) {
+  const auto r = run({gpuscope_exe(), "run", "-o", dir_.file("v.gpuscope"), "--", bin("sync_bound"), "--iters", "5000"},
+                     environment_with({simgpu_path()}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT"}));
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_NE(r.err.find("gpuscope: verdict: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("details: gpuscope analyze " + dir_.file("v.gpuscope")), std::string::npos) << r.err;
+}
+
+TEST_F(Verdicts, BadInputGetsOneLineAndStatusTwo) {
+  std::ofstream(dir_.file("not-a-trace.gpuscope")) << "hello, I am not a trace\n";
+  auto r = run({gpuscope_exe(), "analyze", dir_.file("not-a-trace.gpuscope")});
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_EQ(count_lines_with(r.err, "gpuscope:"), 1) << r.err;
+  EXPECT_NE(r.err.find("not-a-trace.gpuscope"), std::string::npos) << r.err;
+  r = run({gpuscope_exe(), "analyze", "--window", "3:1", dir_.file("not-a-trace.gpuscope")});
+  EXPECT_EQ(r.exit_code(), 2);
+}
+
+TEST_F(Verdicts, ATruncatedTraceIsAnalyzedAsFarAsItGoes) {
+  const std::string path = trace({"sync_bound", "--iters", "20000"});
+  const auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size * 2 / 3);
+  const auto r = run({gpuscope_exe(), "analyze", path});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("VERDICT:"), std::string::npos);
+  EXPECT_NE(r.out.find("truncated or without an end record"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace gpuscope::test
