@@ -2,7 +2,7 @@
 # Real-GPU validation, run from an unpacked bundle (scripts/bundle.sh) on a
 # GPU node where nothing can be installed. Runs every sample and its --fixed
 # variant with and without gpuscope and prints one markdown table: verdict
-# (when the analyzer is built in), the counts gpuscope's hooks recorded,
+# and whether it is the expected one, the counts gpuscope's hooks recorded,
 # exit statuses and wall times. Then: a statically linked runtime, the driver
 # API, a dlopen()ed runtime, PyTorch if present, and the hooked-call and
 # launch-bound overhead. Raw logs and traces go to OUTDIR.
@@ -67,38 +67,44 @@ counts() {
   done | paste -sd' ' | tr -d '\n'
   echo " ${drop:-0}"
 }
+# verdict TRACE: the analyzer's verdict line; the whole report goes beside the trace.
 verdict() {
-  if "$gs" analyze --help >/dev/null 2>&1; then
-    "$gs" analyze "$1" 2>/dev/null | sed -n 's/^verdict: *//p' | head -1
-  else
-    echo "(no analyzer yet)"
-  fi
+  "$gs" analyze "$1" >"${1%.gpuscope}.analysis.txt" 2>&1
+  sed -n 's/^VERDICT: //p' "${1%.gpuscope}.analysis.txt" | head -1
+}
+# matches VERDICT WANT: "yes" when the verdict is (or, for "not X", is not) the class.
+matches() {
+  case $2 in
+    "not "*) [[ $1 != "${2#not }"* ]] ;;
+    *) [[ $1 == "$2"* ]] ;;
+  esac && echo yes || echo NO
 }
 
 declare -A expected=(
   [pcie_bound]="PCIe-bound" [sync_bound]="sync-bound" [alloc_churn]="memory-bound"
-  [memory_bound]="memory-bound" [cpu_bound]="CPU-bound" [compute_bound]="healthy"
+  [memory_bound]="memory-bound" [cpu_bound]="CPU-bound" [compute_bound]="healthy: GPU-bound"
   [cpu_fallback]="silent CPU fallback")
 
 echo
-echo "| sample | verdict | expected | copies | kernels | syncs | allocs | dropped | exit plain/traced | wall plain | wall traced |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| sample | verdict | expected | ok | copies | kernels | syncs | allocs | dropped | exit plain/traced | wall plain | wall traced |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback; do
   for variant in "" --fixed; do
     label=$s${variant:+ $variant}
     file=$s${variant:+-fixed}
     envs=()
-    # On a GPU node the fallback sample would just use the GPU: hide it, as
-    # a wrong CUDA_VISIBLE_DEVICES does in production.
-    [ $s = cpu_fallback ] && [ $simgpu = 0 ] && envs=(CUDA_VISIBLE_DEVICES=)
+    # The fallback sample would just use the GPU: hide it, as a wrong
+    # CUDA_VISIBLE_DEVICES does in production.
+    [ $s = cpu_fallback ] && envs=(CUDA_VISIBLE_DEVICES=)
     read -r rc_p wall_p < <(run_timed "$out/$file.plain.log" env "${envs[@]}" "$bin/$s" $variant)
     read -r rc_t wall_t < <(run_timed "$out/$file.traced.log" env "${envs[@]}" \
       "$gs" run -o "$out/$file.gpuscope" -- "$bin/$s" $variant)
     want=${expected[$s]}
     [ -n "$variant" ] && want="not $want"
-    [ $s = compute_bound ] && want=healthy
+    [ $s = compute_bound ] && want="healthy: GPU-bound"
     read -r c k y a d < <(counts "$out/$file.gpuscope")
-    echo "| $label | $(verdict "$out/$file.gpuscope") | $want | $c | $k | $y | $a | $d | $rc_p/$rc_t | $wall_p s | $wall_t s |"
+    v=$(verdict "$out/$file.gpuscope")
+    echo "| $label | $v | $want | $(matches "$v" "$want") | $c | $k | $y | $a | $d | $rc_p/$rc_t | $wall_p s | $wall_t s |"
   done
 done
 
