@@ -2,7 +2,8 @@
 # Builds the relocatable bundle for GPU nodes that cannot install anything:
 #   dist/gpuscope-<version>-linux-x86_64.tar.gz
 # Layout once unpacked (any directory; nothing refers to the build tree):
-#   bin/gpuscope            the CLI (only glibc needed; see analyzer/CMakeLists.txt)
+#   bin/gpuscope            the CLI (its C++ runtime compiled in; see analyzer/CMakeLists.txt)
+#   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
@@ -30,6 +31,15 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/samples/bin" "$stage/samples/simgpu/l
 ship() { objcopy --strip-debug "$1" "$2"; }
 ship "$build/bin/gpuscope" "$stage/bin/gpuscope"
 ship "$build/lib/libgpuscope.so" "$stage/lib/libgpuscope.so"
+# The shared libraries bin/gpuscope needs beyond glibc (elfutils libdw for
+# symbolization and what it pulls in): shipped in lib/, found through the
+# executable's RPATH $ORIGIN/../lib, which also serves indirect dependencies.
+ldd "$build/bin/gpuscope" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+  case $(basename "$lib") in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+    *) cp -L "$lib" "$stage/lib/" ;;
+  esac
+done
 
 programs=(pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback
           driver_api gpu_probe minimal_cuda minimal_cuda_static dlopen_cudart hooked_call_loop)

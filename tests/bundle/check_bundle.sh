@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Unpacks a bundle (scripts/bundle.sh) into an empty directory and uses it
 # there with a clean environment, as on a GPU node where nothing can be
-# installed: bin/gpuscope must need nothing but glibc, find its capture
+# installed: bin/gpuscope must need nothing but glibc and what the bundle ships, find its capture
 # library by itself, and trace a sample (on the GPU if usable, else simgpu).
 # Usage: tests/bundle/check_bundle.sh dist/gpuscope-*-linux-x86_64.tar.gz
 set -euo pipefail
@@ -12,8 +12,12 @@ tar -C "$dir" -xzf "$tarball"
 root=$(echo "$dir"/gpuscope-*)
 fail() { echo "check_bundle: FAIL: $*" >&2; exit 1; }
 
-needed=$(readelf -d "$root/bin/gpuscope" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | sort | paste -sd' ')
-[ "$needed" = "ld-linux-x86-64.so.2 libc.so.6" ] || fail "bin/gpuscope needs more than glibc: $needed"
+# Every library bin/gpuscope loads is glibc's or the bundle's own.
+while read -r name arrow path _; do
+  [ "$arrow" = "=>" ] || continue
+  case $name in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) continue ;; esac
+  [ "$(realpath "$(dirname "$path")")" = "$(realpath "$root/lib")" ] || fail "bin/gpuscope takes $name from $path, not from the bundle"
+done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope")
 max_glibc=$(objdump -T "$root/bin/gpuscope" "$root/lib/libgpuscope.so" | grep -oE 'GLIBC_2\.[0-9]+' | sort -uV | tail -1)
 [ "$(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -1)" = GLIBC_2.36 ] || fail "needs $max_glibc (> 2.36)"
 
@@ -24,4 +28,6 @@ env -i PATH=/usr/bin:/bin HOME="$dir" "$root/samples/gpu-or-simgpu" "$root/sampl
 info=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" info "$dir/pcie.gpuscope")
 grep -q '^events: .* 4002 copies, .* 8000 kernels' <<<"$info" || { echo "$info"; fail "unexpected counts"; }
 grep -q '^dropped: *none' <<<"$info" || { echo "$info"; fail "events were dropped"; }
+analysis=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$dir/pcie.gpuscope")
+grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope analyze gave no verdict"; }
 echo "check_bundle: $(basename "$tarball") runs from an empty directory with a clean environment"
