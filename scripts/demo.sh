@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build gpuscope and profile a bundled CUDA workload with it —
 # on the real GPU when one is usable here, otherwise on simgpu (the project's
-# simulated GPU), and say which. Then show what gpuscope reports.
+# simulated GPU), and say which. Then show what the trace holds and the
+# analyzer's verdict, evidence, call sites and fix.
 # Usage: scripts/demo.sh [SAMPLE [ARGS...]]   (default: pcie_bound)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,8 @@ for trace in "$out"/*.gpuscope; do
   [ -e "$trace" ] || { echo "demo: no trace was written" >&2; exit 1; }
   echo
   build/bin/gpuscope info "$trace"
+  echo
+  build/bin/gpuscope analyze "$trace"
 done
 echo
 echo "demo: traces are in $out"

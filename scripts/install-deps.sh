@@ -15,7 +15,7 @@ packages=(
   libcli11-dev                      # command line
   nlohmann-json3-dev                # simgpu node descriptions, JSON reports
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
-  python3                           # small test helpers
+  python3 python3-jsonschema        # small test helpers; the --json schema check
 )
 
 missing=()

@@ -152,6 +152,14 @@ TEST_F(Verdicts, JsonCarriesTheDocumentedFields) {
   EXPECT_EQ(j["metrics"]["syncs"], 20001);
 }
 
+TEST_F(Verdicts, JsonValidatesAgainstThePublishedSchema) {
+  const std::string source = GPUSCOPE_SOURCE_DIR;
+  const auto r = run({"python3", source + "/tests/verdicts/check_json_schema.py", source + "/docs/analysis.schema.json",
+                      gpuscope_exe(), trace({"pcie_bound", "--requests", "2000"}),
+                      trace({"cpu_fallback", "--rounds", "2"}, {simgpu_path(), node("no-device")})});
+  EXPECT_EQ(r.exit_code(), 0) << r.out << r.err;
+}
+
 TEST_F(Verdicts, RunEndsWithTheVerdictLine) {
   const auto r = run({gpuscope_exe(), "run", "-o", dir_.file("v.gpuscope"), "--", bin("sync_bound"), "--iters", "5000"},
                      environment_with({simgpu_path()}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT"}));
