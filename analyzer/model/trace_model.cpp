@@ -115,6 +115,10 @@ void ModelBuilder::add_alloc(const fb::Alloc& a) {
     m_.allocs.add(a.duration_ns());
     m_.alloc_bytes += a.bytes();
     if (!is_device_memory(a.memory_kind()) || a.address() == 0) return;
+    if (live_.size() >= kMaxTrackedAllocations && !live_.count(a.address())) {
+      ++mem.untracked;
+      return;
+    }
     live_[a.address()] = a.bytes();
     mem.live_bytes += static_cast<int64_t>(a.bytes());
     mem.peak_bytes = std::max(mem.peak_bytes, mem.live_bytes);

@@ -78,7 +78,11 @@ struct MemoryCurve {
   int64_t live_bytes = 0, peak_bytes = 0;
   int64_t live_at_quarter = -1;  // after a quarter of the allocations (growth baseline)
   uint64_t allocations = 0;
+  uint64_t untracked = 0;  // allocations past kMaxTrackedAllocations: their frees cannot be matched
 };
+// Live allocations the model follows at most (bounds memory on hostile or
+// leaking traces; a real GPU holds far fewer live allocations).
+inline constexpr size_t kMaxTrackedAllocations = 1 << 20;
 
 struct TraceModel {
   reader::TraceSummary summary;

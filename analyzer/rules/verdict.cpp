@@ -122,6 +122,9 @@ std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
   out.push_back(x.dropped == 0 ? "dropped events: none"
                                : fmt::format("dropped events: {} ({:.2f}% of those recorded): figures undercount",
                                              x.dropped, 100.0 * x.dropped / std::max<uint64_t>(1, events)));
+  if (m.device_memory.untracked)
+    out.push_back(fmt::format("live memory: {} allocations beyond the {} followed are not in the curve",
+                              m.device_memory.untracked, kMaxTrackedAllocations));
   if (x.truncated) out.push_back("trace: truncated or without an end record: the end of the run is missing");
   if (x.corrupt_frames) out.push_back(fmt::format("trace: {} corrupt frame(s) skipped", x.corrupt_frames));
   if (!x.truncated && !x.corrupt_frames) out.push_back("trace: complete");

@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "gpu/gpu_source_options.h"
+#include "clock.h"
+#include "recorder.h"
 #include "session.h"
 #include "../support/temp_dir.h"
 #include "../support/trace_contents.h"
@@ -65,8 +67,10 @@ class GpuSourceTest : public ::testing::Test {
 
   static std::string shared_id() { return "gpuscope-preload-test-" + std::to_string(getpid()); }
 
-  // Runs a session with only the GPU source for `ms` and reads it back.
-  test::TraceContents capture(const GpuSourceOptions& options, int ms) {
+  // Runs a session with only the GPU source for `ms` and reads it back;
+  // with `busy`, this thread records a CPU sample every 2 ms meanwhile, as
+  // a program's hooks would record calls.
+  test::TraceContents capture(const GpuSourceOptions& options, int ms, bool busy = false) {
     auto source = make_gpu_source(options);
     capture::SessionOptions so;
     so.cpu_sample_interval_ms = 0;
@@ -76,7 +80,11 @@ class GpuSourceTest : public ::testing::Test {
     std::string error;
     EXPECT_TRUE(capture::start_session(so, path, capture::collect_process_metadata(), &error, {source.get()}))
         << error;
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+      if (busy) capture::record(fb::CpuSample(capture::monotonic_ns(), 1, 0, 1, 0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(busy ? 2 : ms));
+    }
     capture::stop_session(fb::EndKind::Exit, 0);
     return test::read_trace_file(path);
   }
@@ -155,10 +163,11 @@ TEST_F(GpuSourceTest, SamplesEveryMetricAtTheConfiguredRate) {
 TEST_F(GpuSourceTest, SlowNvmlNeverHoldsUpTheWriter) {
   std::ofstream(dir_.file("slow-nvml.json")) << R"json({"name": "slow NVML (simulated)", "nvml": {"pcie_query_ms": 150}})json";
   setenv("SIMGPU_NODE", dir_.file("slow-nvml.json").c_str(), 1);
-  const auto t = capture(simgpu_options(), 400);
+  const auto t = capture(simgpu_options(), 400, /*busy=*/true);
   unsetenv("SIMGPU_NODE");
-  // Metadata, ~20 timed flushes and the end; a writer stuck in the first
-  // sampling round (>= 300 ms) would have written 3 or 4.
+  // Metadata, a frame per 20 ms flush of the records made meanwhile, and
+  // the end; a writer stuck in the first sampling round (>= 300 ms) would
+  // have written 3 or 4.
   EXPECT_GE(t.summary.stats.frames_read, 8u);
   ASSERT_TRUE(t.summary.probe.has_value());  // the end waited for the probe
   EXPECT_EQ(t.summary.probe->nvml_status, "ok");
