@@ -4,6 +4,7 @@
 
 #include "byte_shuffle.h"
 #include "record_coding.h"
+#include "ring.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -103,37 +104,70 @@ template <class Tuple> uint64_t earliest_start(const Tuple& records) {
   return base == UINT64_MAX ? 0 : base;
 }
 
-// Delta-codes and byte-shuffles a record vector into the chunk; the
-// FlatBuffer vector keeps its struct type, its bytes are in shuffled order.
+// Delta-codes a record vector and byte-shuffles it straight into the
+// chunk; the FlatBuffer vector keeps its struct type, its bytes are in
+// shuffled order.
 template <class T>
-Offset<flatbuffers::Vector<const T*>> encoded_vector(FlatBufferBuilder& fbb, std::vector<T>& v,
-                                                     uint64_t base, ScratchBuffer& scratch) {
+Offset<flatbuffers::Vector<const T*>> encoded_vector(ChunkFlatBufferBuilder& fbb, RecordVector<T>& v,
+                                                     uint64_t base) {
   if (v.empty()) return 0;
-  container::delta_encode(std::span<T>(v), base);
-  uint8_t* shuffled = scratch.reserve(v.size() * sizeof(T));
-  container::shuffle_records(reinterpret_cast<const uint8_t*>(v.data()), v.size(), sizeof(T), shuffled);
-  return fbb.CreateVectorOfStructs(reinterpret_cast<const T*>(shuffled), v.size());
+  container::delta_encode(std::span<T>(v.data(), v.size()), base);
+  return fbb.create_struct_vector_in_place<T>(v.size(), [&](uint8_t* out) {
+    container::shuffle_records(reinterpret_cast<const uint8_t*>(v.data()), v.size(), sizeof(T), out);
+  });
+}
+
+RingRecordHeader header_at(const std::byte* p) noexcept {
+  RingRecordHeader h;
+  std::memcpy(&h, p, sizeof h);
+  return h;
+}
+
+template <class T> void convert_ticks(T& r, const TickConverter& ticks) noexcept {
+  r.mutate_start_ns(ticks.to_ns(r.start_ns()));
+  if constexpr (requires { r.duration_ns(); }) r.mutate_duration_ns(ticks.span_ns(r.duration_ns()));
 }
 
 }  // namespace
 
-bool ChunkBuilder::add_record(RecordType type, const std::byte* payload, uint32_t size,
-                              const TickConverter* ticks) {
-  bool ok = false;
-  visit_record_type(type, [&]<class T>(std::type_identity<T>) {
-    if (size != sizeof(T)) return;
-    // Copied once, straight into its vector, and converted in place: this
-    // loop runs for every record the program produces.
-    T& record = std::get<std::vector<T>>(records_).emplace_back();
-    std::memcpy(&record, payload, sizeof record);
-    if (ticks != nullptr) {
-      record.mutate_start_ns(ticks->to_ns(record.start_ns()));
-      if constexpr (requires { record.duration_ns(); })
-        record.mutate_duration_ns(ticks->span_ns(record.duration_ns()));
-    }
-    ok = true;
-  });
-  return ok;
+// Copies the run of T records starting at p (the drain's per-record loop:
+// one header check, one copy, two conversions) and returns where it ended.
+template <class T>
+const std::byte* ChunkBuilder::append_run(const std::byte* p, const std::byte* end, const TickConverter& ticks,
+                                          size_t max_records, size_t* added) {
+  constexpr size_t kStride = sizeof(RingRecordHeader) + sizeof(T);
+  const size_t room = std::min(max_records, static_cast<size_t>(end - p) / kStride);
+  RecordVector<T>& v = std::get<RecordVector<T>>(records_);
+  T* out = v.prepare(room);
+  size_t n = 0;
+  for (; n < room; ++n, p += kStride) {
+    const RingRecordHeader h = header_at(p);
+    if (h.type != RecordTag<T>::value || h.payload_size != sizeof(T)) break;
+    std::memcpy(out + n, p + sizeof h, sizeof(T));
+    if ((h.flags & kRecordInTicks) != 0) convert_ticks(out[n], ticks);
+  }
+  v.commit(n);
+  *added = n;
+  return p;
+}
+
+ChunkBuilder::RingTake ChunkBuilder::add_ring_records(std::span<const std::byte> bytes, const TickConverter& ticks,
+                                                      size_t max_records) {
+  const std::byte* p = bytes.data();
+  const std::byte* const end = p + bytes.size();
+  RingTake take;
+  while (p < end && take.records < max_records) {
+    const RingRecordHeader h = header_at(p);
+    size_t added = 0;
+    visit_record_type(h.type, [&]<class T>(std::type_identity<T>) {
+      p = append_run<T>(p, end, ticks, max_records - take.records, &added);
+    });
+    // Nothing taken: Padding, an unknown tag or a size mismatch, skipped.
+    if (added == 0) p += sizeof h + h.payload_size;
+    take.records += added;
+  }
+  take.bytes = static_cast<size_t>(p - bytes.data());
+  return take;
 }
 
 void ChunkBuilder::add_loads(std::vector<LibraryLoadEvent> loads) {
@@ -156,7 +190,7 @@ size_t ChunkBuilder::record_count() const {
 
 size_t ChunkBuilder::approximate_bytes() const {
   size_t n = 0;
-  std::apply([&](const auto&... vec) { ((n += vec.size() * sizeof(vec[0])), ...); }, records_);
+  std::apply([&](const auto&... vec) { ((n += vec.bytes()), ...); }, records_);
   return n;
 }
 
@@ -170,15 +204,15 @@ std::span<const uint8_t> ChunkBuilder::build() {
   const uint64_t base = earliest_start(records_);
   auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers, gpu] = records_;
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
-  auto api_v = encoded_vector(fbb_, api, base, shuffle_scratch_);
-  auto copy_v = encoded_vector(fbb_, copies, base, shuffle_scratch_);
-  auto memset_v = encoded_vector(fbb_, memsets, base, shuffle_scratch_);
-  auto kernel_v = encoded_vector(fbb_, kernels, base, shuffle_scratch_);
-  auto sync_v = encoded_vector(fbb_, syncs, base, shuffle_scratch_);
-  auto alloc_v = encoded_vector(fbb_, allocs, base, shuffle_scratch_);
-  auto cpu_v = encoded_vector(fbb_, cpu, base, shuffle_scratch_);
-  auto marker_v = encoded_vector(fbb_, markers, base, shuffle_scratch_);
-  auto gpu_v = encoded_vector(fbb_, gpu, base, shuffle_scratch_);
+  auto api_v = encoded_vector(fbb_, api, base);
+  auto copy_v = encoded_vector(fbb_, copies, base);
+  auto memset_v = encoded_vector(fbb_, memsets, base);
+  auto kernel_v = encoded_vector(fbb_, kernels, base);
+  auto sync_v = encoded_vector(fbb_, syncs, base);
+  auto alloc_v = encoded_vector(fbb_, allocs, base);
+  auto cpu_v = encoded_vector(fbb_, cpu, base);
+  auto marker_v = encoded_vector(fbb_, markers, base);
+  auto gpu_v = encoded_vector(fbb_, gpu, base);
   auto devices_v = devices_.empty() ? 0 : build_devices(fbb_, devices_);
   auto loads_v = loads_.empty() ? 0 : build_loads(fbb_, loads_);
   auto probe_v = probe_ ? build_probe(fbb_, *probe_) : 0;

@@ -10,10 +10,14 @@
 #include <memory>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,13 +59,80 @@ class ScratchBuffer {
   size_t capacity_ = 0;
 };
 
+// A growable array of trivially copyable records that, unlike std::vector,
+// does not value-initialize what it grows into: the drain copies every
+// record straight over its slot, and zeroing it first cost as much again.
+template <class T> class RecordVector {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  using value_type = T;
+  RecordVector() = default;
+  RecordVector(const RecordVector&) = delete;
+  RecordVector& operator=(const RecordVector&) = delete;
+  ~RecordVector() { std::free(data_); }
+
+  // Room for n more records; returns where the first of them goes. Records
+  // written there count once commit() says how many were.
+  T* prepare(size_t n) {
+    if (size_ + n > capacity_) grow(size_ + n);
+    return data_ + size_;
+  }
+  void commit(size_t n) noexcept { size_ += n; }
+  void push_back(const T& r) {
+    std::memcpy(prepare(1), &r, sizeof r);
+    commit(1);
+  }
+
+  T* data() noexcept { return data_; }
+  size_t size() const noexcept { return size_; }
+  size_t bytes() const noexcept { return size_ * sizeof(T); }
+  bool empty() const noexcept { return size_ == 0; }
+  const T& front() const noexcept { return data_[0]; }
+  void clear() noexcept { size_ = 0; }
+
+ private:
+  void grow(size_t at_least) {
+    const size_t capacity = std::max({at_least, capacity_ * 2, size_t{1024}});
+    void* p = std::realloc(data_, capacity * sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<T*>(p);
+    capacity_ = capacity;
+  }
+
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+// FlatBufferBuilder plus one operation: a vector of structs whose bytes the
+// caller writes in place, so record vectors are shuffled straight into the
+// chunk rather than into scratch and then copied. Same layout as
+// CreateVectorOfStructs (which copies from a finished array).
+class ChunkFlatBufferBuilder : public flatbuffers::FlatBufferBuilder {
+ public:
+  using FlatBufferBuilder::FlatBufferBuilder;
+
+  template <class T, class Fill>
+  flatbuffers::Offset<flatbuffers::Vector<const T*>> create_struct_vector_in_place(size_t n, Fill&& fill) {
+    StartVector(n * sizeof(T) / flatbuffers::AlignOf<T>(), flatbuffers::AlignOf<T>());
+    fill(buf_.make_space(n * sizeof(T)));
+    return flatbuffers::Offset<flatbuffers::Vector<const T*>>(EndVector(n));
+  }
+};
+
 class ChunkBuilder {
  public:
-  // Appends one ring record, converting tick timestamps through `ticks` when
-  // given; false for an unknown tag or a size mismatch.
-  bool add_record(RecordType type, const std::byte* payload, uint32_t size,
-                  const TickConverter* ticks = nullptr);
-  template <class T> void add(const T& record) { std::get<std::vector<T>>(records_).push_back(record); }
+  // What add_ring_records() took from the ring.
+  struct RingTake {
+    size_t bytes = 0;    // consumed, ending at a record boundary
+    size_t records = 0;  // added to the chunk
+  };
+  // Appends the whole ring records in `bytes` (SpscRing::drain_runs), at
+  // most `max_records` of them, converting those stamped in ticks through
+  // `ticks`. Padding, unknown tags and size mismatches are skipped.
+  RingTake add_ring_records(std::span<const std::byte> bytes, const TickConverter& ticks, size_t max_records);
+  template <class T> void add(const T& record) { std::get<RecordVector<T>>(records_).push_back(record); }
 
   void set_metadata(const ProcessMetadata& metadata) { metadata_ = metadata; }
   void add_strings(std::vector<std::pair<uint32_t, std::string>> strings);
@@ -82,9 +153,13 @@ class ChunkBuilder {
   void clear();
 
  private:
-  std::tuple<std::vector<fb::ApiCall>, std::vector<fb::Copy>, std::vector<fb::Memset>,
-             std::vector<fb::Kernel>, std::vector<fb::Sync>, std::vector<fb::Alloc>,
-             std::vector<fb::CpuSample>, std::vector<fb::Marker>, std::vector<fb::GpuSample>>
+  template <class T>
+  const std::byte* append_run(const std::byte* p, const std::byte* end, const TickConverter& ticks,
+                              size_t max_records, size_t* added);
+
+  std::tuple<RecordVector<fb::ApiCall>, RecordVector<fb::Copy>, RecordVector<fb::Memset>,
+             RecordVector<fb::Kernel>, RecordVector<fb::Sync>, RecordVector<fb::Alloc>,
+             RecordVector<fb::CpuSample>, RecordVector<fb::Marker>, RecordVector<fb::GpuSample>>
       records_;
   std::vector<DeviceDescription> devices_;
   std::vector<LibraryLoadEvent> loads_;
@@ -95,8 +170,7 @@ class ChunkBuilder {
   std::vector<std::pair<uint32_t, std::string>> strings_;
   std::optional<DropCounts> drops_;
   std::optional<TotalsInfo> totals_;
-  flatbuffers::FlatBufferBuilder fbb_{1 << 16};
-  ScratchBuffer shuffle_scratch_;
+  ChunkFlatBufferBuilder fbb_{1 << 16};
 };
 
 // zstd-compresses a chunk into a complete frame (header, payload, padding).

@@ -10,10 +10,12 @@
 // the buffer a Padding header fills the rest and the record starts at 0.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "record_types.h"
 
@@ -86,6 +88,27 @@ class SpscRing {
     }
     tail_.store(tail, std::memory_order_release);
     return delivered;
+  }
+
+  // Consumer side, batched: hands f(std::span<const std::byte>) the published
+  // records as at most two contiguous runs of whole records (header and
+  // payload each, Padding included; after a wrap the second run starts at
+  // offset 0). f returns how many leading bytes it consumed, always at a
+  // record boundary; a run not consumed in full ends the drain. The consumed
+  // space is freed with one store. Returns the bytes consumed.
+  template <class F> size_t drain_runs(F&& f) {
+    const uint64_t first = tail_.load(std::memory_order_relaxed);
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    uint64_t tail = first;
+    while (tail < head) {
+      const size_t pos = tail & (capacity_ - 1);
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(head - tail, capacity_ - pos));
+      const size_t used = f(std::span<const std::byte>(data_ + pos, len));
+      tail += used;
+      if (used < len) break;
+    }
+    tail_.store(tail, std::memory_order_release);
+    return static_cast<size_t>(tail - first);
   }
 
   bool empty() const noexcept {

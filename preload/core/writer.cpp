@@ -105,20 +105,11 @@ void Writer::run() {
 // Empties every ring in batches, writing a chunk whenever one is full.
 void Writer::drain_all() {
   if (hot_timestamps_are_ticks()) ticks_.calibrate();  // a fresh pair brackets the records drained now
-  const auto take = [&](RecordType type, const std::byte* payload, uint32_t size, uint8_t flags) {
-    if (output_dead_) {
-      ++events_discarded_;
-      return;
-    }
-    builder_.add_record(type, payload, size, (flags & kRecordInTicks) != 0 ? &ticks_ : nullptr);
-  };
   for (uint32_t i = 0; i < pool_.size(); ++i) {
     ThreadSlot& slot = pool_.at(i);
     const SlotState state = slot.state.load(std::memory_order_acquire);
     if (state == SlotState::Free) continue;
-    while (slot.ring.drain(take, kDrainBatch) == kDrainBatch) {
-      if (builder_.approximate_bytes() >= kChunkTargetBytes) write_chunk_with_strings();
-    }
+    drain_ring(slot.ring);
     // Retired was stored after the thread's last push, so the drain above
     // has emptied it for good.
     if (state == SlotState::Retired) pool_.recycle(slot, retired_drops_);
@@ -126,6 +117,25 @@ void Writer::drain_all() {
   // Strings after records: every string a drained record refers to was
   // interned before that record was pushed, so it is in this chunk or earlier.
   if (!output_dead_) builder_.add_strings(strings_.take_pending());
+}
+
+// Whole runs of ring records go to the builder at once, kDrainBatch records
+// (a few hundred KiB of ring) per visit so producers get space back early.
+void Writer::drain_ring(SpscRing& ring) {
+  for (;;) {
+    if (output_dead_) {
+      events_discarded_ += ring.drain([](RecordType, const std::byte*, uint32_t, uint8_t) {});
+      return;
+    }
+    size_t taken = 0;
+    ring.drain_runs([&](std::span<const std::byte> run) {
+      const auto take = builder_.add_ring_records(run, ticks_, kDrainBatch - taken);
+      taken += take.records;
+      return take.bytes;
+    });
+    if (builder_.approximate_bytes() >= kChunkTargetBytes) write_chunk_with_strings();
+    if (taken < kDrainBatch) return;
+  }
 }
 
 // Sources and the loader log add to the chunk being built; their strings

@@ -53,6 +53,7 @@ class Writer {
 
   void run();
   void drain_all();
+  void drain_ring(SpscRing& ring);
   void poll_sources(uint64_t now);
   bool write_chunk(const TotalsInfo* totals);
   bool write_chunk_with_strings();  // mid-drain: strings interned so far go first

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "chunk_builder.h"
 #include "ring.h"
 
 namespace gpuscope::capture {
@@ -64,6 +65,83 @@ TEST(Ring, WrapsWithPaddingAndNeverSplitsARecord) {
     });
   }
   EXPECT_EQ(consumed, produced);
+}
+
+// drain_runs hands over whole records, before and after the wrap point, and
+// frees only what the consumer says it consumed.
+TEST(Ring, DrainRunsStopsWhereTheConsumerStops) {
+  Ring r;
+  uint64_t produced = 0, consumed = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 7; ++i, ++produced) {
+      const uint64_t payload[2] = {produced, ~produced};
+      ASSERT_TRUE(r.ring.try_push(RecordType::Marker, payload, 16)) << "round " << round;
+    }
+    // First visit takes one record of each run; the second takes the rest.
+    for (bool one : {true, false}) {
+      r.ring.drain_runs([&](std::span<const std::byte> run) {
+        EXPECT_EQ(run.size() % 8, 0u);
+        size_t used = 0;
+        while (used < run.size()) {
+          RingRecordHeader h;
+          std::memcpy(&h, run.data() + used, sizeof h);
+          if (h.type == RecordType::Marker) {
+            uint64_t v;
+            std::memcpy(&v, run.data() + used + sizeof h, 8);
+            EXPECT_EQ(v, consumed++);
+          }
+          used += sizeof h + h.payload_size;
+          if (one && h.type == RecordType::Marker) break;
+        }
+        return used;
+      });
+    }
+  }
+  EXPECT_EQ(consumed, produced);
+  EXPECT_TRUE(r.ring.empty());
+}
+
+// The batched drain into a chunk gives the same bytes as adding the records
+// one by one, ticks converted, and respects its record limit.
+TEST(Ring, RingRecordsBuildTheSameChunkAsSingleAdds) {
+  alignas(64) static std::byte memory[4096];
+  SpscRing ring;
+  ring.attach(memory, sizeof memory);
+  TickConverter ticks;
+  ticks.start();
+  ticks.calibrate();
+  ChunkBuilder expected;
+  for (uint64_t i = 0; i < 30; ++i) {
+    const fb::ApiCall call(1000 + i * 7, 3 + i, i + 1, 0, 42, 0, 0, 5, 0, 0, -1, 0);
+    const fb::Sync sync(1002 + i * 7, 1, i + 1, 0, fb::SyncKind::Device, fb::Source::Host, 0, 0);
+    const bool in_ticks = i % 3 == 0;
+    ASSERT_TRUE(ring.try_push(RecordType::ApiCall, &call, sizeof call, in_ticks ? kRecordInTicks : 0));
+    if (i % 4 == 0) {
+      ASSERT_TRUE(ring.try_push(RecordType::Sync, &sync, sizeof sync));
+    }
+    fb::ApiCall converted = call;
+    if (in_ticks) {
+      converted.mutate_start_ns(ticks.to_ns(call.start_ns()));
+      converted.mutate_duration_ns(ticks.span_ns(call.duration_ns()));
+    }
+    expected.add(converted);
+    if (i % 4 == 0) expected.add(sync);
+  }
+  ChunkBuilder batched;
+  size_t visits = 0, records = 0;
+  while (!ring.empty()) {
+    ring.drain_runs([&](std::span<const std::byte> run) {
+      const auto take = batched.add_ring_records(run, ticks, 10);
+      records += take.records;
+      return take.bytes;
+    });
+    ++visits;
+  }
+  EXPECT_EQ(records, 38u);
+  EXPECT_EQ(visits, 4u);
+  const auto want = expected.build();
+  const auto got = batched.build();
+  EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.end()), std::vector<uint8_t>(want.begin(), want.end()));
 }
 
 }  // namespace
