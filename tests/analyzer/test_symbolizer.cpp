@@ -1,0 +1,115 @@
+// Offline symbolization of recorded stacks with libdw: a return address in
+// this test binary resolves to function, file and line, an inlined call
+// shows as its own frame, and a module whose file is gone (or whose
+// build-id differs) is left as module+offset.
+#include <gtest/gtest.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "symbolizer.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+// The main executable as the capture side records it.
+capture::ModuleDescription this_executable(const std::string& path) {
+  capture::ModuleDescription m;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        auto* m = static_cast<capture::ModuleDescription*>(out);
+        m->load_address = info->dlpi_addr;
+        m->low_address = UINT64_MAX;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          m->low_address = std::min<uint64_t>(m->low_address, info->dlpi_addr + ph.p_vaddr);
+          m->high_address = std::max<uint64_t>(m->high_address, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        return 1;  // the first object is the executable
+      },
+      &m);
+  m.id = 1;
+  m.path = path;
+  return m;
+}
+
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+__attribute__((noinline)) uint64_t return_address() {
+  uint64_t pc = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  asm volatile("" : "+r"(pc));  // keep the call a call
+  return pc;
+}
+
+__attribute__((always_inline)) inline uint64_t inlined_caller() {
+  return return_address();  // the line an [inlined] frame must point at
+}
+
+__attribute__((noinline)) uint64_t outer_function() {
+  const uint64_t pc = inlined_caller();
+  asm volatile("" ::: "memory");
+  return pc;
+}
+
+reader::TraceSummary summary_with(const capture::ModuleDescription& module, uint64_t pc) {
+  reader::TraceSummary s;
+  s.modules.push_back(module);
+  s.stacks[7] = {pc};
+  return s;
+}
+
+TEST(Symbolizer, ReturnAddressResolvesWithInlinedFrames) {
+  const uint64_t pc = outer_function();
+  const reader::TraceSummary s = summary_with(this_executable(self_path()), pc);
+  const Symbolizer symbols(s);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_TRUE(frames[0].inlined);
+  EXPECT_NE(frames[0].function.find("inlined_caller"), std::string::npos) << frames[0].text();
+  EXPECT_NE(frames[0].file.find("test_symbolizer.cpp"), std::string::npos) << frames[0].text();
+  EXPECT_FALSE(frames[1].inlined);
+  EXPECT_NE(frames[1].function.find("outer_function"), std::string::npos) << frames[1].text();
+  EXPECT_GT(frames[1].line, 0);
+  EXPECT_NE(frames[0].text().find("[inlined]"), std::string::npos);
+  EXPECT_EQ(symbols.symbolized(), 1u);
+}
+
+TEST(Symbolizer, MissingBinaryLeavesModuleAndOffset) {
+  const uint64_t pc = outer_function();
+  capture::ModuleDescription gone = this_executable("/nonexistent/dir/app");
+  const reader::TraceSummary s = summary_with(gone, pc);
+  const Symbolizer symbols(s);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_TRUE(frames[0].function.empty());
+  EXPECT_EQ(frames[0].text(), "app+0x" + fmt::format("{:x}", pc - gone.load_address));
+  EXPECT_EQ(symbols.unsymbolized(), 1u);
+}
+
+TEST(Symbolizer, ADifferentBuildIdIsNotTrusted) {
+  const uint64_t pc = outer_function();
+  capture::ModuleDescription m = this_executable(self_path());
+  m.build_id = {0xde, 0xad, 0xbe, 0xef};  // not this file's
+  const reader::TraceSummary s = summary_with(m, pc);
+  const Symbolizer symbols(s);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_TRUE(frames[0].function.empty()) << frames[0].text();
+}
+
+TEST(Symbolizer, UnknownStackIsEmpty) {
+  const reader::TraceSummary s;
+  const Symbolizer symbols(s);
+  EXPECT_TRUE(symbols.stack(99, 8).empty());
+}
+
+}  // namespace
+}  // namespace gpuscope::analyzer
