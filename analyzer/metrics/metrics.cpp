@@ -164,6 +164,11 @@ void environment_metrics(const TraceModel& m, Metrics& x) {
     else
       x.failed_loads.push_back(l.path + ": " + l.error);
   }
+  // Libraries the program linked (not dlopen'ed) appear only in the module map.
+  for (const auto& mod : s.modules)
+    if (is_gpu_library(mod.path) &&
+        std::find(x.loaded_gpu_libraries.begin(), x.loaded_gpu_libraries.end(), mod.path) == x.loaded_gpu_libraries.end())
+      x.loaded_gpu_libraries.push_back(mod.path);
   x.cuda_attempted = !x.loaded_gpu_libraries.empty() || !x.failed_loads.empty() || !m.host_by_function.empty();
   if (s.process)
     for (const auto& [k, v] : s.process->environment)

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "report.h"
@@ -49,6 +51,9 @@ void breakdown(std::string& out, const ReportInput& in) {
   out += fmt::format("    {:<18} {:>9.3f} s  {:>4}", "outside CUDA", x.feeder_outside_cuda_share * x.wall_s,
                      pct(x.feeder_outside_cuda_share));
   out += x.feeder_cpu_util ? fmt::format("   (thread on CPU {} of its time)\n", pct(*x.feeder_cpu_util)) : "\n";
+  for (size_t i = 0; i < std::min<size_t>(3, x.sync_calls.size()); ++i)
+    out += fmt::format("    {}{}: {} calls, {:.3f} s\n", i == 0 ? "synchronization by call: " : "                         ",
+                       x.sync_calls[i].first, x.sync_calls[i].second.count, x.sync_calls[i].second.ns / 1e9);
   if (x.host_threads_with_cuda > 1)
     out += fmt::format("  {} host threads made CUDA calls; all threads together: {:.3f} s in copies, {:.3f} s in "
                        "synchronization\n",

@@ -97,6 +97,9 @@ Check environment_check(const Metrics& x, const std::vector<Finding>& f) {
   Check c{5, "software and environment: versions, init errors, libraries, devices", worst(f, {"fallback."}), {}};
   c.lines.push_back("driver: " + (x.driver_version.empty() ? std::string("unknown") : x.driver_version));
   if (x.driver_problem) c.lines.push_back("driver problem: " + *x.driver_problem);
+  for (const auto& lib : x.loaded_gpu_libraries)
+    if (lib.find("libcudart") != std::string::npos) c.lines.push_back("CUDA runtime: " + lib);
+  c.lines.push_back("CUPTI: not used by this capture (host-side hooks and NVML only)");
   for (const auto& e : x.errors)
     c.lines.push_back(fmt::format("{} returned {}{} ({}x)", e.function, e.code, e.name.empty() ? "" : " " + e.name,
                                   e.count));

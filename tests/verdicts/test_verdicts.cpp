@@ -168,6 +168,18 @@ TEST_F(Verdicts, RunEndsWithTheVerdictLine) {
   EXPECT_NE(r.err.find("details: gpuscope analyze " + dir_.file("v.gpuscope")), std::string::npos) << r.err;
 }
 
+TEST_F(Verdicts, ADirectoryStandsForTheTracesInIt) {
+  trace({"sync_bound", "--iters", "2000"});
+  trace({"pcie_bound", "--requests", "500"});
+  const auto r = run({gpuscope_exe(), "analyze", dir_.path()});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(count_lines_with(r.out, "gpuscope analysis of "), 2) << r.out;
+  const auto j = run({gpuscope_exe(), "analyze", "--json", dir_.path()});
+  const json all = json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(all.is_array()) << j.out.substr(0, 200);
+  EXPECT_EQ(all.size(), 2u);
+}
+
 TEST_F(Verdicts, BadInputGetsOneLineAndStatusTwo) {
   std::ofstream(dir_.file("not-a-trace.gpuscope")) << "hello, I am not a trace\n";
   auto r = run({gpuscope_exe(), "analyze", dir_.file("not-a-trace.gpuscope")});
