@@ -201,5 +201,21 @@ TEST_F(Verdicts, ATruncatedTraceIsAnalyzedAsFarAsItGoes) {
   EXPECT_NE(r.out.find("truncated or without an end record"), std::string::npos) << r.out;
 }
 
+TEST_F(Verdicts, ACorruptFrameIsSkippedAndNamedWithItsOffset) {
+  const std::string path = trace({"sync_bound", "--iters", "20000"});
+  const auto size = std::filesystem::file_size(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    const char garbage[64] = "this is not zstd data, nor a frame header, nor anything else";
+    f.write(garbage, sizeof garbage);
+  }
+  const auto r = run({gpuscope_exe(), "analyze", path});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_NE(r.err.find("at offset "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("VERDICT:"), std::string::npos);
+  EXPECT_NE(r.out.find("corrupt frame(s) skipped"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace gpuscope::test
