@@ -89,6 +89,7 @@ void BM_WriterDrainToFile(benchmark::State& state) {
     o.drain_interval_ms = 60'000;
     o.flush_interval_ms = 60'000;
     o.cpu_sample_interval_ms = 0;
+    o.zstd_level = static_cast<int>(state.range(0));
     const std::string path = dir + "/w" + std::to_string(round++) + ".gpuscope";
     std::string error;
     if (!capture::start_session(o, path, capture::collect_process_metadata(), &error)) std::abort();
@@ -104,7 +105,8 @@ void BM_WriterDrainToFile(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(written));
   state.counters["bytes_per_event"] = static_cast<double>(file_bytes) / static_cast<double>(std::max<uint64_t>(written, 1));
 }
-BENCHMARK(BM_WriterDrainToFile)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+// Argument: the zstd level (-1 is the default; docs/performance.md).
+BENCHMARK(BM_WriterDrainToFile)->Arg(-1)->Arg(-3)->Arg(-7)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 
 }  // namespace
 
