@@ -85,10 +85,30 @@ void gpu_metrics(const TraceModel& m, Metrics& x) {
     // "GPU idle" (0x1), application clocks (0x2) or sync boost (0x10).
     x.throttle_reasons |= g.throttle_any & 0xEC;
   }
-  if (util_n) x.gpu_util = static_cast<double>(util) / util_n / 100.0;
+  if (util_n) x.gpu_util = x.nvml_gpu_util = static_cast<double>(util) / util_n / 100.0;
+  if (util_n) x.gpu_busy_source = "nvml";
   if (sm_n) x.sm_util = static_cast<double>(sm) / sm_n / 100.0;
   if (dram_n) x.dram_util = static_cast<double>(dram) / dram_n / 100.0;
   if (pcie_n) x.pcie_gbps_mean = static_cast<double>(pcie) / pcie_n * 1000.0 / 1e9;
+}
+
+// With device timestamps, GPU busy and copy bandwidth come from what the
+// device itself reported, not from sampled utilization or host call times.
+void device_metrics(const TraceModel& m, Metrics& x) {
+  if (m.device_records == 0) return;
+  const auto& d = m.device;
+  const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
+  const auto share = [&](const IntervalSet& s) { return s.length_within(m.begin_ns, m.end_ns) / wall; };
+  x.device_kernel_share = share(d.kernels);
+  x.device_h2d_share = share(d.h2d);
+  x.device_d2h_share = share(d.d2h);
+  x.device_other_copy_share = share(d.other_copies);
+  x.device_memset_share = share(d.memsets);
+  IntervalSet any;
+  for (const IntervalSet* s : {&d.kernels, &d.h2d, &d.d2h, &d.other_copies, &d.memsets}) any.add_all(*s);
+  x.gpu_util = share(any);
+  x.gpu_busy_source = "device";
+  if (d.h2d_ns + d.d2h_ns > 0) x.achieved_gbps = static_cast<double>(d.h2d_bytes + d.d2h_bytes) / (d.h2d_ns + d.d2h_ns);
 }
 
 void copy_metrics(const TraceModel& m, Metrics& x) {
@@ -228,6 +248,7 @@ Metrics compute_metrics(const TraceModel& m) {
   host_metrics(m, x);
   gpu_metrics(m, x);
   copy_metrics(m, x);
+  device_metrics(m, x);
   sync_and_memory_metrics(m, x);
   environment_metrics(m, x);
   coverage_metrics(m, x);

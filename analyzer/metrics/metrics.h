@@ -38,8 +38,14 @@ struct Metrics {
   std::optional<double> process_cpu_cores;        // process CPU time / wall
   uint32_t host_threads_with_cuda = 0;
 
-  // GPU, from NVML samples (mean over samples and devices).
+  // GPU busy: from device timestamps when the trace has them, else NVML's
+  // utilization (mean over samples and devices); gpu_busy_source says which.
   std::optional<double> gpu_util, sm_util, dram_util;
+  std::optional<double> nvml_gpu_util;
+  std::string gpu_busy_source = "none";  // device, nvml, none
+  // Device timeline shares of wall time (unions; set with device timestamps).
+  std::optional<double> device_kernel_share, device_h2d_share, device_d2h_share, device_other_copy_share,
+      device_memset_share;
   std::optional<double> pcie_gbps_mean;
   uint64_t gpu_samples = 0;
   uint64_t throttle_reasons = 0;  // slowdown reasons only (idle and app-clock bits masked)

@@ -94,6 +94,19 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
 void ModelBuilder::add_copy(const fb::Copy& c) {
   if (c.source() == fb::Source::Device) {
     ++m_.device_records;
+    TraceModel::DeviceTimeline& d = m_.device;
+    const uint64_t end = c.start_ns() + c.duration_ns();
+    if (c.direction() == fb::CopyDirection::HostToDevice) {
+      d.h2d.add(c.start_ns(), end);
+      d.h2d_bytes += c.bytes();
+      d.h2d_ns += c.duration_ns();
+    } else if (c.direction() == fb::CopyDirection::DeviceToHost) {
+      d.d2h.add(c.start_ns(), end);
+      d.d2h_bytes += c.bytes();
+      d.d2h_ns += c.duration_ns();
+    } else {
+      d.other_copies.add(c.start_ns(), end);
+    }
     return;
   }
   const auto dir = static_cast<size_t>(c.direction());
@@ -202,12 +215,20 @@ void ModelBuilder::add(const reader::ChunkView& v) {
     if (!keep(k)) continue;
     if (k.source() == fb::Source::Device) {
       ++m_.device_records;
+      m_.device.kernels.add(k.start_ns(), k.start_ns() + k.duration_ns());
       continue;
     }
     add_kernel(k);
   }
-  for (const auto& s : v.memsets)
-    if (keep(s)) s.source() == fb::Source::Device ? ++m_.device_records : ++m_.memsets;
+  for (const auto& s : v.memsets) {
+    if (!keep(s)) continue;
+    if (s.source() != fb::Source::Device) {
+      ++m_.memsets;
+      continue;
+    }
+    ++m_.device_records;
+    m_.device.memsets.add(s.start_ns(), s.start_ns() + s.duration_ns());
+  }
   for (const auto& s : v.syncs) {
     if (!keep(s)) continue;
     const auto kind = static_cast<size_t>(s.kind());

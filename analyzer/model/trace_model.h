@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interval_set.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
 
@@ -102,6 +103,12 @@ struct TraceModel {
   std::map<std::string, uint64_t> chain_pairs;  // "a -> b" -> count
   std::map<std::string, uint64_t> kernels_by_name;
   uint64_t device_records = 0;                              // Source::Device (CUPTI)
+  // What the device did, from its own timestamps (CUPTI): unions per kind.
+  struct DeviceTimeline {
+    IntervalSet kernels, h2d, d2h, other_copies, memsets;
+    uint64_t h2d_bytes = 0, d2h_bytes = 0;
+    uint64_t h2d_ns = 0, d2h_ns = 0;  // sums of copy durations (bandwidth)
+  } device;
   std::array<TimeCount, 8> syncs_by_kind{};                 // fb::SyncKind
   TimeCount allocs, frees;
   uint64_t alloc_bytes = 0;

@@ -16,7 +16,12 @@ json breakdown_json(const ReportInput& in) {
   host["outside CUDA"] = x.feeder_outside_cuda_share;
   return json{{"wall_s", x.wall_s},
               {"gpu_busy_share", optional_value(x.gpu_util)},
-              {"gpu_busy_source", x.device_timestamps ? "device" : (x.gpu_util ? "nvml" : "none")},
+              {"gpu_busy_source", x.gpu_busy_source},
+              {"device_kernel_share", optional_value(x.device_kernel_share)},
+              {"device_h2d_share", optional_value(x.device_h2d_share)},
+              {"device_d2h_share", optional_value(x.device_d2h_share)},
+              {"device_other_copy_share", optional_value(x.device_other_copy_share)},
+              {"device_memset_share", optional_value(x.device_memset_share)},
               {"feeder_tid", x.feeder_tid},
               {"feeder_blocked_share", host},
               {"feeder_cpu_util", optional_value(x.feeder_cpu_util)},

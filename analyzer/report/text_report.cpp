@@ -35,7 +35,14 @@ void verdict(std::string& out, const ReportInput& in) {
 void breakdown(std::string& out, const ReportInput& in) {
   const Metrics& x = in.metrics;
   out += fmt::format("TIME BREAKDOWN (wall {:.3f} s)\n", x.wall_s);
-  if (x.gpu_util)
+  if (x.gpu_busy_source == "device") {
+    out += fmt::format("  GPU busy: {} (device timestamps), idle {}\n", pct(*x.gpu_util), pct(1 - *x.gpu_util));
+    out += fmt::format("    kernels {}, host-to-device copies {}, device-to-host copies {}, other copies {}, "
+                       "memsets {} (overlaps counted in each)\n",
+                       pct(*x.device_kernel_share), pct(*x.device_h2d_share), pct(*x.device_d2h_share),
+                       pct(*x.device_other_copy_share), pct(*x.device_memset_share));
+    if (x.nvml_gpu_util) out += fmt::format("    NVML utilization for comparison: {}\n", pct(*x.nvml_gpu_util));
+  } else if (x.gpu_util)
     out += fmt::format("  GPU busy: {} (NVML utilization; split into kernels/copies/memsets needs device "
                        "timestamps), idle {}\n",
                        pct(*x.gpu_util), pct(1 - *x.gpu_util));

@@ -57,3 +57,31 @@ TEST(CudaErrors, NamesAndNoGpuCodes) {
 
 }  // namespace
 }  // namespace gpuscope::analyzer
+
+namespace gpuscope::analyzer {
+namespace {
+
+TEST(IntervalSet, UnionOfUnorderedOverlappingIntervals) {
+  IntervalSet s;
+  s.add(50, 60);
+  s.add(0, 10);
+  s.add(5, 20);   // overlaps [0,10)
+  s.add(20, 30);  // touches [5,20)
+  s.add(55, 58);  // inside [50,60)
+  s.add(7, 7);    // empty: ignored
+  EXPECT_EQ(s.length(), 40u);
+  EXPECT_EQ(s.length_within(25, 55), 10u);
+  IntervalSet t;
+  t.add(25, 52);
+  t.add_all(s);
+  EXPECT_EQ(t.length(), 60u);
+}
+
+TEST(IntervalSet, StaysCompactUnderManyAppends) {
+  IntervalSet s;
+  for (uint64_t i = 0; i < 1'000'000; ++i) s.add(i * 10, i * 10 + 12);  // each overlaps the next
+  EXPECT_EQ(s.length(), 10'000'002u);
+}
+
+}  // namespace
+}  // namespace gpuscope::analyzer

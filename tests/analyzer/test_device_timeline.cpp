@@ -1,0 +1,96 @@
+// With device records (Source::Device, as the CUPTI collector writes them)
+// the analysis takes GPU busy, its split and copy bandwidth from the
+// device's own timestamps rather than from NVML or host call times.
+#include <gtest/gtest.h>
+
+#include "chunk_builder.h"
+#include "metrics.h"
+#include "rules.h"
+#include "trace_model.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+constexpr uint64_t kStart = 1'000'000'000;  // process start (monotonic ns)
+constexpr uint64_t kMs = 1'000'000;
+
+// One frame: metadata, the records `fill` adds, and the end at 100 ms.
+std::vector<uint8_t> trace_bytes(const std::function<void(capture::ChunkBuilder&)>& fill) {
+  std::vector<uint8_t> bytes;
+  const auto header = capture::file_header_bytes();
+  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(header.data()),
+               reinterpret_cast<const uint8_t*>(header.data()) + header.size());
+  capture::ChunkBuilder b;
+  capture::ProcessMetadata meta;
+  meta.pid = 1;
+  meta.exe = "/app";
+  meta.start_monotonic_ns = kStart;
+  b.set_metadata(meta);
+  b.add_strings({{1, "cudaMemcpyAsync"}, {2, "cudaLaunchKernel"}, {3, "k"}});
+  fill(b);
+  capture::TotalsInfo totals;
+  totals.end_kind = fb::EndKind::ReturnFromMain;
+  totals.end_monotonic_ns = kStart + 100 * kMs;
+  b.set_totals(totals);
+  capture::FrameEncoder encoder(1);
+  const auto frame = encoder.encode(b.build(), 0);
+  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
+               reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
+  return bytes;
+}
+
+Metrics metrics_of(const std::vector<uint8_t>& bytes) {
+  reader::TraceReader r;
+  std::string error;
+  EXPECT_TRUE(r.open(reader::memory_source(bytes), "t", &error)) << error;
+  return compute_metrics(build_model(r));
+}
+
+fb::Kernel device_kernel(uint64_t start_ms, uint64_t ms) {
+  return fb::Kernel(kStart + start_ms * kMs, ms * kMs, 0, 1, 3, 1, 1, 1, 1, 1, 1, 0, 0, fb::Source::Device, 0, 0, 0);
+}
+
+fb::Copy device_copy(uint64_t start_ms, uint64_t ms, fb::CopyDirection dir, uint64_t bytes) {
+  return fb::Copy(kStart + start_ms * kMs, ms * kMs, 0, bytes, 1, dir, fb::MemoryKind::Pinned, fb::MemoryKind::Device,
+                  fb::Source::Device, 0, 1);
+}
+
+TEST(DeviceTimeline, BusyAndSplitComeFromDeviceTimestamps) {
+  const Metrics x = metrics_of(trace_bytes([](capture::ChunkBuilder& b) {
+    b.add(device_kernel(40, 20));  // unordered, and two overlapping streams
+    b.add(device_kernel(10, 20));
+    b.add(device_kernel(20, 10));
+    b.add(device_copy(0, 10, fb::CopyDirection::HostToDevice, 250'000'000));  // 25 GB/s
+    b.add(device_copy(90, 5, fb::CopyDirection::DeviceToHost, 125'000'000));
+  }));
+  EXPECT_EQ(x.gpu_busy_source, "device");
+  EXPECT_TRUE(x.device_timestamps);
+  EXPECT_NEAR(*x.device_kernel_share, 0.40, 1e-9);  // [10,30) and [40,60)
+  EXPECT_NEAR(*x.device_h2d_share, 0.10, 1e-9);
+  EXPECT_NEAR(*x.device_d2h_share, 0.05, 1e-9);
+  EXPECT_NEAR(*x.gpu_util, 0.55, 1e-9);  // [0,30) [40,60) [90,95)
+  EXPECT_NEAR(*x.achieved_gbps, 375e6 / 15e6, 1e-9);
+}
+
+TEST(DeviceTimeline, WithoutDeviceRecordsNothingIsClaimed) {
+  const Metrics x = metrics_of(trace_bytes([](capture::ChunkBuilder& b) {
+    b.add(fb::ApiCall(kStart + kMs, kMs, 1, 0, 7, 0, 0, 2, 0, 0, 0, 0));
+  }));
+  EXPECT_EQ(x.gpu_busy_source, "none");
+  EXPECT_FALSE(x.gpu_util.has_value());
+  EXPECT_FALSE(x.device_kernel_share.has_value());
+}
+
+TEST(DeviceTimeline, ADeviceBusyGpuMakesLongSyncsHealthy) {
+  const TraceModel empty;
+  Metrics x = metrics_of(trace_bytes([](capture::ChunkBuilder& b) {
+    b.add(fb::ApiCall(kStart, 95 * kMs, 1, 0, 7, 0, 0, 2, 0, 0, 0, 0));  // host: launch then wait
+    b.add(device_kernel(1, 94));
+  }));
+  x.successful_launches = 1;
+  x.syncs_per_launch = 0.0;
+  EXPECT_EQ(analyze(empty, x).verdict.cls, Bottleneck::Healthy);
+}
+
+}  // namespace
+}  // namespace gpuscope::analyzer
