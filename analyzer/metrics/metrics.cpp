@@ -69,6 +69,9 @@ void host_metrics(const TraceModel& m, Metrics& x) {
     }
     if (t.cpu_last_at > t.cpu_first_at + 50'000'000)
       x.feeder_cpu_util = static_cast<double>(t.cpu_last_ns - t.cpu_first_ns) / (t.cpu_last_at - t.cpu_first_at);
+    // Both cumulative: a thread doing all of the process's work has ~1.
+    if (m.process_cpu_ns > 0 && t.cpu_last_at > 0)
+      x.feeder_cpu_share = std::min(1.0, static_cast<double>(t.cpu_last_ns) / m.process_cpu_ns);
   }
   x.feeder_outside_cuda_share = std::max(0.0, 1.0 - inside);
   if (m.summary.process) x.online_cpus = m.summary.process->online_cpus;

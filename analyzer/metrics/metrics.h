@@ -35,6 +35,7 @@ struct Metrics {
   std::array<double, kCallKinds> feeder_share{};  // blocked in each kind of call
   double feeder_outside_cuda_share = 0;
   std::optional<double> feeder_cpu_util;          // its CPU time / its sampled span
+  std::optional<double> feeder_cpu_share;         // its CPU time / the whole process's
   std::optional<double> process_cpu_cores;        // process CPU time / wall
   uint32_t host_threads_with_cuda = 0;
 

@@ -58,6 +58,8 @@ void breakdown(std::string& out, const ReportInput& in) {
   out += fmt::format("    {:<18} {:>9.3f} s  {:>4}", "outside CUDA", x.feeder_outside_cuda_share * x.wall_s,
                      pct(x.feeder_outside_cuda_share));
   out += x.feeder_cpu_util ? fmt::format("   (thread on CPU {} of its time)\n", pct(*x.feeder_cpu_util)) : "\n";
+  if (x.feeder_cpu_share)
+    out += fmt::format("    the feeding thread did {} of the process's CPU work\n", pct(*x.feeder_cpu_share));
   for (size_t i = 0; i < std::min<size_t>(3, x.sync_calls.size()); ++i)
     out += fmt::format("    {}{}: {} calls, {:.3f} s\n", i == 0 ? "synchronization by call: " : "                         ",
                        x.sync_calls[i].first, x.sync_calls[i].second.count, x.sync_calls[i].second.ns / 1e9);

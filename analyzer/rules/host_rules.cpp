@@ -22,6 +22,7 @@ std::string cpu_evidence(const Metrics& x) {
   std::string s = "host CPU:";
   if (x.process_cpu_cores) s += fmt::format(" the process used {:.2f} cores on average", *x.process_cpu_cores);
   if (x.feeder_cpu_util) s += fmt::format("; the feeding thread was on CPU {} of its time", pct(*x.feeder_cpu_util));
+  if (x.feeder_cpu_share) s += fmt::format(" and did {} of the process's CPU work", pct(*x.feeder_cpu_share));
   return s;
 }
 
@@ -32,8 +33,10 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   const double share = outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
   Status st = share_status(share, kFailShare, kWarnShare);
   if (st == Status::Pass) return std::nullopt;
-  // A host stage that already uses every core has no serial part to split.
-  if (host_cores_saturated(x)) st = Status::Warn;
+  // A host stage that already uses every core, or whose work is already
+  // spread over threads, has no serial part left to split.
+  const bool spread = x.feeder_cpu_share && *x.feeder_cpu_share < kSerialShare;
+  if (host_cores_saturated(x) || spread) st = Status::Warn;
   Finding f{"cpu.gpu_starved_by_host", Bottleneck::CpuBound, st, share,
             fmt::format("the GPU waits for the host: the feeding thread spends {} of the time outside CUDA",
                         pct(outside)),

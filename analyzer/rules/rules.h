@@ -34,6 +34,7 @@ inline constexpr double kSyncsPerLaunchWarn = 0.25;
 inline constexpr double kDramBusy = 0.60;          // GPM DRAM-bandwidth utilization
 inline constexpr double kFusionShare = 0.30;       // same-shape chain links per kernel: fusion candidates
 inline constexpr double kCoresUsed = 0.75;         // host stage already parallel: uses >= 75 % of the CPUs
+inline constexpr double kSerialShare = 0.70;       // ... or the feeding thread does < 70 % of the process's CPU work
 inline constexpr double kHostBusyCpu = 0.50;       // a feeding thread on CPU >= half its time
 inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
 inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence

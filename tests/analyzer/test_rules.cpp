@@ -183,6 +183,14 @@ TEST(CpuRule, GpuIdleWhileTheFeedingThreadComputes) {
   EXPECT_EQ(verdict(starved(0.05, 0.98, 0.97)), Bottleneck::CpuBound);
 }
 
+TEST(CpuRule, HostWorkAlreadySpreadOverThreadsIsOnlyAWarning) {
+  Metrics x = starved(0.0, 1.0, 0.95);
+  x.feeder_cpu_share = kSerialShare - kJustBelow;
+  EXPECT_EQ(severity(x, "cpu.gpu_starved_by_host"), Status::Warn);
+  x.feeder_cpu_share = kSerialShare;
+  EXPECT_EQ(severity(x, "cpu.gpu_starved_by_host"), Status::Fail);
+}
+
 TEST(CpuRule, AHostStageUsingEveryCoreIsOnlyAWarning) {
   Metrics x = starved(0.0, 1.0, 0.95);
   x.process_cpu_cores = kCoresUsed * x.online_cpus;
