@@ -1,6 +1,6 @@
 // NVML and the driver must not be called once the process has begun to
 // exit. Libraries are finalized by _dl_fini in reverse load order, and
-// libnvidia-ml.so.1 (loaded by the writer thread, after everything else) is
+// libnvidia-ml.so.1 (loaded by the GPU sampler thread, after everything else) is
 // finalized before libgpuscope.so, whose destructor stops the session: a
 // sample taken in between reads NVML's freed state (seen as SIGSEGV in
 // simgpu's nvmlGpmSampleGet at exit).
@@ -10,7 +10,7 @@
 // is the only evidence there is), then any NVML call. atexit handlers run
 // before _dl_fini only when they were registered after it (it is registered
 // by __libc_start_main, after every library constructor), so the handler is
-// registered when the writer thread starts its GPU work and once more a
+// registered when the GPU source starts its work and once more a
 // little later; it is idempotent. An exit waits for that work at most ~1 s.
 #pragma once
 

@@ -1,4 +1,5 @@
-// GPU-side evidence gathered on the writer thread (issue 4):
+// GPU-side evidence, gathered on its own thread and handed to the writer
+// (issue 4):
 //  - at start, the environment probe: /dev/nvidia* nodes and their access,
 //    whether libcuda.so.1 loads and the driver version, NVML's status;
 //  - at start, a DeviceInfo per GPU (NVML + sysfs NUMA node and local CPUs);
