@@ -15,12 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.hpp"
 #include "node.hpp"
 
 namespace simgpu {
 
 namespace {
-constexpr uint64_t kMagic = 0x73696d6770750002ull;  // "simgpu" + layout version
+constexpr uint64_t kMagic = 0x73696d6770750003ull;  // "simgpu" + layout version
 // Intervals kept per device: several processes' full launch queues (the
 // driver holds each to 1024 operations in flight), so the intervals around
 // "now" are always still here when NVML asks.
@@ -28,10 +29,20 @@ constexpr uint32_t kRing = 16384;
 constexpr int kProcs = 64;
 constexpr int kKinds = static_cast<int>(Activity::Count);
 
+// One logged busy interval, plus what lets NVML answer in O(log n + in
+// flight) instead of scanning the whole ring under the lock the driver's
+// launch path takes (a full scan per query held it ~50 us, 15 times per
+// 20 Hz sample: a traced launch-bound program waited on simulated NVML).
 struct Record {
   int64_t start, end;
   uint64_t bytes;
   uint32_t kind, sm_permille;
+  int64_t logged;        // when it was logged: non-decreasing along the ring
+  int64_t max_end;       // latest end of this and every earlier interval
+  ActivityTotals total;  // full totals of its kind up to and including it
+  // How many records back the latest one of each kind is (0: this one);
+  // kRing: none in the ring, so everything of that kind is in `retired`.
+  uint32_t back[kKinds];
 };
 
 struct ProcSlot {
@@ -44,6 +55,9 @@ struct DeviceLog {
   pthread_mutex_t mu;
   uint64_t written;
   ActivityTotals retired[kKinds];  // intervals pushed out of the ring
+  ActivityTotals running[kKinds];  // full totals of every interval logged
+  uint64_t latest[kKinds];         // index + 1 of the latest of each kind; 0: none
+  int64_t max_end;
   ProcSlot procs[kProcs];
   Record ring[kRing];
 };
@@ -56,6 +70,38 @@ void accumulate(const Record& r, int64_t at, ActivityTotals& out) {
   out.busy_ns += done;
   out.bytes += r.bytes * (done / span);
   out.sm_busy_ns += done * r.sm_permille / 1000.0;
+}
+
+void add(ActivityTotals& out, const ActivityTotals& more) {
+  out.busy_ns += more.busy_ns;
+  out.bytes += more.bytes;
+  out.sm_busy_ns += more.sm_busy_ns;
+}
+
+// Index one past the last record logged at or before `at`: intervals logged
+// later start later (work is logged when it is queued and starts after), so
+// they contribute nothing at `at`.
+uint64_t logged_by(const DeviceLog& d, uint64_t first, int64_t at) {
+  uint64_t lo = first, hi = d.written;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (d.ring[mid % kRing].logged <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Full totals of the kinds in `mask` over every record up to `upto`.
+ActivityTotals full_totals(const DeviceLog& d, uint64_t first, uint64_t upto, unsigned mask) {
+  ActivityTotals out;
+  const Record& r = d.ring[upto % kRing];
+  for (int k = 0; k < kKinds; ++k) {
+    if (!(mask & (1u << k))) continue;
+    const uint64_t back = r.back[k];
+    if (back < kRing && upto - back >= first) add(out, d.ring[(upto - back) % kRing].total);
+    else add(out, d.retired[k]);
+  }
+  return out;
 }
 
 // A process that exited is gone even while it is a zombie awaiting its parent.
@@ -174,25 +220,43 @@ void SharedState::record(int device, Activity kind, int64_t start, int64_t end, 
   Record& slot = d.ring[d.written % kRing];
   if (d.written >= kRing && slot.kind < kKinds) accumulate(slot, INT64_MAX, d.retired[slot.kind]);
   const auto permille = static_cast<uint32_t>(std::clamp(sm_fraction, 0.0, 1.0) * 1000.0);
-  slot = Record{start, end, bytes, static_cast<uint32_t>(kind), permille};
+  const auto k = static_cast<uint32_t>(kind);
+  slot = Record{start, end, bytes, k, permille, now_ns(), 0, {}, {}};
+  if (d.written > 0) slot.logged = std::max(slot.logged, d.ring[(d.written - 1) % kRing].logged);
+  d.max_end = std::max(d.max_end, end);
+  slot.max_end = d.max_end;
+  if (k < kKinds) {
+    accumulate(slot, INT64_MAX, d.running[k]);
+    slot.total = d.running[k];
+    d.latest[k] = d.written + 1;
+  }
+  for (int i = 0; i < kKinds; ++i) {
+    const uint64_t back = d.latest[i] == 0 ? kRing : d.written + 1 - d.latest[i];
+    slot.back[i] = static_cast<uint32_t>(std::min<uint64_t>(back, kRing));
+  }
   ++d.written;
 }
 
+// Intervals still running at `at` are taken in part; everything up to the
+// newest record that every earlier one ended before `at` comes from the
+// running totals. The scan covers only what was in flight at `at`.
 ActivityTotals SharedState::totals(int device, unsigned mask, int64_t at) const {
   ActivityTotals out;
   if (device < 0 || device >= kMaxDevices) return out;
   DeviceLog& d = segment_->devices[device];
   Lock lock(d.mu);
-  for (int k = 0; k < kKinds; ++k) {
-    if (!(mask & (1u << k))) continue;
-    out.busy_ns += d.retired[k].busy_ns;
-    out.bytes += d.retired[k].bytes;
-    out.sm_busy_ns += d.retired[k].sm_busy_ns;
-  }
   const uint64_t first = d.written > kRing ? d.written - kRing : 0;
-  for (uint64_t i = first; i < d.written; ++i) {
-    const Record& r = d.ring[i % kRing];
+  uint64_t i = logged_by(d, first, at);
+  for (; i > first; --i) {
+    const Record& r = d.ring[(i - 1) % kRing];
+    if (r.max_end <= at) break;
     if (r.kind < kKinds && (mask & (1u << r.kind))) accumulate(r, at, out);
+  }
+  if (i > first) {
+    add(out, full_totals(d, first, i - 1, mask));
+  } else {
+    for (int k = 0; k < kKinds; ++k)
+      if (mask & (1u << k)) add(out, d.retired[k]);
   }
   return out;
 }

@@ -1,0 +1,113 @@
+// The device activity log NVML reads: totals at an instant must equal the
+// plain sum over every logged interval of the part done by then, whatever
+// mix of kinds, overlaps, out-of-order ends and ring wrap-around.
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "clock.hpp"
+#include "node.hpp"
+#include "shared_state.hpp"
+
+namespace {
+
+struct Interval {
+  simgpu::Activity kind;
+  int64_t start, end;
+  uint64_t bytes;
+  double sm;
+};
+
+// What totals() must return: every interval's done part at `at`.
+simgpu::ActivityTotals brute_force(const std::vector<Interval>& log, unsigned mask, int64_t at) {
+  simgpu::ActivityTotals out;
+  for (const Interval& r : log) {
+    if (!(mask & simgpu::activity_bit(r.kind)) || at <= r.start || r.end <= r.start) continue;
+    const double done = static_cast<double>(std::min(at, r.end) - r.start);
+    out.busy_ns += done;
+    out.bytes += r.bytes * (done / static_cast<double>(r.end - r.start));
+    out.sm_busy_ns += done * static_cast<uint32_t>(r.sm * 1000.0) / 1000.0;
+  }
+  return out;
+}
+
+TEST(SharedState, TotalsEqualTheSumOverEveryInterval) {
+  // A private segment for this process: no other simgpu user shares it.
+  const std::string id = "test-" + std::to_string(getpid());
+  setenv("SIMGPU_SHARED_ID", id.c_str(), 1);
+  const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
+  simgpu::SharedState& state = simgpu::SharedState::of(node);
+
+  std::mt19937_64 rng(7);
+  std::vector<Interval> log;
+  const int64_t t0 = simgpu::now_ns() + 1'000'000'000;  // in the future: every interval starts after it is logged
+  int64_t engine[2] = {t0, t0};
+  // 20 000 intervals: more than the ring holds, so retired totals are used too.
+  for (int i = 0; i < 20'000; ++i) {
+    const auto kind = static_cast<simgpu::Activity>(rng() % static_cast<unsigned>(simgpu::Activity::Count));
+    int64_t& free_at = engine[rng() % 2];  // two engines: ends out of order across them
+    const int64_t start = free_at + static_cast<int64_t>(rng() % 3'000);
+    const int64_t end = start + static_cast<int64_t>(rng() % 20'000);
+    free_at = end;
+    const Interval r{kind, start, end, rng() % 1'000'000, (rng() % 1000) / 1000.0};
+    state.record(0, r.kind, r.start, r.end, r.bytes, r.sm);
+    log.push_back(r);
+  }
+  const int64_t last = std::max(engine[0], engine[1]);
+  // Intervals pushed out of the ring count in full: ask only once they are over.
+  int64_t retired_over = 0;
+  for (size_t i = 0; i + 16384 < log.size(); ++i) retired_over = std::max(retired_over, log[i].end);
+  const unsigned masks[] = {simgpu::kAllActivities, simgpu::kKernelActivities,
+                            simgpu::activity_bit(simgpu::Activity::CopyH2D),
+                            simgpu::activity_bit(simgpu::Activity::Memset)};
+  // Instants across the whole span, including inside the last ring's worth.
+  for (int64_t at = retired_over; at <= last + 1000; at += (last - retired_over) / 997) {
+    for (unsigned mask : masks) {
+      const simgpu::ActivityTotals want = brute_force(log, mask, at);
+      const simgpu::ActivityTotals got = state.totals(0, mask, at);
+      ASSERT_NEAR(want.busy_ns, got.busy_ns, 1e-6 * want.busy_ns + 1e-3) << "at " << at - t0 << " mask " << mask;
+      ASSERT_NEAR(want.bytes, got.bytes, 1e-6 * want.bytes + 1e-3) << "at " << at - t0 << " mask " << mask;
+      ASSERT_NEAR(want.sm_busy_ns, got.sm_busy_ns, 1e-6 * want.sm_busy_ns + 1e-3) << "at " << at - t0;
+    }
+  }
+}
+
+// Work is logged when it is queued and starts later; asking about an
+// instant between two queueings must see only what was queued by then.
+TEST(SharedState, TotalsAtAnEarlierInstantSeeOnlyWhatWasQueuedByThen) {
+  const std::string id = "test-" + std::to_string(getpid());
+  setenv("SIMGPU_SHARED_ID", id.c_str(), 1);
+  const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
+  simgpu::SharedState& state = simgpu::SharedState::of(node);
+  constexpr int kDevice = 1;  // untouched by the other test
+  constexpr int64_t kLead = 50'000'000;  // queued 50 ms ahead of its start
+  std::vector<Interval> log;
+  std::vector<int64_t> queued;
+  int64_t free_at = 0;
+  for (int i = 0; i < 2'000; ++i) {
+    const int64_t now = simgpu::now_ns();
+    const int64_t start = std::max(free_at, now + kLead) + 100;
+    const Interval r{simgpu::Activity::KernelCompute, start, start + 40'000 + i % 7 * 1000, 4096, 0.5};
+    free_at = r.end;
+    queued.push_back(now);
+    state.record(kDevice, r.kind, r.start, r.end, r.bytes, r.sm);
+    log.push_back(r);
+  }
+  for (size_t i = 1; i < log.size(); i += 37) {
+    // `at` later than everything queued so far, inside the work already started.
+    const int64_t at = std::max(queued[i], log[i / 2].end - 5'000);
+    std::vector<Interval> seen;
+    for (size_t j = 0; j < log.size(); ++j)
+      if (queued[j] <= at) seen.push_back(log[j]);
+    const simgpu::ActivityTotals want = brute_force(seen, simgpu::kAllActivities, at);
+    const simgpu::ActivityTotals got = state.totals(kDevice, simgpu::kAllActivities, at);
+    ASSERT_NEAR(want.busy_ns, got.busy_ns, 1e-6 * want.busy_ns + 1e-3) << "record " << i;
+    ASSERT_NEAR(want.bytes, got.bytes, 1e-6 * want.bytes + 1e-3) << "record " << i;
+  }
+}
+
+}  // namespace
