@@ -63,7 +63,7 @@ void initialize_capture() {
       S_ISREG(st.st_mode))
     path = capture::exec_successor_path(path, metadata.pid, fields.exe);
   // Sources live as long as the process: the writer may poll them during exit.
-  stacks::configure_stacks(config.stacks, config.stack_depth);
+  stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
   std::vector<capture::TraceSource*> sources = {stacks::make_stack_source().release(),
                                                 gpu::make_gpu_source(config).release()};
   std::string error;

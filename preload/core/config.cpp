@@ -72,6 +72,8 @@ CaptureConfig read_capture_config() {
   const char* stacks = std::getenv("GPUSCOPE_STACKS");
   c.stacks = stacks == nullptr || std::string_view(stacks) != "0";
   read_number<uint32_t>("GPUSCOPE_STACK_DEPTH", &c.stack_depth, 1, 64);
+  const char* unwinder = std::getenv("GPUSCOPE_UNWINDER");
+  c.fast_unwinder = unwinder == nullptr || std::string_view(unwinder) != "libunwind";
   read_number<uint32_t>("GPUSCOPE_NVML_HZ", &c.nvml_hz, 0, 1000);
   return c;
 }

@@ -13,6 +13,8 @@
 //   GPUSCOPE_EXIT_TIMEOUT_MS longest wait for the final flush at exit (default 3000)
 //   GPUSCOPE_STACKS=0        no call stacks on hooked calls (default on)
 //   GPUSCOPE_STACK_DEPTH     frames per stack (default 32, at most 64)
+//   GPUSCOPE_UNWINDER=libunwind  every stack through libunwind (default: the
+//                            cached unwind-table walker, libunwind as fallback)
 //   GPUSCOPE_NVML_HZ         NVML samples per second, 0 = off (default 20)
 //   GPUSCOPE_CLOCK=monotonic hot-path timestamps from clock_gettime, not the TSC
 // Under secure execution (setuid, file capabilities) none of them is read.
@@ -41,6 +43,7 @@ struct CaptureConfig {
   SessionOptions options;
   bool stacks = true;
   uint32_t stack_depth = 32;
+  bool fast_unwinder = true;
   uint32_t nvml_hz = 20;
 };
 

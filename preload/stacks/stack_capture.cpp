@@ -10,6 +10,7 @@
 
 #include "chunk_builder.h"
 #include "clock.h"
+#include "fast_unwind.h"
 #include "module_map.h"
 #include "recorder.h"
 #include "session.h"
@@ -36,6 +37,8 @@ static_assert(sizeof(void*) == sizeof(uint64_t), "frames are stored as 64-bit ad
 // Hot-path state: trivially destructible, so nothing is torn down at exit
 // under threads that still capture. A null unwinder means stacks are off.
 std::atomic<BacktraceFn> g_backtrace{nullptr};
+std::atomic<bool> g_fast{false};  // the fast walker first, libunwind when it cannot
+std::atomic<uint64_t> g_fast_fallbacks{0};
 std::atomic<uint32_t> g_depth{32};
 std::atomic<uint64_t> g_unwind_failures{0};
 std::atomic<bool> g_modules_changed{false};
@@ -51,7 +54,7 @@ std::string* g_off_reason = nullptr;
 
 }  // namespace
 
-void configure_stacks(bool enabled, uint32_t depth) {
+void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   capture::InternalScope internal;
   g_backtrace.store(nullptr, std::memory_order_relaxed);
   if (g_off_reason == nullptr) g_off_reason = new std::string;
@@ -60,6 +63,7 @@ void configure_stacks(bool enabled, uint32_t depth) {
   g_depth.store(depth == 0 ? 1 : (depth > kMaxDepth ? kMaxDepth : depth), std::memory_order_relaxed);
   BacktraceFn backtrace = load_unwinder(g_off_reason);
   if (backtrace == nullptr) return;
+  g_fast.store(fast_walker && init_fast_unwind(), std::memory_order_relaxed);
   if (g_table == nullptr) {
     auto* table = new StackTable;
     if (!table->init(kSlotsLog2, kArenaFrames)) {
@@ -89,7 +93,11 @@ __attribute__((noinline)) uint32_t capture_stack_id() noexcept {
     // hooks; the scope makes sure that stays so for any hook added later.
     capture::InternalScope internal;
     t_unwinding = true;
-    n = backtrace(buffer, want);
+    n = g_fast.load(std::memory_order_relaxed) ? fast_backtrace(buffer, want) : -1;
+    if (n < 0) {
+      if (g_fast.load(std::memory_order_relaxed)) g_fast_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      n = backtrace(buffer, want);
+    }
     t_unwinding = false;
   }
   if (n <= kSkipFrames) {
@@ -100,7 +108,10 @@ __attribute__((noinline)) uint32_t capture_stack_id() noexcept {
                          static_cast<uint32_t>(n - kSkipFrames));
 }
 
-void note_modules_changed() noexcept { g_modules_changed.store(true, std::memory_order_release); }
+void note_modules_changed() noexcept {
+  forget_unwind_rules();  // an address may now hold other code
+  g_modules_changed.store(true, std::memory_order_release);
+}
 
 namespace {
 

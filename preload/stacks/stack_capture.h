@@ -13,9 +13,11 @@ namespace gpuscope::stacks {
 
 // Once, at capture start, before any hook records. depth: frames per stack
 // (1..64). Loads libunwind.so.8; without it stacks stay off and the stack
-// source says why in the trace. A later call (tests, benchmarks) may change
-// depth or switch stacks off and on; ids already given stay valid.
-void configure_stacks(bool enabled, uint32_t depth);
+// source says why in the trace. fast_walker: walk with cached unwind-table
+// rules (fast_unwind.h) and use libunwind only for frames it cannot follow;
+// false: libunwind for every stack. A later call (tests, benchmarks) may
+// change these or switch stacks off and on; ids already given stay valid.
+void configure_stacks(bool enabled, uint32_t depth, bool fast_walker = true);
 
 // Hot path: the id of the calling thread's current stack (0 = none, or
 // stacks off, or the table full). Lock-free, allocation-free.
