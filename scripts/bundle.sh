@@ -5,6 +5,8 @@
 #   bin/gpuscope            the CLI (its C++ runtime compiled in; see analyzer/CMakeLists.txt)
 #   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
+#   lib/libcupti.so.13      CUPTI from the toolkit (redistributable), which
+#                           libgpuscope.so dlopens next to itself for device activity
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
 #   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
@@ -40,6 +42,17 @@ ldd "$build/bin/gpuscope" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while re
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done
+
+# CUPTI: what the capture library loads for device activity when the driver
+# injects it (never on a machine without a driver). GPU nodes often have a
+# driver but no toolkit, so it travels with the library.
+cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
+cupti=""
+for candidate in "$cuda_root"/extras/CUPTI/lib64 "$cuda_root"/lib64 "$cuda_root"/lib "$cuda_root"/targets/x86_64-linux/lib; do
+  [ -f "$candidate/libcupti.so.13" ] && { cupti=$candidate/libcupti.so.13; break; }
+done
+[ -n "$cupti" ] || { echo "bundle: libcupti.so.13 not found under $cuda_root (set CUDAToolkit_ROOT)" >&2; exit 1; }
+cp -L "$cupti" "$stage/lib/libcupti.so.13"
 
 programs=(pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback
           driver_api gpu_probe minimal_cuda minimal_cuda_static dlopen_cudart hooked_call_loop)

@@ -18,6 +18,9 @@ while read -r name arrow path _; do
   case $name in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) continue ;; esac
   [ "$(realpath "$(dirname "$path")")" = "$(realpath "$root/lib")" ] || fail "bin/gpuscope takes $name from $path, not from the bundle"
 done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope")
+# CUPTI ships next to the capture library and needs nothing beyond glibc and libgcc_s.
+[ -f "$root/lib/libcupti.so.13" ] || fail "lib/libcupti.so.13 is missing"
+! env -i PATH=/usr/bin:/bin ldd "$root/lib/libcupti.so.13" | grep -q 'not found' || fail "libcupti.so.13 has unresolved dependencies"
 max_glibc=$(objdump -T "$root/bin/gpuscope" "$root/lib/libgpuscope.so" | grep -oE 'GLIBC_2\.[0-9]+' | sort -uV | tail -1)
 [ "$(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -1)" = GLIBC_2.36 ] || fail "needs $max_glibc (> 2.36)"
 
