@@ -18,6 +18,7 @@
 
 #include "diag.h"
 #include "real_symbol.h"
+#include "capture_window.h"
 #include "session.h"
 #include "gpu/gpu_source.h"
 #include "stacks/stack_capture.h"
@@ -66,8 +67,16 @@ void initialize_capture() {
   stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
   std::vector<capture::TraceSource*> sources = {stacks::make_stack_source().release(),
                                                 gpu::make_gpu_source(config).release()};
+  capture::SessionOptions options = config.options;
+  capture::WindowConfig windows;
   std::string error;
-  if (!capture::start_session(config.options, path, metadata, &error, sources)) {
+  if (!capture::read_window_config(&windows, &error))
+    capture::diag_line("%s; capturing the whole run", error.c_str());
+  if (capture::configure_windows(windows)) {
+    options.start_paused = true;
+    sources.push_back(capture::make_window_source().release());
+  }
+  if (!capture::start_session(options, path, metadata, &error, sources)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());
     capture::disable_capture();
     return;

@@ -95,6 +95,11 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
   if (o.stack_depth >= 0) env.push_back("GPUSCOPE_STACK_DEPTH=" + std::to_string(o.stack_depth));
   if (o.cpu_sample_ms >= 0) env.push_back("GPUSCOPE_CPU_SAMPLE_MS=" + std::to_string(o.cpu_sample_ms));
   if (o.nvml_hz >= 0) env.push_back("GPUSCOPE_NVML_HZ=" + std::to_string(o.nvml_hz));
+  const auto ms = [](double seconds) { return std::to_string(static_cast<uint64_t>(seconds * 1000.0 + 0.5)); };
+  if (o.delay_s > 0) env.push_back("GPUSCOPE_DELAY_MS=" + ms(o.delay_s));
+  if (o.duration_s > 0) env.push_back("GPUSCOPE_DURATION_MS=" + ms(o.duration_s));
+  if (!o.capture_range.empty()) env.push_back("GPUSCOPE_CAPTURE_RANGE=" + o.capture_range);
+  if (!o.capture_range_end.empty()) env.push_back("GPUSCOPE_CAPTURE_RANGE_END=" + o.capture_range_end);
   return env;
 }
 

@@ -43,6 +43,22 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 60000));
   run->add_option("--nvml-hz", run_options.nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
       ->check(CLI::Range(0, 1000));
+  run->add_option("--delay", run_options.delay_s, "Record nothing for the first SECONDS")->check(CLI::Range(0.0, 31e6));
+  run->add_option("--duration", run_options.duration_s, "Record for SECONDS, then finalize the trace")
+      ->check(CLI::Range(0.001, 31e6));
+  run->add_option("--capture-range", run_options.capture_range,
+                  "Record only between cudaProfilerStart and cudaProfilerStop (runtime or driver)")
+      ->check(CLI::IsMember({"cudaProfilerApi"}));
+  run->add_option("--capture-range-end", run_options.capture_range_end,
+                  "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const bool ok = v == "stop" || v == "repeat" ||
+                            (v.starts_with("repeat:") && v.size() > 7 &&
+                             v.find_first_not_of("0123456789", 7) == std::string::npos && v != "repeat:0");
+            return ok ? std::string() : "expected stop, repeat or repeat:N (N >= 1)";
+          },
+          "stop|repeat|repeat:N"));
   run->add_option("command", run_options.command, "Program and its arguments")->required();
   run->prefix_command();  // everything from the program name on belongs to the program
   run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");

@@ -33,6 +33,7 @@ struct SessionOptions {
   uint32_t cpu_sample_interval_ms = 10;
   int zstd_level = -1;  // zstd's fast mode: docs/performance.md
   uint32_t exit_timeout_ms = 3000;
+  bool start_paused = false;  // capture windows decide when recording starts (capture_window.h)
 };
 
 struct CaptureConfig {

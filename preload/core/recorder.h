@@ -19,7 +19,8 @@ enum class Phase : uint32_t {
   Idle = 0,       // not started (yet): hooks pass through
   Recording = 1,  // events go to the thread buffers
   Stopped = 2,    // capture ended (exit, output failure): pass through
-  Disabled = 3    // never record in this process (fork child, secure exec, opt-out)
+  Disabled = 3,   // never record in this process (fork child, secure exec, opt-out)
+  Paused = 4      // between capture windows (capture_window.h): pass through, nothing dropped
 };
 
 // Per-thread state. Plain and zero-initialized so no TLS constructor runs, and
@@ -64,7 +65,9 @@ inline ThreadSlot* recording_slot() noexcept {
     return detail::attach_current_thread();
   }
   if (__builtin_expect(detail::g_phase.load(std::memory_order_relaxed) != Phase::Recording, 0)) {
-    s->drops[static_cast<size_t>(fb::DropReason::NotRecording)].add();
+    // Outside a capture window nothing is lost: the user asked for less.
+    if (detail::g_phase.load(std::memory_order_relaxed) != Phase::Paused)
+      s->drops[static_cast<size_t>(fb::DropReason::NotRecording)].add();
     return nullptr;
   }
   return s;

@@ -156,7 +156,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
   g_owner_pid = getpid();
   g_output = output.release();
   g_writer = writer.release();
-  detail::g_phase.store(Phase::Recording, std::memory_order_release);
+  detail::g_phase.store(options.start_paused ? Phase::Paused : Phase::Recording, std::memory_order_release);
   return true;
 }
 
@@ -166,8 +166,12 @@ void stop_session(fb::EndKind kind, int exit_status) {
   std::unique_lock lock(g_lifecycle, std::defer_lock);
   if (!lock.try_lock_for(std::chrono::milliseconds(g_options.exit_timeout_ms))) return;
   if (g_writer == nullptr || getpid() != g_owner_pid) return;
+  // A detach (the last capture window closed) leaves the hooks paused:
+  // the program's later calls are not part of the capture, not drops.
   Phase expected = Phase::Recording;
-  detail::g_phase.compare_exchange_strong(expected, Phase::Stopped);
+  const Phase after = kind == fb::EndKind::Detached ? Phase::Paused : Phase::Stopped;
+  if (!detail::g_phase.compare_exchange_strong(expected, after) && expected == Phase::Paused)
+    detail::g_phase.compare_exchange_strong(expected, after);
   if (g_writer->finish(kind, exit_status, /*stop=*/true, g_options.exit_timeout_ms)) {
     delete g_writer;
     delete g_output;
@@ -179,7 +183,8 @@ void stop_session(fb::EndKind kind, int exit_status) {
 void checkpoint_session(fb::EndKind kind, int exit_status) {
   std::lock_guard lock(g_lifecycle);
   if (g_writer == nullptr || getpid() != g_owner_pid) return;
-  if (detail::g_phase.load() != Phase::Recording) return;
+  const Phase phase = detail::g_phase.load();
+  if (phase != Phase::Recording && phase != Phase::Paused) return;
   g_writer->finish(kind, exit_status, /*stop=*/false, g_options.exit_timeout_ms);
 }
 
@@ -209,7 +214,10 @@ uint32_t free_thread_buffers() {
 StringTable& session_strings() { return strings_instance(); }
 
 void note_library_load(LibraryLoadEvent event) {
-  if (detail::g_phase.load(std::memory_order_relaxed) != Phase::Recording) return;
+  // Loads between capture windows are kept: they are evidence about the
+  // process, not events of the window.
+  const Phase phase = detail::g_phase.load(std::memory_order_relaxed);
+  if (phase != Phase::Recording && phase != Phase::Paused) return;
   std::lock_guard lock(g_loads_mutex);
   pending_loads().push_back(std::move(event));
 }

@@ -23,6 +23,9 @@ class TraceSource {
   // Once, before that last poll, when capture stops for good: a source
   // stops its own threads (waiting a bounded time for work in progress).
   virtual void end() {}
+  // Asked after every poll: true ends the capture now (the last capture
+  // window closed) while the program runs on; the trace ends "detached".
+  virtual bool wants_capture_end() const { return false; }
 };
 
 }  // namespace gpuscope::capture

@@ -70,8 +70,12 @@ void Writer::run() {
   for (;;) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_interval_ms),
                    [this] { return request_.pending; });
-    const Request req = request_;
+    Request req = request_;
     lock.unlock();
+    // A source ending the capture (the last window closed) is a stop this
+    // thread asks of itself: nobody waits on it.
+    const bool self_stop = !req.pending && capture_end_wanted();
+    if (self_stop) req = Request{true, true, fb::EndKind::Detached, 0, 0};
     const uint64_t now = monotonic_ns();
     drain_all();
     if (cpu_ns != 0 && (now - last_cpu_sample >= cpu_ns || req.pending)) {
@@ -90,6 +94,7 @@ void Writer::run() {
       last_flush = now;
     }
     lock.lock();
+    if (self_stop) break;
     if (req.pending) {
       completed_serial_ = req.serial;
       request_.pending = false;
@@ -100,6 +105,12 @@ void Writer::run() {
   if (!output_dead_) output_.close();
   thread_exited_ = true;
   done_.notify_all();
+}
+
+bool Writer::capture_end_wanted() const {
+  for (const TraceSource* source : sources_)
+    if (source->wants_capture_end()) return true;
+  return false;
 }
 
 // Empties every ring in batches, writing a chunk whenever one is full.
@@ -218,7 +229,12 @@ void Writer::on_output_failure() {
 
 bool Writer::finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeout_ms) {
   std::unique_lock lock(mutex_);
-  if (!thread_.joinable() || thread_exited_) return true;
+  if (!thread_.joinable()) return true;
+  if (thread_exited_) {  // it stopped itself (capture_end_wanted): reap it
+    lock.unlock();
+    thread_.join();
+    return true;
+  }
   request_ = Request{true, stop, kind, exit_status, request_.serial + 1};
   const uint64_t serial = request_.serial;
   wake_.notify_one();

@@ -55,6 +55,7 @@ class Writer {
   void drain_all();
   void drain_ring(SpscRing& ring);
   void poll_sources(uint64_t now);
+  bool capture_end_wanted() const;
   bool write_chunk(const TotalsInfo* totals);
   bool write_chunk_with_strings();  // mid-drain: strings interned so far go first
   bool write_frame(std::span<const uint8_t> chunk, const TotalsInfo* totals);

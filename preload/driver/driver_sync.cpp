@@ -28,6 +28,8 @@ constexpr uint8_t DP = gpuscope::hooks::kDriverApi | gpuscope::hooks::kPerThread
   X(CUresult, cuStreamQuery_ptsz, DP, (CUstream s), (s), (sync_of(SyncKind::StreamQuery, s)))                    \
   X(CUresult, cuEventQuery, D, (CUevent e), (e), (sync_of(SyncKind::EventQuery, e)))                             \
   X(CUresult, cuInit, D, (unsigned f), (f), (plain()))                                                           \
-  X(CUresult, cuDeviceGetCount, D, (int* n), (n), (plain()))
+  X(CUresult, cuDeviceGetCount, D, (int* n), (n), (plain()))                                                    \
+  X(CUresult, cuProfilerStart, D, (), (), (gpuscope::hooks::ProfilerStartCall{}))                                \
+  X(CUresult, cuProfilerStop, D, (), (), (gpuscope::hooks::ProfilerStopCall{}))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_DRIVER_SYNC, driver_sync_hooks)

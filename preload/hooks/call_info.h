@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "capture_window.h"
 #include "recorder.h"
 
 namespace gpuscope::hooks {
@@ -36,6 +37,19 @@ struct CallInfo {
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
     finish(scope, result, flags);
   }
+};
+
+// cudaProfilerStart/Stop and their driver twins: plain calls that also
+// open and close capture windows (capture_window.h) when the capture range
+// is the profiler API. Start opens before the call, so the call is the
+// window's first event; stop closes after it, its last.
+struct ProfilerStartCall : CallInfo {
+  static void before_any() noexcept { capture::on_profiler_start(); }
+  static void after_any() noexcept {}
+};
+struct ProfilerStopCall : CallInfo {
+  static void before_any() noexcept { capture::on_profiler_stop_begin(); }
+  static void after_any() noexcept { capture::on_profiler_stop_end(); }
 };
 
 // cudaMemcpyKind values (driver copies map to them too).

@@ -80,14 +80,26 @@ template <class Ret> Ret not_found() noexcept { return static_cast<Ret>(500); }
 
 // Records one call: the ApiCall, and the family's typed record when this is
 // the outermost gpuscope-visible call on the thread.
+// A family whose CallInfo has static `before_any()` / `after_any()` (the
+// profiler API: capture-range triggers) gets them around every call,
+// recorded or not: they are what starts and stops recording.
+template <class Info> concept CaptureTrigger = requires { Info::before_any(); Info::after_any(); };
+
 template <class Call, class Describe>
 inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype(call()) {
+  using Info = decltype(describe());
+  if constexpr (CaptureTrigger<Info>) Info::before_any();
   capture::ApiCallScope scope([&] { return slot.id(); });
-  if (!scope.active()) return call();
+  if (!scope.active()) {
+    const auto result = call();
+    if constexpr (CaptureTrigger<Info>) Info::after_any();
+    return result;
+  }
   auto info = describe();
   info.before(scope);
   const auto result = call();
   info.after(scope, static_cast<int32_t>(result), slot.flags);
+  if constexpr (CaptureTrigger<Info>) Info::after_any();
   return result;
 }
 

@@ -37,8 +37,8 @@ SetDeviceCall set_device(int device) {
   X(cudaError_t, cudaDriverGetVersion, 0, (int* v), (v), (plain()))                                             \
   X(cudaError_t, cudaRuntimeGetVersion, 0, (int* v), (v), (plain()))                                            \
   X(cudaError_t, cudaDeviceReset, 0, (), (), (plain()))                                                         \
-  X(cudaError_t, cudaProfilerStart, 0, (), (), (plain()))                                                       \
-  X(cudaError_t, cudaProfilerStop, 0, (), (), (plain()))                                                        \
+  X(cudaError_t, cudaProfilerStart, 0, (), (), (gpuscope::hooks::ProfilerStartCall{}))                          \
+  X(cudaError_t, cudaProfilerStop, 0, (), (), (gpuscope::hooks::ProfilerStopCall{}))                            \
   X(cudaError_t, cudaStreamCreate, 0, (cudaStream_t* s), (s), (plain()))                                        \
   X(cudaError_t, cudaStreamCreateWithFlags, 0, (cudaStream_t* s, unsigned f), (s, f), (plain()))                \
   X(cudaError_t, cudaStreamCreateWithPriority, 0, (cudaStream_t* s, unsigned f, int p), (s, f, p), (plain()))   \

@@ -27,6 +27,33 @@ inline std::vector<std::string> clean_env() {
   return environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID"});
 }
 
+inline bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }
+
+struct Traced {
+  ProcessResult process;
+  TraceContents trace;
+  std::string trace_path;  // gone once the run's directory is (run_on_simgpu)
+};
+
+std::vector<std::string> traces_in(const std::string& dir);
+
+// A sample (a program in the build's bin/) under `gpuscope run [options]` on
+// simgpu, and its trace (empty unless exactly one was written).
+inline Traced run_on_simgpu(const std::vector<std::string>& sample_and_args,
+                            const std::vector<std::string>& run_options = {}) {
+  TempDir dir;
+  std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir.path()};
+  argv.insert(argv.end(), run_options.begin(), run_options.end());
+  argv.push_back("--");
+  argv.push_back(bin(sample_and_args.front()));
+  argv.insert(argv.end(), sample_and_args.begin() + 1, sample_and_args.end());
+  Traced t;
+  t.process = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  const auto traces = traces_in(dir.path());
+  if (traces.size() == 1) t.trace = read_trace_file(traces[0]);
+  return t;
+}
+
 inline std::vector<std::string> traces_in(const std::string& dir) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir))

@@ -22,11 +22,6 @@ std::string node(const std::string& name) {
   return std::string(GPUSCOPE_SOURCE_DIR) + "/samples/simgpu/nodes/" + name;
 }
 
-struct Traced {
-  ProcessResult process;
-  TraceContents trace;
-  std::string trace_path;
-};
 
 // `program args...` under `gpuscope run` on simgpu, with NVML sampled at
 // 50 Hz; `env` adds to the environment (SIMGPU_NODE=...).

@@ -11,26 +11,6 @@
 namespace gpuscope::test {
 namespace {
 
-bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }
-
-struct Traced {
-  ProcessResult process;
-  TraceContents trace;
-};
-
-// Runs a sample under `gpuscope run` on simgpu and reads its trace.
-Traced run_on_simgpu(const std::vector<std::string>& sample_and_args) {
-  TempDir dir;
-  std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir.path(), "--"};
-  argv.push_back(bin(sample_and_args.front()));
-  argv.insert(argv.end(), sample_and_args.begin() + 1, sample_and_args.end());
-  Traced t;
-  t.process = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
-  const auto traces = traces_in(dir.path());
-  if (traces.size() == 1) t.trace = read_trace_file(traces[0]);
-  return t;
-}
-
 struct CopyKey {
   fb::CopyDirection direction;
   fb::MemoryKind host;  // the host side's kind (src for H2D, dst for D2H)

@@ -13,8 +13,6 @@
 namespace gpuscope::test {
 namespace {
 
-bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }
-
 using Frame = std::pair<std::string, uint64_t>;  // module file name, offset from its load address
 
 std::vector<Frame> relative(const TraceContents& t, const std::vector<uint64_t>& frames) {

@@ -20,7 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }
 std::string simgpu_path() { return "LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR); }
 std::string node(const std::string& name) {
   return "SIMGPU_NODE=" + std::string(GPUSCOPE_SOURCE_DIR) + "/samples/simgpu/nodes/" + name + ".json";

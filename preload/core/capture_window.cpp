@@ -1,0 +1,191 @@
+#include "capture_window.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "chunk_builder.h"
+#include "clock.h"
+#include "recorder.h"
+#include "session.h"
+
+namespace gpuscope::capture {
+namespace {
+
+// Closed windows wait here for the writer's next poll.
+struct ClosedWindow {
+  uint64_t start_ns, end_ns;
+};
+
+struct Windows {
+  std::mutex mutex;
+  WindowConfig config;
+  bool configured = false;
+  uint64_t origin_ns = 0;  // capture start: the delay counts from here
+  bool open = false;
+  uint64_t opened_ns = 0;
+  uint32_t opened = 0;     // windows opened so far
+  bool finished = false;   // the last window allowed has closed
+  std::vector<ClosedWindow> closed;
+};
+
+// Never destroyed: hooks may reach it during static destruction.
+Windows& windows() {
+  static auto* w = new Windows;
+  return *w;
+}
+
+bool last_window(const Windows& w) { return w.config.max_windows != 0 && w.opened >= w.config.max_windows; }
+
+// Both under w.mutex.
+// A window's bounds are read next to the phase switch: before it when
+// opening, after it when closing, so every call recorded starts inside.
+void open_window(Windows& w) {
+  const uint64_t now = monotonic_ns();
+  if (w.open || w.finished || now < w.origin_ns + w.config.delay_ns) return;
+  Phase expected = Phase::Paused;
+  if (!detail::g_phase.compare_exchange_strong(expected, Phase::Recording, std::memory_order_acq_rel)) return;
+  w.open = true;
+  w.opened_ns = now;
+  ++w.opened;
+}
+
+void close_window(Windows& w) {
+  if (!w.open) return;
+  // Paused for good after the last window (hooks pass through, nothing is
+  // dropped) while the trace is ended: by the thread that closed it, or by
+  // the writer at its next poll.
+  Phase expected = Phase::Recording;
+  detail::g_phase.compare_exchange_strong(expected, Phase::Paused, std::memory_order_acq_rel);
+  w.open = false;
+  w.closed.push_back({w.opened_ns, monotonic_ns()});
+  w.finished = last_window(w);
+}
+
+// The profiler stop that the program's runtime call makes through the
+// driver is the same stop: only the outermost one closes the window.
+thread_local uint32_t t_stop_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+bool parse_ms(const char* name, uint64_t* out_ns, std::string* error) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return true;
+  const std::string_view s(v);
+  uint64_t ms = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), ms);
+  if (ec != std::errc() || end != s.data() + s.size() || ms > 365ull * 86'400'000) {
+    *error = std::string(name) + "=" + v + ": expected milliseconds";
+    return false;
+  }
+  *out_ns = ms * 1'000'000;
+  return true;
+}
+
+bool parse_range_end(std::string_view v, uint32_t* max_windows) {
+  if (v.empty() || v == "stop") {
+    *max_windows = 1;
+    return true;
+  }
+  if (v == "repeat") {
+    *max_windows = 0;
+    return true;
+  }
+  if (!v.starts_with("repeat:")) return false;
+  v.remove_prefix(7);
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *max_windows);
+  return ec == std::errc() && end == v.data() + v.size() && *max_windows > 0;
+}
+
+class WindowSource final : public TraceSource {
+ public:
+  void poll(uint64_t now_ns, ChunkBuilder& out) override {
+    Windows& w = windows();
+    std::lock_guard lock(w.mutex);
+    // Time windows: the delay opens one unless a range decides, the
+    // duration closes any.
+    if (w.config.range == WindowConfig::Range::None) open_window(w);
+    // Closed when recording actually stops (this poll, up to a drain
+    // interval after the nominal end).
+    if (w.open && w.config.duration_ns != 0 && now_ns >= w.opened_ns + w.config.duration_ns) close_window(w);
+    for (const ClosedWindow& c : w.closed)
+      out.add(fb::Marker(c.start_ns, c.end_ns - c.start_ns, 0, 0, 0, 0, fb::MarkerKind::CaptureWindow, 0, 0));
+    w.closed.clear();
+    end_wanted_ = w.finished;
+  }
+  // The process is ending inside a window: it closes where the capture does.
+  void end() override {
+    Windows& w = windows();
+    std::lock_guard lock(w.mutex);
+    const bool was_finished = w.finished;
+    close_window(w);
+    w.finished = was_finished;
+  }
+  bool wants_capture_end() const override { return end_wanted_; }
+
+ private:
+  bool end_wanted_ = false;
+};
+
+}  // namespace
+
+bool read_window_config(WindowConfig* out, std::string* error) {
+  WindowConfig c;
+  if (!parse_ms("GPUSCOPE_DELAY_MS", &c.delay_ns, error) || !parse_ms("GPUSCOPE_DURATION_MS", &c.duration_ns, error))
+    return false;
+  if (const char* range = std::getenv("GPUSCOPE_CAPTURE_RANGE"); range != nullptr && *range != '\0') {
+    if (std::string_view(range) != "cudaProfilerApi") {
+      *error = std::string("GPUSCOPE_CAPTURE_RANGE=") + range + ": expected cudaProfilerApi";
+      return false;
+    }
+    c.range = WindowConfig::Range::ProfilerApi;
+  }
+  const char* end = std::getenv("GPUSCOPE_CAPTURE_RANGE_END");
+  if (!parse_range_end(end != nullptr ? end : "", &c.max_windows)) {
+    *error = std::string("GPUSCOPE_CAPTURE_RANGE_END=") + end + ": expected stop, repeat or repeat:N";
+    return false;
+  }
+  *out = c;
+  return true;
+}
+
+bool configure_windows(const WindowConfig& config) {
+  Windows& w = windows();
+  std::lock_guard lock(w.mutex);
+  w.config = config;
+  w.configured = config.active();
+  w.origin_ns = monotonic_ns();
+  w.open = w.finished = false;
+  w.opened = 0;
+  w.closed.clear();
+  return w.configured;
+}
+
+void on_profiler_start() noexcept {
+  Windows& w = windows();
+  if (!w.configured || w.config.range != WindowConfig::Range::ProfilerApi) return;
+  std::lock_guard lock(w.mutex);
+  open_window(w);
+}
+
+void on_profiler_stop_begin() noexcept { ++t_stop_depth; }
+
+void on_profiler_stop_end() noexcept {
+  if (--t_stop_depth != 0) return;
+  Windows& w = windows();
+  if (!w.configured || w.config.range != WindowConfig::Range::ProfilerApi) return;
+  bool finished = false;
+  {
+    std::lock_guard lock(w.mutex);
+    const bool was_open = w.open;
+    close_window(w);
+    finished = was_open && w.finished;
+  }
+  // The last window: its trace ends here, before the program goes on, so
+  // what follows the range never races into it.
+  if (finished) stop_session(fb::EndKind::Detached, 0);
+}
+
+std::unique_ptr<TraceSource> make_window_source() { return std::make_unique<WindowSource>(); }
+
+}  // namespace gpuscope::capture

@@ -1,0 +1,56 @@
+// Capture windows (issue 7): record only the stretch that matters.
+//
+// A session with a window configuration starts paused (Phase::Paused: hooks
+// pass through at the cost of a flag check, nothing is counted as dropped).
+// A window opens after `delay`, or at cudaProfilerStart / cuProfilerStart
+// when the capture range is the profiler API; it closes after `duration`,
+// or at the matching stop. Each closed window becomes one CaptureWindow
+// marker in the trace, so the analyzer knows which time was captured. When
+// the last window allowed has closed (end policy "stop", or "repeat:N"
+// reached), the writer finalizes the trace ("detached") and the program
+// runs on untraced.
+//
+// Transitions are rare and take a mutex; the hot path only ever reads the
+// phase.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trace_source.h"
+
+namespace gpuscope::capture {
+
+struct WindowConfig {
+  enum class Range : uint8_t { None, ProfilerApi };
+  uint64_t delay_ns = 0;     // nothing opens before this, from capture start
+  uint64_t duration_ns = 0;  // each window's length; 0: until the range ends or the process does
+  Range range = Range::None;
+  uint32_t max_windows = 1;  // 0: repeat without limit
+
+  bool active() const { return delay_ns != 0 || duration_ns != 0 || range != Range::None; }
+};
+
+// GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE
+// (cudaProfilerApi) and GPUSCOPE_CAPTURE_RANGE_END (stop | repeat |
+// repeat:N). False, with a sentence in *error, for a value it cannot honour
+// (capture then proceeds unwindowed rather than guessing).
+bool read_window_config(WindowConfig* out, std::string* error);
+
+// Before the session starts. True when it must start paused.
+bool configure_windows(const WindowConfig& config);
+
+// Profiler API hooks, on the calling thread, whether or not recording:
+// start before the call; stop around it (nested runtime -> driver calls
+// close the window once, after the outermost). Closing the last window
+// ends the trace right there, on the calling thread.
+void on_profiler_start() noexcept;
+void on_profiler_stop_begin() noexcept;
+void on_profiler_stop_end() noexcept;
+
+// The writer-side source: opens and closes time windows, writes closed
+// windows as markers, and asks for the capture to end after the last one.
+std::unique_ptr<TraceSource> make_window_source();
+
+}  // namespace gpuscope::capture

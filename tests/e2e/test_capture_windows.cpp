@@ -1,0 +1,135 @@
+// Capture windows end to end on simgpu (issue 7): a profiler-API capture
+// range records exactly the calls between cudaProfilerStart and
+// cudaProfilerStop, once ("stop": the trace is finalized and the program
+// runs on) or every time ("repeat", "repeat:N"); --delay/--duration record
+// only their stretch of time. The program's output and status never change.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "e2e_support.h"
+
+namespace gpuscope::test {
+namespace {
+
+constexpr int kRounds = 3, kLoads = 3, kKernels = 5, kClears = 4;
+
+std::vector<std::string> phases() {
+  return {"profiled_phases", "--rounds", std::to_string(kRounds), "--loads", std::to_string(kLoads), "--kernels",
+          std::to_string(kKernels), "--clears", std::to_string(kClears)};
+}
+
+std::vector<fb::Marker> windows_of(const TraceContents& t) {
+  std::vector<fb::Marker> out;
+  for (const auto& m : t.markers)
+    if (m.kind() == fb::MarkerKind::CaptureWindow) out.push_back(m);
+  return out;
+}
+
+uint64_t outermost_calls(const TraceContents& t, const std::string& name) {
+  uint64_t n = 0;
+  for (const auto& c : t.api_calls) n += c.depth() == 0 && t.summary.name_of(c.function_id()) == name;
+  return n;
+}
+
+class CaptureWindows : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simgpu_built()) GTEST_SKIP() << "simgpu not built";
+    std::vector<std::string> argv = phases();
+    argv[0] = bin(argv[0]);
+    plain_ = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  }
+  // What every windowed run must keep: the program's own behaviour.
+  void expect_program_unchanged(const Traced& r) {
+    EXPECT_EQ(r.process.exit_code(), 0) << r.process.err;
+    EXPECT_EQ(r.process.out, plain_.out);
+    EXPECT_EQ(r.process.err.find("gpuscope"), std::string::npos) << r.process.err;
+  }
+  // Only the profiled steps: kernels, one D2H copy and one sync per window;
+  // none of the loads (H2D) or clears (memsets) around them.
+  void expect_only_profiled_steps(const TraceContents& t, int windows) {
+    EXPECT_EQ(t.kernels.size(), static_cast<size_t>(windows * kKernels));
+    EXPECT_EQ(t.memsets.size(), 0u);
+    EXPECT_EQ(outermost_calls(t, "cudaMemcpy"), static_cast<uint64_t>(windows));
+    for (const auto& c : t.copies) EXPECT_EQ(c.direction(), fb::CopyDirection::DeviceToHost);
+    EXPECT_EQ(outermost_calls(t, "cudaDeviceSynchronize"), static_cast<uint64_t>(windows));
+    EXPECT_EQ(outermost_calls(t, "cudaProfilerStart"), static_cast<uint64_t>(windows));
+    EXPECT_EQ(outermost_calls(t, "cudaProfilerStop"), static_cast<uint64_t>(windows));
+    EXPECT_EQ(t.summary.dropped_total(), 0u);
+    // Every call began inside a window.
+    const auto w = windows_of(t);
+    ASSERT_EQ(w.size(), static_cast<size_t>(windows));
+    for (const auto& c : t.api_calls) {
+      const bool inside = std::any_of(w.begin(), w.end(), [&](const fb::Marker& m) { return began_inside(c, m); });
+      EXPECT_TRUE(inside) << t.summary.name_of(c.function_id()) << " outside every window";
+    }
+  }
+  // Window bounds are CLOCK_MONOTONIC readings; call times come through the
+  // TSC conversion, which agrees with it to within microseconds.
+  static bool began_inside(const fb::ApiCall& c, const fb::Marker& m) {
+    constexpr uint64_t kClockSlack = 50'000;
+    return c.start_ns() + kClockSlack >= m.start_ns() && c.start_ns() <= m.start_ns() + m.duration_ns() + kClockSlack;
+  }
+  ProcessResult plain_;
+};
+
+TEST_F(CaptureWindows, ProfilerRangeStopRecordsTheFirstRangeThenDetaches) {
+  const Traced r = run_on_simgpu(phases(), {"--capture-range", "cudaProfilerApi"});
+  expect_program_unchanged(r);
+  ASSERT_TRUE(r.trace.opened) << r.trace.error;
+  expect_only_profiled_steps(r.trace, 1);
+  ASSERT_TRUE(r.trace.summary.end.has_value());
+  EXPECT_EQ(r.trace.summary.end->kind, fb::EndKind::Detached);
+}
+
+TEST_F(CaptureWindows, ProfilerRangeRepeatRecordsEveryRange) {
+  const Traced r = run_on_simgpu(phases(), {"--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat"});
+  expect_program_unchanged(r);
+  expect_only_profiled_steps(r.trace, kRounds);
+  ASSERT_TRUE(r.trace.summary.end.has_value());
+  EXPECT_EQ(r.trace.summary.end->kind, fb::EndKind::ReturnFromMain);
+}
+
+TEST_F(CaptureWindows, ProfilerRangeRepeatNStopsAfterN) {
+  const Traced r =
+      run_on_simgpu(phases(), {"--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat:2"});
+  expect_program_unchanged(r);
+  expect_only_profiled_steps(r.trace, 2);
+  EXPECT_EQ(r.trace.summary.end->kind, fb::EndKind::Detached);
+}
+
+TEST_F(CaptureWindows, DelayAndDurationRecordOnlyTheirStretch) {
+  // ~1.3 s of back-to-back synchronized steps on simgpu's default node.
+  const Traced r = run_on_simgpu({"sync_bound", "--iters", "100000"}, {"--delay", "0.3", "--duration", "0.4"});
+  EXPECT_EQ(r.process.exit_code(), 0) << r.process.err;
+  ASSERT_TRUE(r.trace.opened) << r.trace.error;
+  const auto w = windows_of(r.trace);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_GE(w[0].duration_ns(), 400'000'000u);
+  EXPECT_LT(w[0].duration_ns(), 500'000'000u);  // closed at the writer's next poll
+  ASSERT_TRUE(r.trace.summary.process.has_value());
+  const uint64_t started = r.trace.summary.process->start_monotonic_ns;
+  EXPECT_GE(w[0].start_ns(), started + 300'000'000);
+  EXPECT_FALSE(r.trace.kernels.empty());
+  EXPECT_LT(r.trace.kernels.size(), 100000u);  // not the whole run
+  for (const auto& c : r.trace.api_calls)
+    EXPECT_TRUE(began_inside(c, w[0])) << r.trace.summary.name_of(c.function_id()) << " began "
+                                       << static_cast<int64_t>(c.start_ns() - w[0].start_ns()) << " ns into the "
+                                       << w[0].duration_ns() << " ns window";
+  EXPECT_EQ(r.trace.summary.end->kind, fb::EndKind::Detached);
+  EXPECT_EQ(r.trace.summary.dropped_total(), 0u);
+}
+
+TEST_F(CaptureWindows, BadWindowOptionsAreRefusedWithOneLine) {
+  const auto r = run({gpuscope_exe(), "run", "--capture-range-end", "repeat:0", "--", bin("profiled_phases")},
+                     clean_env());
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_NE(r.err.find("repeat:N"), std::string::npos) << r.err;
+  const auto range = run({gpuscope_exe(), "run", "--capture-range", "nvtx", "--", bin("profiled_phases")}, clean_env());
+  EXPECT_EQ(range.exit_code(), 2);
+}
+
+}  // namespace
+}  // namespace gpuscope::test
