@@ -33,28 +33,60 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return out;
 }
 
-// 0 analyzed, 2 unreadable (the reason printed on stderr).
-int analyze_one(const std::string& path, const AnalyzeOptions& options, std::string* text,
-                nlohmann::ordered_json* json, std::string* headline) {
+// One pass over the trace at `path` (each pass opens it afresh: the reader
+// keeps per-read state such as problems and frame sequence).
+bool model_pass(const std::string& path, const analyzer::TimeWindow& window, const analyzer::RangeModel* ranges,
+                const std::vector<std::pair<uint64_t, uint64_t>>& scope, analyzer::TraceModel* out) {
   reader::TraceReader r;
   std::string error;
   if (!r.open_file(path, &error)) {
     fmt::print(stderr, "gpuscope: {}\n", error);
-    return 2;
+    return false;
   }
+  *out = analyzer::build_model(r, window, ranges, scope);
+  return true;
+}
+
+// The model, with host calls placed in NVTX ranges when the trace has any:
+// the first pass finds the ranges, a second one (only then) attributes, and
+// with --range keeps only the time inside the named ranges. 0, or 2 with
+// the reason printed.
+int build_scoped_model(const std::string& path, const analyzer::TimeWindow& window, const std::string& range,
+                       analyzer::TraceModel* model) {
+  if (!model_pass(path, window, nullptr, {}, model)) return 2;
+  if (model->ranges.empty() && range.empty()) return 0;
+  std::vector<std::pair<uint64_t, uint64_t>> scope;
+  if (!range.empty()) {
+    scope = analyzer::range_spans(*model, range);
+    if (scope.empty()) {
+      fmt::print(stderr, "gpuscope: --range {}: {} has no NVTX range with that message\n", range, path);
+      return 2;
+    }
+  }
+  const analyzer::RangeModel ranges = std::move(model->ranges);
+  if (!model_pass(path, window, &ranges, scope, model)) return 2;
+  model->scope_range = range;
+  return 0;
+}
+
+// 0 analyzed, 2 unreadable (the reason printed on stderr).
+int analyze_one(const std::string& path, const AnalyzeOptions& options, std::string* text,
+                nlohmann::ordered_json* json, std::string* headline) {
   analyzer::TimeWindow window;
   if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
     fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
                options.window);
     return 2;
   }
-  const analyzer::TraceModel model = analyzer::build_model(r, window);
+  analyzer::TraceModel model;
+  if (const int rc = build_scoped_model(path, window, options.range, &model); rc != 0) return rc;
   for (const auto& p : model.summary.problems)
     if (p.kind != reader::ProblemKind::NoTotals && (text || json))
       fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
                  p.offset, p.message);
   const analyzer::Metrics metrics = analyzer::compute_metrics(model);
-  const analyzer::Analysis analysis = analyzer::analyze(model, metrics);
+  analyzer::Analysis analysis = analyzer::analyze(model, metrics);
+  analyzer::attribute_findings_to_ranges(model, &analysis);
   const analyzer::Symbolizer symbols(model.summary);
   const analyzer::ReportInput in{path, model, metrics, analysis, symbols, options.top};
   if (headline) *headline = analysis.verdict.headline;

@@ -107,8 +107,10 @@ std::vector<std::string> child_environment(const std::string& library, const Out
                                            const std::string& run_id, const std::vector<std::string>& settings) {
   std::vector<std::string> env;
   std::string preload = library;
+  bool nvtx_injection_set = false;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
+    nvtx_injection_set |= entry.starts_with("NVTX_INJECTION64_PATH=");
     if (entry.starts_with("LD_PRELOAD=")) {
       const std::string_view existing = entry.substr(11);
       if (!existing.empty() && existing.find(library) == std::string_view::npos)
@@ -124,6 +126,9 @@ std::vector<std::string> child_environment(const std::string& library, const Out
     env.emplace_back(entry);
   }
   env.push_back("LD_PRELOAD=" + preload);
+  // The preloaded library is also the NVTX injection (preload/nvtx/); a
+  // tool the user chose already keeps its place.
+  if (!nvtx_injection_set) env.push_back("NVTX_INJECTION64_PATH=" + library);
   env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
   env.push_back("GPUSCOPE_RUN_ID=" + run_id);
   env.insert(env.end(), settings.begin(), settings.end());

@@ -36,6 +36,7 @@ struct AnalyzeOptions {
   bool json = false;
   size_t top = 5;
   std::string window;  // START:END seconds from the process start
+  std::string range;   // NVTX range message: analyze only the time inside such ranges
 };
 
 // Analyzes each trace and prints the report (or one JSON document); 0 when

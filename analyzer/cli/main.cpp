@@ -73,9 +73,11 @@ int main(int argc, char** argv) {
   analyze->add_flag("--json", analyze_options.json, "Print the analysis as JSON (docs/analysis.schema.json)");
   analyze->add_option("--window", analyze_options.window,
                       "Analyze only START:END, seconds from the process start (either end may be left out)");
+  analyze->add_option("--range", analyze_options.range,
+                      "Analyze only the time inside NVTX ranges with this message (all of them, any domain)");
   analyze->add_option("--top", analyze_options.top, "Findings and call sites to show (default 5)")
       ->check(CLI::Range(1, 100));
-  analyze->footer("Exit status: 0 analyzed, 2 when an input is not a readable trace.");
+  analyze->footer("Exit status: 0 analyzed, 2 when an input is not a readable trace or has no range named by --range.");
 
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Show help for a command");

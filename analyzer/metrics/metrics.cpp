@@ -101,7 +101,7 @@ void device_metrics(const TraceModel& m, Metrics& x) {
   if (m.device_records == 0) return;
   const auto& d = m.device;
   const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
-  const auto share = [&](const IntervalSet& s) { return s.length_within(m.begin_ns, m.end_ns) / wall; };
+  const auto share = [&](const IntervalSet& s) { return m.covered(s) / wall; };
   x.device_kernel_share = share(d.kernels);
   x.device_h2d_share = share(d.h2d);
   x.device_d2h_share = share(d.d2h);

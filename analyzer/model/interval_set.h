@@ -42,12 +42,34 @@ class IntervalSet {
     return total;
   }
 
+  // Length of the union clipped to a sorted list of disjoint spans (a
+  // --range scope): one merge pass over both.
+  uint64_t length_within(const std::vector<std::pair<uint64_t, uint64_t>>& scope) const {
+    compact();
+    uint64_t total = 0;
+    size_t i = 0;
+    for (const auto& [from, to] : scope) {
+      while (i < spans_.size() && spans_[i].second <= from) ++i;
+      for (size_t j = i; j < spans_.size() && spans_[j].first < to; ++j) {
+        const uint64_t a = std::max(spans_[j].first, from), b = std::min(spans_[j].second, to);
+        if (b > a) total += b - a;
+      }
+    }
+    return total;
+  }
+
   // Union with another set (for "any device activity").
   void add_all(const IntervalSet& other) {
     for (const auto& [s, e] : other.spans_) add(s, e);
   }
 
   bool empty() const { return spans_.empty(); }
+
+  // The union as sorted, disjoint [start, end) spans.
+  const std::vector<std::pair<uint64_t, uint64_t>>& spans() const {
+    compact();
+    return spans_;
+  }
 
  private:
   static constexpr size_t kMinCompact = 1 << 16;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 namespace gpuscope::analyzer {
@@ -21,8 +22,11 @@ constexpr uint32_t field(fb::GpuSampleField f) { return static_cast<uint32_t>(f)
 
 class ModelBuilder {
  public:
-  ModelBuilder(const reader::TraceSummary& strings_source, const TimeWindow& window)
-      : names_(strings_source), window_(window) {}
+  ModelBuilder(const reader::TraceSummary& strings_source, const TimeWindow& window, const RangeModel* known_ranges,
+               const std::vector<std::pair<uint64_t, uint64_t>>& scope)
+      : names_(strings_source), window_(window), known_ranges_(known_ranges), scope_(scope) {
+    if (known_ranges_ != nullptr) locator_.emplace(*known_ranges_);
+  }
 
   void add(const reader::ChunkView& v);
   TraceModel finish(reader::TraceSummary summary);
@@ -36,9 +40,31 @@ class ModelBuilder {
   void add_gpu(const fb::GpuSample& s);
 
   bool in_window(uint64_t start_ns);
+  int64_t scope_span_of(uint64_t ns) const;
+  void add_scoped_cpu(const fb::CpuSample& s);
+  void attribute_to_range(const fb::ApiCall& c, CallKind kind);
+  void finish_ranges(uint64_t trace_end_ns);
+  void finish_scope();
 
   const reader::TraceSummary& names_;  // strings arrive before the records that use them
   TimeWindow window_;
+  const RangeModel* known_ranges_;
+  std::vector<std::pair<uint64_t, uint64_t>> scope_;
+  std::optional<RangeLocator> locator_;
+  RangeBuilder range_builder_;
+  struct RangeTime {
+    std::array<uint64_t, kCallKinds> blocked_ns{};
+    uint64_t calls = 0;
+  };
+  std::unordered_map<int64_t, RangeTime> time_by_range_;  // by index into the known ranges
+  // CPU growth inside the scope: per thread (0 = process), the previous
+  // in-scope sample and what was summed between samples of the same span.
+  struct ScopedCpu {
+    uint64_t at = 0, cpu = 0;
+    int64_t span = -1;
+    uint64_t cpu_sum = 0, time_sum = 0;
+  };
+  std::unordered_map<uint32_t, ScopedCpu> scoped_cpu_;
   uint64_t origin_ns_ = 0;  // process start, once the metadata is read
   TraceModel m_;
   std::unordered_map<uint32_t, CallKind> kinds_;
@@ -55,7 +81,15 @@ class ModelBuilder {
   uint64_t last_process_cpu_ = 0, first_process_cpu_ = UINT64_MAX;
 };
 
+int64_t ModelBuilder::scope_span_of(uint64_t ns) const {
+  auto it = std::upper_bound(scope_.begin(), scope_.end(), ns,
+                             [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) { return t < s.first; });
+  if (it == scope_.begin() || ns >= std::prev(it)->second) return -1;
+  return std::prev(it) - scope_.begin();
+}
+
 bool ModelBuilder::in_window(uint64_t start_ns) {
+  if (!scope_.empty() && scope_span_of(start_ns) < 0) return false;
   if (window_.start_s <= 0 && window_.end_s < 0) return true;
   if (origin_ns_ == 0 && names_.process) origin_ns_ = names_.process->start_monotonic_ns;
   const double t = (static_cast<double>(start_ns) - static_cast<double>(origin_ns_)) / 1e9;
@@ -84,6 +118,7 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
   t.last_ns = std::max(t.last_ns, c.start_ns() + c.duration_ns());
   t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
   ++t.cuda_calls;
+  if (locator_) attribute_to_range(c, kind);
   auto& site = m_.sites[SiteKey{c.function_id(), c.stack_id()}];
   site.calls.add(c.duration_ns());
   site.kind = kind;
@@ -145,7 +180,30 @@ void ModelBuilder::add_alloc(const fb::Alloc& a) {
   }
 }
 
+void ModelBuilder::attribute_to_range(const fb::ApiCall& c, CallKind kind) {
+  const int64_t index = locator_->locate(c.tid(), c.start_ns());
+  if (index < 0) return;
+  RangeTime& t = time_by_range_[index];
+  t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
+  ++t.calls;
+}
+
+// Cumulative CPU counters only say how much CPU was used between two
+// samples; in a scope of many spans, only pairs inside one span count.
+void ModelBuilder::add_scoped_cpu(const fb::CpuSample& s) {
+  ScopedCpu& p = scoped_cpu_[s.tid()];
+  const int64_t span = scope_span_of(s.start_ns());
+  if (span >= 0 && span == p.span && s.start_ns() > p.at && s.cpu_ns() >= p.cpu) {
+    p.cpu_sum += s.cpu_ns() - p.cpu;
+    p.time_sum += s.start_ns() - p.at;
+  }
+  p.at = s.start_ns();
+  p.cpu = s.cpu_ns();
+  p.span = span;
+}
+
 void ModelBuilder::add_cpu(const fb::CpuSample& s) {
+  if (!scope_.empty()) add_scoped_cpu(s);
   if (s.tid() == 0) {
     last_process_cpu_ = std::max(last_process_cpu_, s.cpu_ns());
     first_process_cpu_ = std::min(first_process_cpu_, s.cpu_ns());
@@ -242,7 +300,9 @@ void ModelBuilder::add(const reader::ChunkView& v) {
       m_.device_memory.live_at_quarter = m_.device_memory.live_bytes;
   }
   for (const auto& s : v.cpu_samples)
-    if (keep(s)) add_cpu(s);
+    if (!scope_.empty() || keep(s)) add_cpu(s);  // a scope needs the samples around its spans
+  if (known_ranges_ == nullptr)
+    for (const auto& mk : v.markers) range_builder_.add(mk);
   for (const auto& s : v.gpu_samples)
     if (keep(s)) add_gpu(s);
 }
@@ -259,13 +319,66 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   for (const auto& [ids, n] : chain_ids_) m_.chain_pairs[s.name_of(ids.first) + " -> " + s.name_of(ids.second)] += n;
   m_.begin_ns = s.process && s.process->start_monotonic_ns != 0 ? s.process->start_monotonic_ns : s.first_ns;
   m_.end_ns = std::max(s.last_ns, s.end ? s.end->end_monotonic_ns : 0);
+  finish_ranges(m_.end_ns);
   const uint64_t origin = m_.begin_ns;
   if (window_.start_s > 0) m_.begin_ns = std::min(m_.end_ns, origin + static_cast<uint64_t>(window_.start_s * 1e9));
   if (window_.end_s >= 0) m_.end_ns = std::min(m_.end_ns, origin + static_cast<uint64_t>(window_.end_s * 1e9));
   // Cumulative process CPU time: in a window, the growth within it.
   m_.process_cpu_ns = last_process_cpu_ >= first_process_cpu_ ? last_process_cpu_ - first_process_cpu_ : 0;
   if (window_.start_s <= 0) m_.process_cpu_ns = last_process_cpu_;
+  if (!scope_.empty()) finish_scope();
   return std::move(m_);
+}
+
+void ModelBuilder::finish_ranges(uint64_t trace_end_ns) {
+  m_.ranges = known_ranges_ != nullptr ? *known_ranges_ : range_builder_.finish(trace_end_ns);
+  m_.ranges_attributed = locator_.has_value();
+  std::map<std::pair<uint32_t, uint32_t>, RangeStats> by_name;
+  for (size_t i = 0; i < m_.ranges.ranges.size(); ++i) {
+    const RangeInstance& r = m_.ranges.ranges[i];
+    if (!in_window(r.start_ns)) continue;
+    RangeStats& st = by_name[{r.domain_id, r.name_id}];
+    ++st.count;
+    st.total_ns += r.end_ns - r.start_ns;
+    st.unterminated += r.unterminated ? 1 : 0;
+    st.max_depth = std::max(st.max_depth, r.depth);
+    st.start_end |= r.start_end;
+    if (auto it = time_by_range_.find(static_cast<int64_t>(i)); it != time_by_range_.end()) {
+      for (size_t k = 0; k < kCallKinds; ++k) st.blocked_ns[k] += it->second.blocked_ns[k];
+      st.calls += it->second.calls;
+    }
+  }
+  for (auto& [ids, st] : by_name) {
+    st.domain = ids.first != 0 ? m_.summary.name_of(ids.first) : "";  // names_ is moved into m_.summary by now
+    st.name = ids.second != 0 ? m_.summary.name_of(ids.second) : "(unnamed)";
+    m_.range_stats.push_back(std::move(st));
+  }
+  std::stable_sort(m_.range_stats.begin(), m_.range_stats.end(),
+                   [](const RangeStats& a, const RangeStats& b) { return a.total_ns > b.total_ns; });
+}
+
+// The scope's spans clipped to the window; CPU figures from in-span sample
+// pairs only. ThreadActivity keeps first/last cumulative values, so the
+// in-scope sums are stored as a series starting at zero (metrics divide
+// the differences).
+void ModelBuilder::finish_scope() {
+  for (const auto& [a, b] : scope_) {
+    const uint64_t from = std::max(a, m_.begin_ns), to = std::min(b, m_.end_ns);
+    if (to > from) m_.scope_spans.emplace_back(from, to);
+  }
+  if (m_.scope_spans.empty()) m_.end_ns = m_.begin_ns;  // nothing of the scope inside the window
+  m_.process_cpu_ns = scoped_cpu_.count(0) ? scoped_cpu_[0].cpu_sum : 0;
+  for (auto& [tid, t] : m_.threads) {
+    auto it = scoped_cpu_.find(tid);
+    if (tid == 0 || it == scoped_cpu_.end() || it->second.time_sum == 0) {
+      t.cpu_first_at = t.cpu_last_at = t.cpu_first_ns = t.cpu_last_ns = 0;
+      continue;
+    }
+    t.cpu_first_at = 1;
+    t.cpu_last_at = 1 + it->second.time_sum;
+    t.cpu_first_ns = 0;
+    t.cpu_last_ns = it->second.cpu_sum;
+  }
 }
 
 }  // namespace
@@ -314,9 +427,21 @@ bool parse_window(const std::string& text, TimeWindow* out) {
   return true;
 }
 
-TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window) {
+std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name) {
+  std::unordered_map<uint32_t, bool> matches;  // name id -> message equals `name`
+  IntervalSet spans;
+  for (const RangeInstance& r : model.ranges.ranges) {
+    auto [it, fresh] = matches.try_emplace(r.name_id, false);
+    if (fresh) it->second = r.name_id != 0 && model.summary.name_of(r.name_id) == name;
+    if (it->second) spans.add(r.start_ns, std::max(r.end_ns, r.start_ns + 1));
+  }
+  return spans.spans();
+}
+
+TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window, const RangeModel* known_ranges,
+                       const std::vector<std::pair<uint64_t, uint64_t>>& scope) {
   reader::SummaryBuilder summary(reader.info());
-  ModelBuilder model(summary.current(), window);
+  ModelBuilder model(summary.current(), window, known_ranges, scope);
   reader.read([&](const reader::ChunkView& v) {
     summary.add(v);
     model.add(v);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "interval_set.h"
+#include "range_model.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
 
@@ -85,10 +86,34 @@ struct MemoryCurve {
 // leaking traces; a real GPU holds far fewer live allocations).
 inline constexpr size_t kMaxTrackedAllocations = 1 << 20;
 
+// The host time spent inside the ranges of one name (NVTX message and
+// domain), from the host calls the RangeLocator places in them (innermost).
+struct RangeStats {
+  std::string name, domain;  // domain "" = NVTX default domain
+  uint64_t count = 0, total_ns = 0, unterminated = 0;
+  uint16_t max_depth = 0;
+  bool start_end = false;    // opened with nvtxRangeStart (may cross threads)
+  std::array<uint64_t, kCallKinds> blocked_ns{};  // outermost CUDA calls inside, by kind
+  uint64_t calls = 0;
+};
+
 struct TraceModel {
   reader::TraceSummary summary;
   uint64_t begin_ns = 0, end_ns = 0;  // the process's span as traced
-  uint64_t wall_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
+  // A --range scope: the spans analyzed (sorted, disjoint, within
+  // [begin_ns, end_ns)); empty when the whole window is.
+  std::vector<std::pair<uint64_t, uint64_t>> scope_spans;
+  std::string scope_range;  // the range name that made them
+  uint64_t wall_ns() const {
+    if (scope_spans.empty()) return end_ns > begin_ns ? end_ns - begin_ns : 0;
+    uint64_t total = 0;
+    for (const auto& [a, b] : scope_spans) total += b - a;
+    return total;
+  }
+  // Length of a set of intervals inside what is analyzed.
+  uint64_t covered(const IntervalSet& s) const {
+    return scope_spans.empty() ? s.length_within(begin_ns, end_ns) : s.length_within(scope_spans);
+  }
 
   std::array<TimeCount, kCallKinds> host_by_kind{};        // outermost calls, all threads
   std::map<std::string, TimeCount> host_by_function;       // outermost calls
@@ -121,6 +146,9 @@ struct TraceModel {
     CallKind kind = CallKind::Other;
   };
   std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
+  RangeModel ranges;                 // every NVTX range of the trace (not only the window's)
+  std::vector<RangeStats> range_stats;  // ranges starting in the window/scope, by total time
+  bool ranges_attributed = false;    // host calls were placed in ranges (second pass)
 };
 
 // --window START:END, seconds from the process's start; either end open.
@@ -131,8 +159,17 @@ struct TimeWindow {
 // Parses "2.5:10", "2.5:" or ":10"; false on anything else.
 bool parse_window(const std::string& text, TimeWindow* out);
 
+// --range NAME: the spans of every range with that message (any domain),
+// merged. Empty when the trace has no such range.
+std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name);
+
 // Reads an opened trace once and builds the model (of the window only:
 // records that start outside it are left out and wall time is the window's).
-TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window = {});
+// `known_ranges` (from an earlier pass over the same trace) lets host calls
+// be placed in ranges; `scope`, when not empty, keeps only records starting
+// inside its spans (sorted, disjoint), and wall time is their length.
+TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window = {},
+                       const RangeModel* known_ranges = nullptr,
+                       const std::vector<std::pair<uint64_t, uint64_t>>& scope = {});
 
 }  // namespace gpuscope::analyzer

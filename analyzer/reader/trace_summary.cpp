@@ -222,6 +222,7 @@ const char* drop_reason_text(fb::DropReason reason) {
     case fb::DropReason::NoBuffer: return "no thread buffer free";
     case fb::DropReason::NotRecording: return "after capture stopped";
     case fb::DropReason::RecordTooLarge: return "record too large";
+    case fb::DropReason::StringTableFull: return "NVTX message not interned (string table full; record kept unnamed)";
   }
   return "unknown";
 }

@@ -64,7 +64,33 @@ json finding_json(const ReportInput& in, const Finding& f) {
   }
   return json{{"id", f.id},           {"class", bottleneck_id(f.cls)}, {"severity", status_label(f.severity)},
               {"share", f.share},     {"title", f.title},              {"evidence", f.evidence},
-              {"call_sites", sites},  {"fix", f.fix}};
+              {"call_sites", sites},  {"fix", f.fix},
+              {"range", f.range.empty() ? json(nullptr)
+                                        : json{{"name", f.range}, {"domain", f.range_domain}, {"share", f.range_share}}}};
+}
+
+json nvtx_json(const ReportInput& in) {
+  const TraceModel& m = in.model;
+  json ranges = json::array();
+  for (size_t i = 0; i < m.range_stats.size() && i < in.top; ++i) {
+    const RangeStats& r = m.range_stats[i];
+    json blocked = json::object();
+    for (size_t k = 0; k < kCallKinds; ++k)
+      if (r.blocked_ns[k] > 0) blocked[call_kind_name(static_cast<CallKind>(k))] = r.blocked_ns[k] / 1e9;
+    ranges.push_back(json{{"name", r.name}, {"domain", r.domain}, {"count", r.count}, {"total_s", r.total_ns / 1e9},
+                          {"max_depth", r.max_depth}, {"start_end", r.start_end}, {"unterminated", r.unterminated},
+                          {"cuda_calls", r.calls}, {"blocked_s", blocked}});
+  }
+  json scope = nullptr;
+  if (!m.scope_range.empty())
+    scope = json{{"range", m.scope_range}, {"spans", m.scope_spans.size()}, {"seconds", m.wall_ns() / 1e9}};
+  return json{{"scope", scope},
+              {"ranges", ranges},
+              {"range_count", m.ranges.ranges.size()},
+              {"marks", m.ranges.marks},
+              {"unmatched_pops", m.ranges.unmatched_pops},
+              {"unmatched_ends", m.ranges.unmatched_ends},
+              {"unterminated", m.ranges.unterminated}};
 }
 
 }  // namespace
@@ -89,6 +115,7 @@ nlohmann::ordered_json json_report(const ReportInput& in) {
               {"metrics", metrics_json(in.metrics)},
               {"checks", checks},
               {"findings", findings},
+              {"nvtx", nvtx_json(in)},
               {"coverage", in.analysis.coverage}};
 }
 

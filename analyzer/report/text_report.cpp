@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -18,7 +19,18 @@ void header(std::string& out, const ReportInput& in) {
   std::string gpu = "no GPU described";
   if (!s.devices.empty()) gpu = s.devices.front().name + (s.devices.size() > 1 ? fmt::format(" +{}", s.devices.size() - 1) : "");
   out += fmt::format("gpuscope analysis of {}\n", in.trace_path);
-  out += fmt::format("program: {}{}, {:.3f} s traced, GPU: {}\n\n", program, pid, in.metrics.wall_s, gpu);
+  out += fmt::format("program: {}{}, {:.3f} s traced, GPU: {}\n", program, pid, in.metrics.wall_s, gpu);
+  const TraceModel& m = in.model;
+  if (!m.scope_range.empty())
+    out += fmt::format("scope: NVTX range \"{}\": {} span(s), {:.3f} s of the {:.3f} s traced; figures below are "
+                       "for that time only\n",
+                       m.scope_range, m.scope_spans.size(), m.wall_ns() / 1e9,
+                       (m.end_ns > m.begin_ns ? m.end_ns - m.begin_ns : 0) / 1e9);
+  out += "\n";
+}
+
+std::string range_label(const std::string& name, const std::string& domain) {
+  return domain.empty() ? name : fmt::format("{} [{}]", name, domain);
 }
 
 void verdict(std::string& out, const ReportInput& in) {
@@ -100,9 +112,47 @@ void findings(std::string& out, const ReportInput& in) {
     out += fmt::format("  {}. [{}] {}: {} ({} of wall time)\n", n, status_label(f.severity), bottleneck_label(f.cls),
                        f.title, pct(f.share));
     for (const auto& e : f.evidence) out += fmt::format("     - {}\n", e);
+    if (!f.range.empty())
+      out += fmt::format("     in NVTX range: {} ({} of this finding's host time)\n", range_label(f.range, f.range_domain),
+                         pct(f.range_share));
     sites(out, in, f);
     out += fmt::format("     fix: {}\n", f.fix);
   }
+  out += "\n";
+}
+
+// The busiest kind of host call inside a range, for its one-line summary.
+std::string busiest_kinds(const RangeStats& r) {
+  std::string out;
+  std::array<size_t, kCallKinds> order{};
+  for (size_t k = 0; k < kCallKinds; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.blocked_ns[a] > r.blocked_ns[b]; });
+  for (size_t i = 0; i < 2 && r.blocked_ns[order[i]] > 0; ++i)
+    out += fmt::format("{}{} {:.3f} s", out.empty() ? "" : ", ", call_kind_name(static_cast<CallKind>(order[i])),
+                       r.blocked_ns[order[i]] / 1e9);
+  return out.empty() ? "no CUDA calls" : out;
+}
+
+void nvtx_ranges(std::string& out, const ReportInput& in) {
+  const TraceModel& m = in.model;
+  const RangeModel& r = m.ranges;
+  if (r.empty() && r.marks == 0) return;
+  out += fmt::format("NVTX RANGES (top {} by total time; host time in CUDA calls inside, innermost range)\n", in.top);
+  size_t n = 0;
+  for (const RangeStats& st : m.range_stats) {
+    if (++n > in.top) break;
+    std::string notes;
+    if (st.max_depth > 0) notes += fmt::format(", nested to depth {}", st.max_depth);
+    if (st.start_end) notes += ", start/end";
+    if (st.unterminated > 0) notes += fmt::format(", {} unterminated (closed at trace end)", st.unterminated);
+    out += fmt::format("  {:<24} x{:<6} {:>9.3f} s  {}{}\n", range_label(st.name, st.domain), st.count,
+                       st.total_ns / 1e9, busiest_kinds(st), notes);
+  }
+  if (m.range_stats.size() > in.top) out += fmt::format("  ... {} more range names\n", m.range_stats.size() - in.top);
+  out += fmt::format("  {} range(s), {} mark(s); {} unmatched pop(s), {} unmatched end(s), {} unterminated\n",
+                     r.ranges.size(), r.marks, r.unmatched_pops, r.unmatched_ends, r.unterminated);
+  if (r.events_over_limit > 0)
+    out += fmt::format("  {} range events past the analyzer's limit were not paired\n", r.events_over_limit);
   out += "\n";
 }
 
@@ -125,6 +175,7 @@ std::string text_report(const ReportInput& in) {
   breakdown(out, in);
   checks(out, in);
   findings(out, in);
+  nvtx_ranges(out, in);
   coverage(out, in);
   return out;
 }

@@ -55,6 +55,11 @@ struct Finding {
   std::vector<std::string> evidence;
   std::vector<CallSite> sites;
   std::string fix;
+  // The NVTX range holding most of the finding's host time (innermost range
+  // of each call), and that share; empty when the trace has no ranges or the
+  // finding's calls ran outside all of them.
+  std::string range, range_domain;
+  double range_share = 0;
 };
 
 struct Check {
@@ -80,5 +85,9 @@ struct Analysis {
 };
 
 Analysis analyze(const TraceModel& model, const Metrics& metrics);
+
+// Names, on each finding, the range holding most of the time of the kinds
+// of call the finding is about (its call sites' kinds, else its class's).
+void attribute_findings_to_ranges(const TraceModel& model, Analysis* analysis);
 
 }  // namespace gpuscope::analyzer

@@ -39,7 +39,8 @@ struct TotalsInfo {
   std::string message;
 };
 
-using DropCounts = std::array<uint64_t, 4>;
+// One counter per fb::DropReason.
+using DropCounts = std::array<uint64_t, static_cast<size_t>(fb::DropReason::MAX) + 1>;
 
 // A growable byte buffer that is not zero-filled on growth: frames and
 // shuffle scratch are overwritten in full, and zeroing them was a tenth of

@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <memory>
 
+#include "gpuscope_generated.h"
 #include "ring.h"
 
 namespace gpuscope::capture {
 
-inline constexpr size_t kDropReasonCount = 4;  // fb::DropReason values
+inline constexpr size_t kDropReasonCount = 5;  // fb::DropReason values
+static_assert(kDropReasonCount == static_cast<size_t>(fb::DropReason::MAX) + 1);
 
 // A counter written by exactly one thread and read by the writer: a relaxed
 // load+store pair instead of a locked read-modify-write.
