@@ -105,11 +105,16 @@ bool Collector::start(const CuptiApi& api, const std::string& path) {
     undo();
     return false;
   }
-  for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(1, subscriber_, d);
+  // Without the callbacks device records still come, only uncorrelated.
+  std::string no_correlation;
+  for (CUpti_CallbackDomain d : kDomains)
+    if (const CUptiResult e = api_.enable_domain(1, subscriber_, d); e != CUPTI_SUCCESS)
+      no_correlation = "no correlation with host calls: cuptiEnableDomain failed: " + result_name(api_, e);
   if (options_.flush_period_ms != 0) api_.flush_period(options_.flush_period_ms);
   {
     std::lock_guard lock(mutex_);
     status_.state = static_cast<uint8_t>(State::Active);
+    if (!no_correlation.empty()) status_.reason += (status_.reason.empty() ? "" : "; ") + no_correlation;
   }
   active_.store(true, std::memory_order_release);
   bump();
