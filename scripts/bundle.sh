@@ -5,6 +5,7 @@
 #   bin/gpuscope            the CLI (its C++ runtime compiled in; see analyzer/CMakeLists.txt)
 #   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
+#   lib/libcupti.so.13      CUPTI (redistributable), dlopen'ed by libgpuscope.so at injection
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
 #   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
@@ -31,6 +32,11 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/samples/bin" "$stage/samples/simgpu/l
 ship() { objcopy --strip-debug "$1" "$2"; }
 ship "$build/bin/gpuscope" "$stage/bin/gpuscope"
 ship "$build/lib/libgpuscope.so" "$stage/lib/libgpuscope.so"
+# The CUPTI the collector was compiled against: libgpuscope.so looks for it
+# next to itself first (cupti/cupti_api.cpp), so a node whose toolkit is
+# missing or of another version still gets device activity.
+cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
+if [ -n "$cupti" ] && [ -e "$cupti" ]; then cp -L "$cupti" "$stage/lib/libcupti.so.13"; fi
 # The shared libraries bin/gpuscope needs beyond glibc (elfutils libdw for
 # symbolization and what it pulls in): shipped in lib/, found through the
 # executable's RPATH $ORIGIN/../lib, which also serves indirect dependencies.
