@@ -75,7 +75,7 @@ bool FakeCupti::hand_out(const std::vector<uint8_t>& records) {
   request(&buffer, &size, &max_records);
   if (buffer == nullptr) return false;
   const size_t n = std::min(size, records.size());
-  std::memcpy(buffer, records.data(), n);
+  if (n != 0) std::memcpy(buffer, records.data(), n);
   pending.push_back({buffer, size, n});
   return true;
 }
