@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <cstdarg>
+#include <cstdlib>
 #include <string>
 
+#include "cupti_source.h"
 #include "diag.h"
 #include "real_symbol.h"
 #include "capture_window.h"
@@ -65,8 +67,13 @@ void initialize_capture() {
     path = capture::exec_successor_path(path, metadata.pid, fields.exe);
   // Sources live as long as the process: the writer may poll them during exit.
   stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
-  std::vector<capture::TraceSource*> sources = {stacks::make_stack_source().release(),
-                                                gpu::make_gpu_source(config).release()};
+  // The CUPTI source waits for InitializeInjection (preload/injection.cpp);
+  // if it never comes, it records why.
+  const std::string no_injection =
+      cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), cupti::own_library_path());
+  std::vector<capture::TraceSource*> sources = {
+      stacks::make_stack_source().release(), gpu::make_gpu_source(config).release(),
+      cupti::make_cupti_source(cupti::process_collector(), no_injection).release()};
   capture::SessionOptions options = config.options;
   capture::WindowConfig windows;
   std::string error;

@@ -53,6 +53,18 @@ struct EnvironmentProbeData {
   int visible_devices = -1;
 };
 
+// Device-activity (CUPTI) collection status; `state` and `clock` hold
+// fb::DeviceCollectionState / fb::DeviceClock values.
+struct DeviceCollectionData {
+  uint8_t state = 0;
+  std::string reason;
+  uint32_t cupti_version = 0;
+  std::string cupti_path;
+  uint64_t records = 0, dropped = 0, buffers_refused = 0, unconverted = 0, uncorrelated = 0;
+  uint8_t clock = 0;
+  uint32_t calibration_pairs = 0;
+};
+
 // A loaded object, for turning return addresses into module + offset.
 struct ModuleDescription {
   uint32_t id = 0;

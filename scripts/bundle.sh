@@ -5,8 +5,7 @@
 #   bin/gpuscope            the CLI (its C++ runtime compiled in; see analyzer/CMakeLists.txt)
 #   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
-#   lib/libcupti.so.13      CUPTI from the toolkit (redistributable), which
-#                           libgpuscope.so dlopens next to itself for device activity
+#   lib/libcupti.so.13      CUPTI (redistributable), dlopen'ed by libgpuscope.so at injection
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
 #   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
@@ -33,6 +32,12 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/samples/bin" "$stage/samples/simgpu/l
 ship() { objcopy --strip-debug "$1" "$2"; }
 ship "$build/bin/gpuscope" "$stage/bin/gpuscope"
 ship "$build/lib/libgpuscope.so" "$stage/lib/libgpuscope.so"
+# The CUPTI the collector was compiled against: libgpuscope.so looks for it
+# next to itself first (cupti/cupti_api.cpp), so a node whose toolkit is
+# missing or of another version still gets device activity.
+cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
+[ -n "$cupti" ] && [ -e "$cupti" ] || { echo "bundle: no libcupti in $build/CMakeCache.txt (CUDA_cupti_LIBRARY)" >&2; exit 1; }
+cp -L "$cupti" "$stage/lib/libcupti.so.13"
 # The shared libraries bin/gpuscope needs beyond glibc (elfutils libdw for
 # symbolization and what it pulls in): shipped in lib/, found through the
 # executable's RPATH $ORIGIN/../lib, which also serves indirect dependencies.
@@ -42,17 +47,6 @@ ldd "$build/bin/gpuscope" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while re
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done
-
-# CUPTI: what the capture library loads for device activity when the driver
-# injects it (never on a machine without a driver). GPU nodes often have a
-# driver but no toolkit, so it travels with the library.
-cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
-cupti=""
-for candidate in "$cuda_root"/extras/CUPTI/lib64 "$cuda_root"/lib64 "$cuda_root"/lib "$cuda_root"/targets/x86_64-linux/lib; do
-  [ -f "$candidate/libcupti.so.13" ] && { cupti=$candidate/libcupti.so.13; break; }
-done
-[ -n "$cupti" ] || { echo "bundle: libcupti.so.13 not found under $cuda_root (set CUDAToolkit_ROOT)" >&2; exit 1; }
-cp -L "$cupti" "$stage/lib/libcupti.so.13"
 
 programs=(pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback
           driver_api gpu_probe minimal_cuda minimal_cuda_static dlopen_cudart hooked_call_loop)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -129,6 +130,11 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   // The preloaded library is also the NVTX injection (preload/nvtx/); a
   // tool the user chose already keeps its place.
   if (!nvtx_injection_set) env.push_back("NVTX_INJECTION64_PATH=" + library);
+  // CUPTI injection: the driver calls InitializeInjection in this same
+  // library at CUDA init (device activity, issue 6). A user's own
+  // injection library is left in place; the trace then says why device
+  // activity is missing.
+  if (std::getenv("CUDA_INJECTION64_PATH") == nullptr) env.push_back("CUDA_INJECTION64_PATH=" + library);
   env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
   env.push_back("GPUSCOPE_RUN_ID=" + run_id);
   env.insert(env.end(), settings.begin(), settings.end());

@@ -215,8 +215,24 @@ void environment_metrics(const TraceModel& m, Metrics& x) {
   }
 }
 
+std::optional<std::string> device_collection_text(const reader::TraceSummary& s) {
+  if (!s.device_collection) return std::nullopt;
+  const capture::DeviceCollectionData& d = *s.device_collection;
+  switch (static_cast<fb::DeviceCollectionState>(d.state)) {
+    case fb::DeviceCollectionState::Active: {
+      std::string text = fmt::format("CUPTI ({} records, {} dropped", d.records, d.dropped);
+      if (d.buffers_refused != 0) text += fmt::format(", {} buffers refused at the cap", d.buffers_refused);
+      return text + ")";
+    }
+    case fb::DeviceCollectionState::NotInjected:
+    case fb::DeviceCollectionState::LibraryMissing: return "unavailable (" + d.reason + ")";
+    default: return "off (" + d.reason + ")";
+  }
+}
+
 void coverage_metrics(const TraceModel& m, Metrics& x) {
   const reader::TraceSummary& s = m.summary;
+  x.device_collection = device_collection_text(s);
   x.device_timestamps = m.device_records > 0;
   x.driver_level_seen = m.driver_calls > 0;
   x.dropped = s.dropped_total();

@@ -92,6 +92,10 @@ struct Metrics {
 
   // Coverage.
   bool device_timestamps = false;  // CUPTI device records present
+  // The trace's device-collection status in words ("CUPTI (N records, M
+  // dropped)", "unavailable (no driver)", "off (why)"); unset for traces
+  // from before format 1.1.
+  std::optional<std::string> device_collection;
   bool driver_level_seen = false;
   uint64_t dropped = 0;
   bool truncated = false;

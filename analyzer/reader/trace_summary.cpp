@@ -88,6 +88,22 @@ capture::EnvironmentProbeData to_probe(const fb::EnvironmentProbe& p) {
   return out;
 }
 
+capture::DeviceCollectionData to_device_collection(const fb::DeviceCollection& d) {
+  capture::DeviceCollectionData out;
+  out.state = static_cast<uint8_t>(d.state());
+  out.reason = str(d.reason());
+  out.cupti_version = d.cupti_version();
+  out.cupti_path = str(d.cupti_path());
+  out.records = d.records();
+  out.dropped = d.dropped();
+  out.buffers_refused = d.buffers_refused();
+  out.unconverted = d.unconverted();
+  out.uncorrelated = d.uncorrelated();
+  out.clock = static_cast<uint8_t>(d.clock());
+  out.calibration_pairs = d.calibration_pairs();
+  return out;
+}
+
 void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
   if (c.devices() != nullptr)
     for (const auto* d : *c.devices()) {
@@ -98,6 +114,7 @@ void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
   if (c.loads() != nullptr)
     for (const auto* l : *c.loads()) s->loads.push_back(to_load(*l));
   if (c.probe() != nullptr) s->probe = to_probe(*c.probe());
+  if (c.device_collection() != nullptr) s->device_collection = to_device_collection(*c.device_collection());
   if (c.modules() != nullptr)
     for (const auto* m : *c.modules()) {
       capture::ModuleDescription d;

@@ -71,6 +71,7 @@ struct TraceSummary {
   std::vector<capture::DeviceDescription> devices;   // the latest description of each
   std::vector<capture::LibraryLoadEvent> loads;
   std::optional<capture::EnvironmentProbeData> probe;
+  std::optional<capture::DeviceCollectionData> device_collection;  // the latest one (format 1.1)
   std::vector<capture::ModuleDescription> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
   ReadStats stats;

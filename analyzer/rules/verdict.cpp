@@ -99,7 +99,8 @@ Check environment_check(const Metrics& x, const std::vector<Finding>& f) {
   if (x.driver_problem) c.lines.push_back("driver problem: " + *x.driver_problem);
   for (const auto& lib : x.loaded_gpu_libraries)
     if (lib.find("libcudart") != std::string::npos) c.lines.push_back("CUDA runtime: " + lib);
-  c.lines.push_back("CUPTI: not used by this capture (host-side hooks and NVML only)");
+  c.lines.push_back(x.device_collection ? "CUPTI: " + *x.device_collection
+                                         : "CUPTI: not used by this capture (host-side hooks and NVML only)");
   for (const auto& e : x.errors)
     c.lines.push_back(fmt::format("{} returned {}{} ({}x)", e.function, e.code, e.name.empty() ? "" : " " + e.name,
                                   e.count));
@@ -113,9 +114,12 @@ Check environment_check(const Metrics& x, const std::vector<Finding>& f) {
 
 std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
   std::vector<std::string> out;
-  out.push_back(x.device_timestamps ? "device activity: CUPTI device timestamps"
-                                    : "device activity: host-side only (no CUPTI device records: kernel and copy "
-                                      "times are the host calls' times, GPU busy comes from NVML)");
+  if (x.device_collection)
+    out.push_back("device activity: " + *x.device_collection);
+  else  // a trace from before format 1.1
+    out.push_back(x.device_timestamps ? "device activity: CUPTI device timestamps"
+                                      : "device activity: host-side only (no CUPTI device records: kernel and copy "
+                                        "times are the host calls' times, GPU busy comes from NVML)");
   out.push_back(x.driver_level_seen ? fmt::format("driver-level calls: seen ({} calls)", m.driver_calls)
                                     : "driver-level calls: none seen");
   std::string nvml = m.summary.probe ? m.summary.probe->nvml_status : "not recorded";

@@ -70,6 +70,13 @@ Offset<flatbuffers::Vector<Offset<fb::LibraryLoad>>> build_loads(FlatBufferBuild
   return fbb.CreateVector(out);
 }
 
+Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const DeviceCollectionData& d) {
+  return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
+                                          d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
+                                          d.buffers_refused, d.unconverted, d.uncorrelated,
+                                          static_cast<fb::DeviceClock>(d.clock), d.calibration_pairs);
+}
+
 Offset<fb::EnvironmentProbe> build_probe(FlatBufferBuilder& fbb, const EnvironmentProbeData& p) {
   std::vector<Offset<fb::DeviceNode>> nodes;
   for (const auto& n : p.device_nodes)
@@ -196,7 +203,7 @@ size_t ChunkBuilder::approximate_bytes() const {
 
 bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
-         loads_.empty() && !probe_ && modules_.empty() && stacks_.empty();
+         loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty();
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
@@ -216,6 +223,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto devices_v = devices_.empty() ? 0 : build_devices(fbb_, devices_);
   auto loads_v = loads_.empty() ? 0 : build_loads(fbb_, loads_);
   auto probe_v = probe_ ? build_probe(fbb_, *probe_) : 0;
+  auto collection_v = device_collection_ ? build_device_collection(fbb_, *device_collection_) : 0;
   auto modules_v = modules_.empty() ? 0 : build_modules(fbb_, modules_);
   auto stacks_v = stacks_.empty() ? 0 : build_stacks(fbb_, stacks_);
   Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
@@ -248,6 +256,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!devices_v.IsNull()) c.add_devices(devices_v);
   if (!loads_v.IsNull()) c.add_loads(loads_v);
   if (!probe_v.IsNull()) c.add_probe(probe_v);
+  if (!collection_v.IsNull()) c.add_device_collection(collection_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -259,6 +268,7 @@ void ChunkBuilder::clear() {
   devices_.clear();
   loads_.clear();
   probe_.reset();
+  device_collection_.reset();
   modules_.clear();
   stacks_.clear();
   drops_.reset();

@@ -142,6 +142,7 @@ class ChunkBuilder {
   void add_device(DeviceDescription device) { devices_.push_back(std::move(device)); }
   void add_loads(std::vector<LibraryLoadEvent> loads);
   void set_probe(EnvironmentProbeData probe) { probe_ = std::move(probe); }
+  void set_device_collection(DeviceCollectionData d) { device_collection_ = std::move(d); }
   void add_module(ModuleDescription module) { modules_.push_back(std::move(module)); }
   void add_stack(StackDescription stack) { stacks_.push_back(std::move(stack)); }
 
@@ -165,6 +166,7 @@ class ChunkBuilder {
   std::vector<DeviceDescription> devices_;
   std::vector<LibraryLoadEvent> loads_;
   std::optional<EnvironmentProbeData> probe_;
+  std::optional<DeviceCollectionData> device_collection_;
   std::vector<ModuleDescription> modules_;
   std::vector<StackDescription> stacks_;
   std::optional<ProcessMetadata> metadata_;

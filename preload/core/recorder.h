@@ -33,6 +33,10 @@ struct ThreadContext {
   uint8_t exited;       // the thread-exit destructor has run
   uint8_t key_set;      // the thread-exit destructor is armed
   uint16_t claim_backoff;  // events to skip before trying to claim a buffer again
+  // Correlation id of the outermost hooked call in progress on this thread,
+  // 0 outside one: CUPTI's API callback (cupti/collector.cpp) pairs it with
+  // CUPTI's own id, so device records find their host call.
+  uint64_t outer_correlation;
 };
 
 namespace detail {
@@ -104,11 +108,15 @@ class ApiCallScope {
     depth_ = t.depth++;
     function_id_ = function_id();
     correlation_id_ = slot_->next_correlation_id();
+    if (depth_ == 0) t.outer_correlation = correlation_id_;  // one TLS store
     ticks_ = hot_timestamps_are_ticks();
     start_ = hot_timestamp();
   }
   ~ApiCallScope() {
-    if (slot_ != nullptr) --detail::t_context.depth;
+    if (slot_ == nullptr) return;
+    ThreadContext& t = detail::t_context;
+    --t.depth;
+    if (depth_ == 0) t.outer_correlation = 0;
   }
   ApiCallScope(const ApiCallScope&) = delete;
   ApiCallScope& operator=(const ApiCallScope&) = delete;

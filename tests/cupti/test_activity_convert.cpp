@@ -10,31 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "activity_buffer.h"
 #include "activity_convert.h"
 
 namespace gpuscope::cupti {
 namespace {
 
-// A CUPTI activity buffer: records back to back, 8-byte aligned.
-class ActivityBuffer {
- public:
-  template <class T> void add(const T& record) {
-    const size_t at = (bytes_.size() + 7) & ~size_t{7};
-    bytes_.resize(at + sizeof(T));
-    std::memcpy(bytes_.data() + at, &record, sizeof(T));
-  }
-  // Every record CUPTI hands back from it.
-  std::vector<const CUpti_Activity*> records() {
-    bytes_.resize((bytes_.size() + 7) & ~size_t{7});
-    std::vector<const CUpti_Activity*> out;
-    CUpti_Activity* r = nullptr;
-    while (cuptiActivityGetNextRecord(bytes_.data(), bytes_.size(), &r) == CUPTI_SUCCESS) out.push_back(r);
-    return out;
-  }
-
- private:
-  alignas(8) std::vector<uint8_t> bytes_;
-};
+using test::ActivityBuffer;
 
 ConvertContext test_context(std::vector<std::string>* names) {
   ConvertContext ctx;

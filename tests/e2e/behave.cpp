@@ -8,6 +8,9 @@
 //   vfork_exec:CODE        the same through vfork
 //   return:C exit:C _exit:C thread_exit:C   end that way with status C
 //   abort signal:N         die by abort() / raise(N)
+//   inject                 call InitializeInjection as the CUDA driver would
+//                          (when the process has one), print inject:RESULT
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,6 +25,12 @@
 #include <vector>
 
 namespace {
+
+void inject() {
+  auto* init = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "InitializeInjection"));
+  if (init == nullptr) std::printf("inject:absent\n");
+  else std::printf("inject:%d\n", init());
+}
 
 std::string self_path() {
   char buf[4096];
@@ -85,6 +94,7 @@ int main(int argc, char** argv) {
     else if (cmd == "exit") std::exit(value(a));
     else if (cmd == "_exit") { std::fflush(stdout); _exit(value(a)); }
     else if (cmd == "thread_exit") std::thread([&] { std::fflush(stdout); std::exit(value(a)); }).join();
+    else if (cmd == "inject") inject();
     else if (cmd == "abort") { std::fflush(stdout); std::abort(); }
     else if (cmd == "signal") { std::fflush(stdout); raise(value(a)); }
     else { std::fprintf(stderr, "behave: unknown command %s\n", a.c_str()); return 99; }

@@ -132,7 +132,7 @@ TEST_F(Verdicts, ThePcieReportShowsBytesPageableBandwidthCallSiteAndFix) {
     ASSERT_NE(next, std::string::npos) << section;
     at = next;
   }
-  EXPECT_NE(t.find("device activity: host-side only"), std::string::npos);
+  EXPECT_NE(t.find("device activity: unavailable (no driver)"), std::string::npos) << t;  // simgpu: no driver injects
 }
 
 TEST_F(Verdicts, JsonCarriesTheDocumentedFields) {

@@ -1,0 +1,120 @@
+// The CUPTI activity collector (issue 6): set up once by InitializeInjection
+// (the driver calls it at CUDA init when CUDA_INJECTION64_PATH names
+// libgpuscope.so), it enables the activity kinds gpuscope converts, hands
+// CUPTI buffers out and takes completed ones back, and maps CUPTI's
+// correlation ids to the hooked calls' own. The writer-side half, turning
+// completed buffers into trace records, is cupti_source.h.
+//
+// Lock rules (as kineto writes them down): mutex_ guards only the queue of
+// completed buffers and the status; no CUPTI function is ever called with
+// it held, since CUPTI calls back into the collector (buffer completion) from
+// inside its own functions, flushes included.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "clock_fit.h"
+#include "correlation_table.h"
+#include "cupti_api.h"
+#include "side_tables.h"
+
+namespace gpuscope::cupti {
+
+struct CollectorOptions {
+  // CUPTI's recommendation is a few MB; kineto uses 4 MB.
+  size_t buffer_bytes = 4u << 20;
+  // Outstanding buffers (handed to CUPTI, not yet converted) at most: a
+  // writer that falls behind costs records (counted), not unbounded memory.
+  uint32_t max_buffers = 32;
+  // CUPTI's own periodic flush, so records arrive during the run, not only
+  // when a 4 MB buffer fills; 0 leaves CUPTI's default.
+  uint32_t flush_period_ms = 100;
+};
+
+// A buffer CUPTI filled (valid bytes) and gave back.
+struct CompletedBuffer {
+  struct Free {
+    void operator()(uint8_t* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> data;
+  size_t valid = 0;
+};
+
+class Collector {
+ public:
+  explicit Collector(CollectorOptions options = {});
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Sets CUPTI up through `api` (loaded from `path`); on any failure every
+  // step taken is undone, the program goes on with host-only capture and
+  // the reason is in status(). Once per collector; false when not active.
+  bool start(const CuptiApi& api, const std::string& path);
+  // Records why collection never started (libcupti missing, ...).
+  void mark_unavailable(uint8_t state, std::string reason);
+
+  // End of capture: a forced flush (records of buffers still being filled
+  // included), then every activity kind and callback off so the program
+  // stops paying for CUPTI. Idempotent; a second caller waits (bounded)
+  // for the first to finish.
+  void finish();
+
+  // Writer side: the buffers completed since the last call.
+  std::vector<CompletedBuffer> take_completed();
+  // Status and counters; the source adds its own counts.
+  capture::DeviceCollectionData status() const;
+  // Bumped on every status change, so the source writes it only then.
+  uint64_t status_serial() const { return status_serial_.load(std::memory_order_acquire); }
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  const CuptiApi& api() const { return api_; }
+  // CUPTI time -> monotonic for records converted now.
+  LinearClock clock();
+  // A calibration pair now (only while the clock is Calibrated).
+  void calibrate();
+  const CorrelationTable& correlations() const { return correlations_; }
+
+  // CUPTI's callbacks land here (static trampolines in collector.cpp).
+  void on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  void on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t valid);
+  void on_api_enter(uint32_t cupti_correlation);
+
+ private:
+  bool subscribe();
+  bool setup_clock_and_buffers();
+  bool enable_kinds();
+  void undo();
+  void fail(uint8_t state, std::string reason);
+  void bump() { status_serial_.fetch_add(1, std::memory_order_acq_rel); }
+
+  const CollectorOptions options_;
+  CuptiApi api_;  // written by start() before active_ is set
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<CUpti_ActivityKind> enabled_;
+  CorrelationTable correlations_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> active_{false};
+  std::atomic<uint64_t> status_serial_{0};
+  std::atomic<uint32_t> outstanding_{0};
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> dropped_{0};
+
+  mutable std::mutex mutex_;
+  std::condition_variable finished_cv_;
+  int finish_state_ = 0;  // under mutex_: 0 not yet, 1 in progress, 2 done
+  std::vector<CompletedBuffer> completed_;   // under mutex_
+  capture::DeviceCollectionData status_;     // under mutex_
+  std::vector<ClockPair> calibration_;       // under mutex_
+};
+
+// The collector of this process (never destroyed: CUPTI may call back
+// during exit).
+Collector& process_collector();
+
+}  // namespace gpuscope::cupti

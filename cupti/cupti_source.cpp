@@ -1,0 +1,113 @@
+#include "cupti_source.h"
+
+#include <sys/stat.h>
+
+#include <variant>
+
+#include "activity_convert.h"
+#include "chunk_builder.h"
+#include "session.h"
+
+namespace gpuscope::cupti {
+namespace {
+
+// A calibrated clock (CUPTI refused our timestamp callback) gets a fresh
+// pair this often; the fit needs a few over the run, not thousands.
+constexpr uint64_t kCalibrationPeriodNs = 1'000'000'000;
+
+class CuptiSource final : public capture::TraceSource {
+ public:
+  CuptiSource(Collector& collector, std::string not_injected)
+      : collector_(collector), not_injected_(std::move(not_injected)) {}
+
+  void begin(capture::ChunkBuilder& out) override { write_status(out); }
+  void poll(uint64_t now_ns, capture::ChunkBuilder& out) override;
+  void end() override {
+    collector_.finish();
+    ended_ = true;
+  }
+
+ private:
+  void convert_buffers(capture::ChunkBuilder& out);
+  void write_status(capture::ChunkBuilder& out);
+
+  Collector& collector_;
+  const std::string not_injected_;
+  uint64_t written_serial_ = ~uint64_t{0};
+  uint64_t written_records_ = 0;
+  uint64_t last_calibration_ns_ = 0;
+  bool ended_ = false;
+  // Writer thread only.
+  uint64_t records_ = 0, unconverted_ = 0, uncorrelated_ = 0;
+};
+
+void CuptiSource::poll(uint64_t now_ns, capture::ChunkBuilder& out) {
+  const capture::DeviceCollectionData status = collector_.status();
+  if (collector_.active() && status.clock == static_cast<uint8_t>(fb::DeviceClock::Calibrated) &&
+      now_ns - last_calibration_ns_ >= kCalibrationPeriodNs) {
+    collector_.calibrate();
+    last_calibration_ns_ = now_ns;
+  }
+  convert_buffers(out);
+  // The status when it changed, and with the final counts in the last chunk.
+  if (collector_.status_serial() != written_serial_ || (ended_ && records_ != written_records_)) write_status(out);
+}
+
+void CuptiSource::convert_buffers(capture::ChunkBuilder& out) {
+  std::vector<CompletedBuffer> buffers = collector_.take_completed();
+  if (buffers.empty()) return;
+  const CuptiApi& api = collector_.api();
+  const CorrelationTable& table = collector_.correlations();
+  const LinearClock clock = collector_.clock();
+  ConvertContext ctx;
+  ctx.to_monotonic = [&clock](uint64_t t) { return clock(t); };
+  ctx.correlate = [&table](uint32_t id) { return table.get(id); };
+  ctx.intern = [](const char* s) { return s == nullptr ? 0u : capture::session_strings().intern(s); };
+  for (CompletedBuffer& b : buffers) {
+    CUpti_Activity* record = nullptr;
+    while (b.valid != 0 && api.get_next_record(b.data.get(), b.valid, &record) == CUPTI_SUCCESS) {
+      const std::optional<DeviceRecord> converted = convert(*record, ctx);
+      if (!converted) {
+        ++unconverted_;
+        continue;
+      }
+      std::visit([&](const auto& r) {
+        out.add(r);
+        if (r.correlation_id() == 0) ++uncorrelated_;
+      }, *converted);
+      ++records_;
+    }
+  }
+}
+
+void CuptiSource::write_status(capture::ChunkBuilder& out) {
+  written_serial_ = collector_.status_serial();
+  capture::DeviceCollectionData s = collector_.status();
+  if (s.state == static_cast<uint8_t>(fb::DeviceCollectionState::NotInjected) && s.reason.empty())
+    s.reason = not_injected_;
+  s.records = records_;
+  s.unconverted = unconverted_;
+  s.uncorrelated = uncorrelated_;
+  written_records_ = records_;
+  out.set_device_collection(std::move(s));
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa{}, sb{};
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
+std::string not_injected_reason(const char* injection_env, const std::string& own_library) {
+  if (injection_env == nullptr || *injection_env == '\0')
+    return "CUDA_INJECTION64_PATH not set: device activity is collected under `gpuscope run`";
+  if (own_library.empty() || same_file(injection_env, own_library) || injection_env == own_library) return "no driver";
+  return std::string("CUDA_INJECTION64_PATH names another library: ") + injection_env;
+}
+
+std::unique_ptr<capture::TraceSource> make_cupti_source(Collector& collector, std::string not_injected_reason) {
+  return std::make_unique<CuptiSource>(collector, std::move(not_injected_reason));
+}
+
+}  // namespace gpuscope::cupti

@@ -1,0 +1,161 @@
+// Device collection through a real capture session, read back by the
+// reader: a fake CUPTI hands the collector hand-built Kernel10/Memcpy6
+// buffers, the API callback fires inside a recorded host call, and the
+// trace must hold the device records, linked to that call, plus the
+// collection status. Also: a session whose injection never came.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "activity_buffer.h"
+#include "activity_convert.h"
+#include "collector.h"
+#include "cupti_source.h"
+#include "fake_cupti.h"
+#include "recorder.h"
+#include "session.h"
+#include "../support/temp_dir.h"
+#include "../support/trace_contents.h"
+
+namespace gpuscope::cupti {
+namespace {
+
+using test::ActivityBuffer;
+using test::fake;
+using test::make_fake_api;
+using State = fb::DeviceCollectionState;
+
+CUpti_ActivityKernel10 kernel(uint64_t start, uint32_t correlation) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start, k.end = start + 40'000;
+  k.streamId = 13, k.correlationId = correlation, k.deviceId = 0;
+  k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+  k.name = "_Z6kernelv";
+  return k;
+}
+
+std::vector<uint8_t> bytes_of(ActivityBuffer& b) {
+  std::vector<uint8_t> out(1 << 16);
+  out.resize(b.copy_into(out.data(), out.size()));
+  return out;
+}
+
+class CuptiSourceTest : public ::testing::Test {
+ protected:
+  capture::SessionOptions session_options() {
+    capture::SessionOptions so;
+    so.cpu_sample_interval_ms = 0;
+    so.drain_interval_ms = 5;
+    so.flush_interval_ms = 20;
+    return so;
+  }
+  std::string start(capture::TraceSource* source) {
+    const std::string path = dir_.file("trace-" + std::to_string(++traces_) + ".gpuscope");
+    std::string error;
+    EXPECT_TRUE(capture::start_session(session_options(), path, capture::collect_process_metadata(), &error,
+                                       {source}))
+        << error;
+    return path;
+  }
+  gpuscope::test::TempDir dir_;
+  int traces_ = 0;
+};
+
+TEST_F(CuptiSourceTest, DeviceRecordsLinkToTheirHostCallAndTheForcedFlushLandsBeforeTheEnd) {
+  const CuptiApi api = make_fake_api();
+  Collector collector;
+  auto source = make_cupti_source(collector, "no driver");
+  const std::string path = start(source.get());
+  ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
+  fake().dropped_per_completion = 2;
+
+  // A hooked call; CUPTI's API callback fires inside it (runtime, then the
+  // nested driver call with its own id).
+  uint64_t host_correlation = 0;
+  {
+    capture::ApiCallScope call(uint32_t{1});
+    ASSERT_TRUE(call.active());
+    host_correlation = call.correlation_id();
+    fake().api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, 41);
+    fake().api_enter(CUPTI_CB_DOMAIN_DRIVER_API, 42);
+    call.finish(0);
+  }
+  fake().api_enter(CUPTI_CB_DOMAIN_DRIVER_API, 43);  // outside any hooked call: unknown
+  const uint64_t t0 = capture::monotonic_ns();
+  ActivityBuffer first;
+  first.add(kernel(t0, 41));
+  CUpti_ActivityMemcpy6 copy{};
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.bytes = 1 << 20, copy.start = t0 + 50'000, copy.end = t0 + 90'000, copy.correlationId = 42;
+  first.add(copy);
+  first.add(kernel(t0 + 100'000, 0));  // replayed by a CUDA graph: no API call
+  CUpti_ActivityOverhead3 overhead{};
+  overhead.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  first.add(overhead);  // counted, not converted
+  ASSERT_TRUE(fake().hand_out(bytes_of(first)));
+  fake().complete_all();  // a buffer CUPTI completed during the run
+  // One still being filled at the end: only the forced flush brings it.
+  ActivityBuffer last;
+  last.add(kernel(t0 + 200'000, 43));
+  ASSERT_TRUE(fake().hand_out(bytes_of(last)));
+
+  capture::stop_session(fb::EndKind::Exit, 0);
+  const auto t = gpuscope::test::read_trace_file(path);
+  ASSERT_TRUE(t.opened) << t.error;
+  ASSERT_EQ(t.kernels.size(), 3u);
+  ASSERT_EQ(t.copies.size(), 1u);
+  std::vector<uint64_t> kernel_correlations;
+  for (const auto& k : t.kernels) {
+    EXPECT_EQ(k.source(), fb::Source::Device);
+    EXPECT_EQ(t.summary.name_of(k.name_id()), "_Z6kernelv");
+    kernel_correlations.push_back(k.correlation_id());
+  }
+  std::sort(kernel_correlations.begin(), kernel_correlations.end());
+  EXPECT_EQ(kernel_correlations, (std::vector<uint64_t>{0, 0, host_correlation}));
+  EXPECT_EQ(t.copies[0].correlation_id(), host_correlation) << "the driver-level id maps to the same call";
+  EXPECT_EQ(t.copies[0].start_ns(), t0 + 50'000);  // the timestamp callback: CUPTI time is monotonic
+  ASSERT_EQ(t.api_calls.size(), 1u);
+  EXPECT_EQ(t.api_calls[0].correlation_id(), host_correlation);
+
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  const auto& d = *t.summary.device_collection;
+  EXPECT_EQ(d.state, static_cast<uint8_t>(State::Active));
+  EXPECT_EQ(d.records, 4u);
+  EXPECT_EQ(d.uncorrelated, 2u);
+  EXPECT_EQ(d.unconverted, 1u);
+  EXPECT_EQ(d.dropped, 4u);
+  EXPECT_EQ(d.cupti_path, "/fake/libcupti.so.13");
+  EXPECT_EQ(d.clock, static_cast<uint8_t>(fb::DeviceClock::TimestampCallback));
+  EXPECT_TRUE(fake().enabled.empty()) << "capture end disables every kind";
+}
+
+TEST_F(CuptiSourceTest, WithoutInjectionTheTraceSaysWhy) {
+  Collector collector;
+  auto source = make_cupti_source(collector, "no driver");
+  const std::string path = start(source.get());
+  capture::stop_session(fb::EndKind::Exit, 0);
+  const auto t = gpuscope::test::read_trace_file(path);
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(State::NotInjected));
+  EXPECT_EQ(t.summary.device_collection->reason, "no driver");
+  EXPECT_TRUE(t.kernels.empty());
+}
+
+TEST_F(CuptiSourceTest, AnIncompatibleCuptiIsRecordedInTheTrace) {
+  const CuptiApi api = make_fake_api();
+  fake().version = 120800;
+  Collector collector;
+  auto source = make_cupti_source(collector, "no driver");
+  const std::string path = start(source.get());
+  EXPECT_FALSE(collector.start(api, "/fake/libcupti.so.12"));
+  capture::stop_session(fb::EndKind::Exit, 0);
+  const auto t = gpuscope::test::read_trace_file(path);
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(State::IncompatibleVersion));
+  EXPECT_EQ(t.summary.device_collection->cupti_version, 120800u);
+}
+
+}  // namespace
+}  // namespace gpuscope::cupti

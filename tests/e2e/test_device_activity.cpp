@@ -1,0 +1,95 @@
+// Device activity (CUPTI, issue 6) end to end, on a machine without a GPU
+// driver: `gpuscope run` points CUDA_INJECTION64_PATH at libgpuscope.so
+// (unless the user set it), a run on simgpu is never injected and says so in
+// the trace and the analysis, and an injection that does come (called here
+// as the driver would) against the real libcupti without a driver degrades
+// to host-only capture without changing the program.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "e2e_support.h"
+
+namespace gpuscope::test {
+namespace {
+
+using State = fb::DeviceCollectionState;
+
+class DeviceActivityTest : public ::testing::Test {
+ protected:
+  ProcessResult gpuscope_run(const std::vector<std::string>& program, std::vector<std::string> env = {},
+                             std::vector<std::string> unset = {}) {
+    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir_.path(), "--"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    env.push_back("LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR));
+    env.push_back("SIMGPU_SHARED_ID=gpuscope-e2e-cupti-" + std::to_string(getpid()));
+    unset.push_back("CUDA_INJECTION64_PATH");
+    for (const auto& e : env)
+      if (e.starts_with("CUDA_INJECTION64_PATH=")) unset.pop_back();
+    return run(argv, environment_with(env, unset));
+  }
+  TraceContents only_trace() {
+    const auto traces = traces_in(dir_.path());
+    EXPECT_EQ(traces.size(), 1u);
+    if (traces.size() != 1) return {};
+    trace_path_ = traces[0];
+    return read_trace_file(trace_path_);
+  }
+  TempDir dir_;
+  std::string trace_path_;
+};
+
+TEST_F(DeviceActivityTest, RunOnSimgpuIsNeverInjectedAndTheAnalysisSaysSo) {
+  if (!std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13")) GTEST_SKIP() << "simgpu not built";
+  const auto r = gpuscope_run({bin("sync_bound"), "--iters", "50"});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(State::NotInjected));
+  EXPECT_EQ(t.summary.device_collection->reason, "no driver");
+  EXPECT_FALSE(t.api_calls.empty()) << "host capture goes on";
+  for (const auto& k : t.kernels) EXPECT_EQ(k.source(), fb::Source::Host);
+  const auto a = run({gpuscope_exe(), "analyze", trace_path_});
+  ASSERT_EQ(a.exit_code(), 0) << a.err;
+  EXPECT_NE(a.out.find("device activity: unavailable (no driver)"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("CUPTI: unavailable (no driver)"), std::string::npos) << a.out;
+}
+
+TEST_F(DeviceActivityTest, RunPointsCudaInjectionAtTheCaptureLibrary) {
+  const auto r = gpuscope_run({"/bin/sh", "-c", "printf %s \"$CUDA_INJECTION64_PATH\""});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(std::filesystem::canonical(r.out), std::filesystem::canonical(capture_library())) << r.out;
+}
+
+TEST_F(DeviceActivityTest, AUsersOwnInjectionLibraryIsLeftAloneAndNamed) {
+  const auto r = gpuscope_run({bin("behave"), "out:x"}, {"CUDA_INJECTION64_PATH=/opt/other/libinject.so"});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->reason,
+            "CUDA_INJECTION64_PATH names another library: /opt/other/libinject.so");
+}
+
+#ifdef GPUSCOPE_TEST_CUPTI_LIBRARY
+// The real libcupti without a driver answers cuptiGetVersion but refuses
+// to subscribe (CUPTI_ERROR_UNKNOWN): one stderr line, host-only capture,
+// the program's output and exit status untouched; a second call is a no-op.
+TEST_F(DeviceActivityTest, InjectionWithoutADriverDegradesToHostOnly) {
+  const auto r = gpuscope_run({bin("behave"), "inject", "inject", "out:done", "exit:3"},
+                              {std::string("GPUSCOPE_CUPTI_PATH=") + GPUSCOPE_TEST_CUPTI_LIBRARY});
+  EXPECT_EQ(r.exit_code(), 3) << r.err;
+  EXPECT_EQ(r.out, "inject:1\ninject:1\ndone\n");
+  EXPECT_LE(count_lines_with(r.err, "gpuscope:"), 1) << r.err;
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  const auto& d = *t.summary.device_collection;
+  EXPECT_NE(d.state, static_cast<uint8_t>(State::Active));
+  EXPECT_NE(d.state, static_cast<uint8_t>(State::NotInjected)) << "the injection was seen";
+  EXPECT_EQ(d.cupti_path, GPUSCOPE_TEST_CUPTI_LIBRARY);
+  EXPECT_GT(d.cupti_version, 130000u);
+  EXPECT_FALSE(d.reason.empty());
+}
+#endif
+
+}  // namespace
+}  // namespace gpuscope::test
