@@ -54,12 +54,17 @@ bool model_pass(const std::string& path, const analyzer::TimeWindow& window, con
 int build_scoped_model(const std::string& path, const analyzer::TimeWindow& window, const std::string& range,
                        analyzer::TraceModel* model) {
   if (!model_pass(path, window, nullptr, {}, model)) return 2;
-  if (model->ranges.empty() && range.empty()) return 0;
-  std::vector<std::pair<uint64_t, uint64_t>> scope;
+  const std::vector<std::pair<uint64_t, uint64_t>> captured = model->capture_windows;
+  if (model->ranges.empty() && range.empty() && captured.empty()) return 0;
+  // A windowed capture is analyzed over its windows only: the GPU and CPU
+  // samples taken between them are not the program's captured time.
+  std::vector<std::pair<uint64_t, uint64_t>> scope = captured;
   if (!range.empty()) {
     scope = analyzer::range_spans(*model, range);
+    if (!captured.empty()) scope = analyzer::intersect_spans(scope, captured);
     if (scope.empty()) {
-      fmt::print(stderr, "gpuscope: --range {}: {} has no NVTX range with that message\n", range, path);
+      fmt::print(stderr, "gpuscope: --range {}: {} has no NVTX range with that message{}\n", range, path,
+                 captured.empty() ? "" : " inside its capture windows");
       return 2;
     }
   }

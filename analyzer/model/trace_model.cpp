@@ -52,6 +52,7 @@ class ModelBuilder {
   std::vector<std::pair<uint64_t, uint64_t>> scope_;
   std::optional<RangeLocator> locator_;
   RangeBuilder range_builder_;
+  IntervalSet capture_windows_;
   struct RangeTime {
     std::array<uint64_t, kCallKinds> blocked_ns{};
     uint64_t calls = 0;
@@ -301,8 +302,12 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   }
   for (const auto& s : v.cpu_samples)
     if (!scope_.empty() || keep(s)) add_cpu(s);  // a scope needs the samples around its spans
-  if (known_ranges_ == nullptr)
-    for (const auto& mk : v.markers) range_builder_.add(mk);
+  for (const auto& mk : v.markers) {
+    // Provisional markers of a window still open overlap the final one:
+    // the union is what was captured.
+    if (mk.kind() == fb::MarkerKind::CaptureWindow) capture_windows_.add(mk.start_ns(), mk.start_ns() + mk.duration_ns());
+    else if (known_ranges_ == nullptr) range_builder_.add(mk);
+  }
   for (const auto& s : v.gpu_samples)
     if (keep(s)) add_gpu(s);
 }
@@ -332,6 +337,7 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
 
 void ModelBuilder::finish_ranges(uint64_t trace_end_ns) {
   m_.ranges = known_ranges_ != nullptr ? *known_ranges_ : range_builder_.finish(trace_end_ns);
+  m_.capture_windows = capture_windows_.spans();
   m_.ranges_attributed = locator_.has_value();
   std::map<std::pair<uint32_t, uint32_t>, RangeStats> by_name;
   for (size_t i = 0; i < m_.ranges.ranges.size(); ++i) {
@@ -425,6 +431,20 @@ bool parse_window(const std::string& text, TimeWindow* out) {
   if (w.end_s >= 0 && w.end_s <= w.start_s) return false;
   *out = w;
   return true;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std::pair<uint64_t, uint64_t>>& spans,
+                                                           const std::vector<std::pair<uint64_t, uint64_t>>& windows) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  size_t j = 0;
+  for (const auto& [a, b] : spans) {
+    while (j < windows.size() && windows[j].second <= a) ++j;
+    for (size_t k = j; k < windows.size() && windows[k].first < b; ++k) {
+      const uint64_t from = std::max(a, windows[k].first), to = std::min(b, windows[k].second);
+      if (to > from) out.emplace_back(from, to);
+    }
+  }
+  return out;
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name) {

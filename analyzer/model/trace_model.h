@@ -147,6 +147,9 @@ struct TraceModel {
   };
   std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
   RangeModel ranges;                 // every NVTX range of the trace (not only the window's)
+  // Capture windows (gpuscope run --delay/--duration/--capture-range): the
+  // only time recorded, sorted and disjoint; empty when the whole run was.
+  std::vector<std::pair<uint64_t, uint64_t>> capture_windows;
   std::vector<RangeStats> range_stats;  // ranges starting in the window/scope, by total time
   bool ranges_attributed = false;    // host calls were placed in ranges (second pass)
 };
@@ -158,6 +161,10 @@ struct TimeWindow {
 };
 // Parses "2.5:10", "2.5:" or ":10"; false on anything else.
 bool parse_window(const std::string& text, TimeWindow* out);
+
+// The part of `spans` inside `windows` (both sorted and disjoint).
+std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std::pair<uint64_t, uint64_t>>& spans,
+                                                           const std::vector<std::pair<uint64_t, uint64_t>>& windows);
 
 // --range NAME: the spans of every range with that message (any domain),
 // merged. Empty when the trace has no such range.

@@ -21,6 +21,9 @@ void header(std::string& out, const ReportInput& in) {
   out += fmt::format("gpuscope analysis of {}\n", in.trace_path);
   out += fmt::format("program: {}{}, {:.3f} s traced, GPU: {}\n", program, pid, in.metrics.wall_s, gpu);
   const TraceModel& m = in.model;
+  if (!m.capture_windows.empty() && m.scope_range.empty())
+    out += fmt::format("scope: {} capture window(s), {:.3f} s captured; figures below are for that time only\n",
+                       m.capture_windows.size(), m.wall_ns() / 1e9);
   if (!m.scope_range.empty())
     out += fmt::format("scope: NVTX range \"{}\": {} span(s), {:.3f} s of the {:.3f} s traced; figures below are "
                        "for that time only\n",

@@ -133,6 +133,13 @@ std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
     out.push_back(fmt::format("live memory: {} allocations beyond the {} followed are not in the curve",
                               m.device_memory.untracked, kMaxTrackedAllocations));
   if (x.truncated) out.push_back("trace: truncated or without an end record: the end of the run is missing");
+  if (!m.capture_windows.empty()) {
+    uint64_t captured = 0;
+    for (const auto& [a, b] : m.capture_windows) captured += b - a;
+    out.push_back(fmt::format("capture windows: {} ({:.3f} s): nothing outside them was recorded, and the figures "
+                              "cover only them",
+                              m.capture_windows.size(), captured / 1e9));
+  }
   if (x.corrupt_frames) out.push_back(fmt::format("trace: {} corrupt frame(s) skipped", x.corrupt_frames));
   if (!x.truncated && !x.corrupt_frames) out.push_back("trace: complete");
   return out;

@@ -1,5 +1,6 @@
 #include "capture_window.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -108,6 +109,13 @@ class WindowSource final : public TraceSource {
     // Closed when recording actually stops (this poll, up to a drain
     // interval after the nominal end).
     if (w.open && w.config.duration_ns != 0 && now_ns >= w.opened_ns + w.config.duration_ns) close_window(w);
+    // A window still open is written provisionally once a second, so a
+    // trace cut short (SIGKILL) still says what it captured; the analyzer
+    // takes the union of a window's markers.
+    if (w.open && now_ns >= std::max(w.opened_ns, last_provisional_ns_) + kProvisionalEveryNs) {
+      w.closed.push_back({w.opened_ns, now_ns});
+      last_provisional_ns_ = now_ns;
+    }
     for (const ClosedWindow& c : w.closed)
       out.add(fb::Marker(c.start_ns, c.end_ns - c.start_ns, 0, 0, 0, 0, fb::MarkerKind::CaptureWindow, 0, 0));
     w.closed.clear();
@@ -124,7 +132,9 @@ class WindowSource final : public TraceSource {
   bool wants_capture_end() const override { return end_wanted_; }
 
  private:
+  static constexpr uint64_t kProvisionalEveryNs = 1'000'000'000;
   bool end_wanted_ = false;
+  uint64_t last_provisional_ns_ = 0;
 };
 
 }  // namespace

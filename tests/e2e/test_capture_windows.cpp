@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e_support.h"
 
 namespace gpuscope::test {
@@ -20,10 +22,23 @@ std::vector<std::string> phases() {
           std::to_string(kKernels), "--clears", std::to_string(kClears)};
 }
 
+// The capture windows: the union of the CaptureWindow markers (a long
+// window is also written provisionally, once a second, while open).
 std::vector<fb::Marker> windows_of(const TraceContents& t) {
-  std::vector<fb::Marker> out;
+  std::vector<fb::Marker> all;
   for (const auto& m : t.markers)
-    if (m.kind() == fb::MarkerKind::CaptureWindow) out.push_back(m);
+    if (m.kind() == fb::MarkerKind::CaptureWindow) all.push_back(m);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.start_ns() < b.start_ns(); });
+  std::vector<fb::Marker> out;
+  for (const auto& m : all) {
+    if (!out.empty() && m.start_ns() <= out.back().start_ns() + out.back().duration_ns()) {
+      const uint64_t end = std::max(out.back().start_ns() + out.back().duration_ns(), m.start_ns() + m.duration_ns());
+      out.back() = fb::Marker(out.back().start_ns(), end - out.back().start_ns(), 0, 0, 0, 0,
+                              fb::MarkerKind::CaptureWindow, 0, 0);
+    } else {
+      out.push_back(m);
+    }
+  }
   return out;
 }
 
@@ -120,6 +135,30 @@ TEST_F(CaptureWindows, DelayAndDurationRecordOnlyTheirStretch) {
                                        << w[0].duration_ns() << " ns window";
   EXPECT_EQ(r.trace.summary.end->kind, fb::EndKind::Detached);
   EXPECT_EQ(r.trace.summary.dropped_total(), 0u);
+}
+
+TEST_F(CaptureWindows, TheAnalysisCoversOnlyTheWindows) {
+  TempDir dir;
+  const std::string trace = dir.path() + "/w.gpuscope";
+  std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", trace, "--capture-range", "cudaProfilerApi",
+                                   "--capture-range-end", "repeat", "--"};
+  std::vector<std::string> program = phases();
+  program[0] = bin(program[0]);
+  argv.insert(argv.end(), program.begin(), program.end());
+  const auto r = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const TraceContents t = read_trace_file(trace);
+  uint64_t captured = 0;
+  for (const auto& w : windows_of(t)) captured += w.duration_ns();
+  const auto analysis = run({gpuscope_exe(), "analyze", "--json", trace}, clean_env());
+  ASSERT_EQ(analysis.exit_code(), 0) << analysis.err;
+  const auto json = nlohmann::json::parse(analysis.out);
+  EXPECT_NEAR(json["breakdown"]["wall_s"].get<double>(), captured / 1e9, 1e-6);  // the windows, not the run
+  bool named = false;
+  for (const auto& line : json["coverage"]) named |= line.get<std::string>().starts_with("capture windows: 3 ");
+  EXPECT_TRUE(named) << analysis.out;
+  const auto text = run({gpuscope_exe(), "analyze", trace}, clean_env());
+  EXPECT_NE(text.out.find("scope: 3 capture window(s)"), std::string::npos) << text.out;
 }
 
 TEST_F(CaptureWindows, BadWindowOptionsAreRefusedWithOneLine) {
