@@ -63,15 +63,18 @@ inline ThreadSlot* recording_slot() noexcept {
   ThreadContext& t = detail::t_context;
   if (t.internal != 0) return nullptr;
   ThreadSlot* s = t.slot;
+  const Phase phase = detail::g_phase.load(std::memory_order_relaxed);
   if (__builtin_expect(s == nullptr ||
                            t.generation != detail::g_generation.load(std::memory_order_relaxed),
                        0)) {
+    // A thread without a buffer gets one only to record (or to start
+    // capture lazily); outside a capture window that is one branch.
+    if (phase != Phase::Recording && phase != Phase::Idle) return nullptr;
     return detail::attach_current_thread();
   }
-  if (__builtin_expect(detail::g_phase.load(std::memory_order_relaxed) != Phase::Recording, 0)) {
+  if (__builtin_expect(phase != Phase::Recording, 0)) {
     // Outside a capture window nothing is lost: the user asked for less.
-    if (detail::g_phase.load(std::memory_order_relaxed) != Phase::Paused)
-      s->drops[static_cast<size_t>(fb::DropReason::NotRecording)].add();
+    if (phase != Phase::Paused) s->drops[static_cast<size_t>(fb::DropReason::NotRecording)].add();
     return nullptr;
   }
   return s;

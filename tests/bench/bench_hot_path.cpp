@@ -2,6 +2,8 @@
 // Figures and the command that produced them: docs/performance.md.
 #include <benchmark/benchmark.h>
 
+#include <thread>
+
 #include <filesystem>
 
 #include "bench_session.h"
@@ -44,6 +46,32 @@ void BM_ApiCallNotRecording(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ApiCallNotRecording);
+
+// Outside a capture window (Phase::Paused, issue 7), target <= 5 ns added
+// per call: on a thread that recorded in an earlier window (its buffer
+// attached) and on one that has never recorded (no buffer: the attach path
+// says no).
+void outside_window_loop(benchmark::State& state, uint32_t fid) {
+  for (auto _ : state) {
+    ApiCallScope scope(fid);
+    benchmark::DoNotOptimize(scope.finish(0));
+  }
+}
+
+void BM_ApiCallOutsideWindow(benchmark::State& state) {
+  ensure_session();
+  const uint32_t fid = session_strings().intern("cudaGetDevice");
+  ApiCallScope(fid).finish(0);  // this thread has a buffer now
+  detail::g_phase.store(Phase::Paused);
+  if (state.range(0) == 0) {
+    outside_window_loop(state, fid);
+  } else {
+    std::thread fresh([&] { outside_window_loop(state, fid); });
+    fresh.join();
+  }
+  detail::g_phase.store(Phase::Recording);
+}
+BENCHMARK(BM_ApiCallOutsideWindow)->Arg(0)->Arg(1)->Repetitions(5)->ReportAggregatesOnly(true);
 
 }  // namespace
 
