@@ -74,9 +74,17 @@ int build_scoped_model(const std::string& path, const analyzer::TimeWindow& wind
   return 0;
 }
 
+// What one analysis hands back; each output is filled when not null.
+struct AnalysisOutputs {
+  std::string* text = nullptr;
+  nlohmann::ordered_json* json = nullptr;
+  TraceHeadline* headline = nullptr;
+};
+
 // 0 analyzed, 2 unreadable (the reason printed on stderr).
-int analyze_one(const std::string& path, const AnalyzeOptions& options, std::string* text,
-                nlohmann::ordered_json* json, std::string* headline) {
+int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
+  std::string* text = out.text;
+  nlohmann::ordered_json* json = out.json;
   analyzer::TimeWindow window;
   if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
     fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
@@ -94,7 +102,7 @@ int analyze_one(const std::string& path, const AnalyzeOptions& options, std::str
   analyzer::attribute_findings_to_ranges(model, &analysis);
   const analyzer::Symbolizer symbols(model.summary);
   const analyzer::ReportInput in{path, model, metrics, analysis, symbols, options.top};
-  if (headline) *headline = analysis.verdict.headline;
+  if (out.headline != nullptr) *out.headline = TraceHeadline{model.summary, analysis.verdict.headline};
   if (json) *json = analyzer::json_report(in);
   if (text) *text = analyzer::text_report(in);
   return 0;
@@ -102,8 +110,8 @@ int analyze_one(const std::string& path, const AnalyzeOptions& options, std::str
 
 }  // namespace
 
-bool analyze_headline(const std::string& path, std::string* headline) {
-  return analyze_one(path, AnalyzeOptions{}, nullptr, nullptr, headline) == 0;
+bool analyze_headline(const std::string& path, TraceHeadline* out) {
+  return analyze_one(path, AnalyzeOptions{}, AnalysisOutputs{.headline = out}) == 0;
 }
 
 int analyze_command(const AnalyzeOptions& options) {
@@ -113,7 +121,7 @@ int analyze_command(const AnalyzeOptions& options) {
   for (const auto& path : expand_inputs(options.inputs)) {
     std::string text;
     nlohmann::ordered_json json;
-    const int rc = analyze_one(path, options, options.json ? nullptr : &text, options.json ? &json : nullptr, nullptr);
+    const int rc = analyze_one(path, options, options.json ? AnalysisOutputs{.json = &json} : AnalysisOutputs{.text = &text});
     if (rc != 0) {
       status = rc;
       continue;

@@ -185,23 +185,21 @@ std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& ru
   return found;
 }
 
+// One analysis gives both lines: what the trace holds, and the verdict.
 void report_trace(const fs::path& path) {
-  reader::TraceReader r;
-  std::string error;
-  if (!r.open_file(path.string(), &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
-    return;
-  }
-  const reader::TraceSummary s = reader::summarize(r);
+  TraceHeadline h;
+  if (!analyze_headline(path.string(), &h)) return;  // the reason is printed
+  const reader::TraceSummary& s = h.summary;
   const std::string who = s.process ? fmt::format("pid {}, {}", s.process->pid, s.process->exe) : "?";
   std::string end = "no end record (killed or crashed)";
-  if (s.end) end = s.end->kind == fb::EndKind::OutputFailed ? s.end->message
-                                                           : fmt::format("exit status {}", s.end->exit_status);
+  if (s.end) {
+    if (s.end->kind == fb::EndKind::OutputFailed) end = s.end->message;
+    else if (s.end->kind == fb::EndKind::Detached) end = "capture ended before the program (last capture window)";
+    else end = fmt::format("exit status {}", s.end->exit_status);
+  }
   fmt::print(stderr, "gpuscope: trace {} ({}): {} events, {} dropped, {}\n", path.string(), who,
              s.counts.total(), s.dropped_total(), end);
-  std::string headline;
-  if (analyze_headline(path.string(), &headline))
-    fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", headline, path.string());
+  fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", h.verdict, path.string());
 }
 
 }  // namespace

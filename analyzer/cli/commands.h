@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trace_summary.h"
+
 namespace gpuscope::cli {
 
 struct RunOptions {
@@ -43,8 +45,14 @@ struct AnalyzeOptions {
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
 
-// The verdict line of one trace, for `gpuscope run`'s closing summary.
-bool analyze_headline(const std::string& path, std::string* headline);
+// `gpuscope run`'s closing summary of one trace, from a single analysis:
+// what the trace holds and its verdict line. False (the reason printed)
+// when it cannot be read.
+struct TraceHeadline {
+  reader::TraceSummary summary;
+  std::string verdict;
+};
+bool analyze_headline(const std::string& path, TraceHeadline* out);
 
 // Where libgpuscope.so is, relative to this executable; empty + *error if not.
 std::string locate_capture_library(std::string* error);

@@ -4,13 +4,12 @@
 #include <fmt/format.h>
 
 #include "report.h"
+#include "units.h"
 
 namespace gpuscope::analyzer {
 namespace {
 
 constexpr size_t kFramesPerSite = 3;
-
-std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
 
 void header(std::string& out, const ReportInput& in) {
   const auto& s = in.model.summary;

@@ -10,11 +10,10 @@
 #include <fmt/format.h>
 
 #include "rules.h"
+#include "units.h"
 
 namespace gpuscope::analyzer {
 
-inline std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
-inline std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
 inline double kind_share(const Metrics& x, CallKind k) { return x.feeder_share[static_cast<size_t>(k)]; }
 inline Status share_status(double share, double fail, double warn) {
   return share >= fail ? Status::Fail : share >= warn ? Status::Warn : Status::Pass;
