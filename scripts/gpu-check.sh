@@ -2,7 +2,7 @@
 # Real-GPU validation, run from an unpacked bundle (scripts/bundle.sh) on a
 # GPU node where nothing can be installed. Runs every sample and its --fixed
 # variant with and without gpuscope and prints one markdown table: verdict
-# and whether it is the expected one, the counts gpuscope's hooks recorded,
+# and whether it is the expected one, the counts gpuscope's hooks and CUPTI recorded,
 # exit statuses and wall times. Then: a statically linked runtime, the driver
 # API, a dlopen()ed runtime, PyTorch if present, and the hooked-call and
 # launch-bound overhead. Raw logs and traces go to OUTDIR.
@@ -55,15 +55,19 @@ run_timed() {
   t1=$(now)
   echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')"
 }
-# counts TRACE: "copies kernels syncs allocs dropped" from gpuscope info.
+# counts TRACE: "copies kernels syncs allocs dropped" from gpuscope info, each
+# of the first three as HOOKS/CUPTI (the hooks' records, the device's).
 counts() {
   local info
   info=$("$gs" info "$1" 2>&1) || { echo "unreadable - - - -"; return; }
-  local ev drop
+  local ev dev drop k n d
   ev=$(grep -m1 '^events:' <<<"$info")
+  dev=$(grep -m1 '^device:' <<<"$info")
   drop=$(grep -m1 '^dropped:' <<<"$info" | grep -oE '[0-9]+' | head -1)
   for k in copies kernels syncs allocations; do
-    grep -oE "[0-9]+ $k" <<<"$ev" | cut -d' ' -f1 || echo 0
+    n=$(grep -oE "[0-9]+ $k" <<<"$ev" | cut -d' ' -f1); n=${n:-0}
+    d=$(grep -oE "[0-9]+ $k" <<<"$dev" | cut -d' ' -f1); d=${d:-0}
+    if [ $k = allocations ]; then echo "$n"; else echo "$((n - d))/$d"; fi
   done | paste -sd' ' | tr -d '\n'
   echo " ${drop:-0}"
 }
@@ -86,7 +90,7 @@ declare -A expected=(
   [cpu_fallback]="silent CPU fallback")
 
 echo
-echo "| sample | verdict | expected | ok | copies | kernels | syncs | allocs | dropped | exit plain/traced | wall plain | wall traced |"
+echo "| sample | verdict | expected | ok | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | exit plain/traced | wall plain | wall traced |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback; do
   for variant in "" --fixed; do
@@ -110,7 +114,7 @@ done
 
 echo
 echo "## Other ways of reaching the GPU (traced)"
-echo "| program | exit | copies | kernels | syncs | allocs | dropped | driver-level calls |"
+echo "| program | exit | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | driver-level calls |"
 echo "|---|---|---|---|---|---|---|---|"
 other() {
   local name=$1; shift

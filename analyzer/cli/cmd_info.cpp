@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "metrics.h"
 #include "trace_summary.h"
 
 namespace gpuscope::cli {
@@ -120,6 +121,12 @@ void print_counts(const reader::TraceSummary& s) {
              "{} allocations, {} CPU samples, {} markers, {} GPU samples\n",
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
              c.cpu_samples, c.markers, c.gpu_samples);
+  const auto& d = c.device;
+  const auto status = analyzer::device_collection_text(s);
+  if (status || d.total() != 0)
+    fmt::print("device:      {} kernels, {} copies, {} memsets, {} syncs, {} allocations from the device (CUPTI; "
+               "included above); collection: {}\n",
+               d.kernels, d.copies, d.memsets, d.syncs, d.allocs, status.value_or("not recorded"));
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
   bool first_result = true;
   for (const auto& [call, n] : s.nonzero_results) {

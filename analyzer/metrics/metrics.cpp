@@ -215,6 +215,20 @@ void environment_metrics(const TraceModel& m, Metrics& x) {
   }
 }
 
+void coverage_metrics(const TraceModel& m, Metrics& x) {
+  const reader::TraceSummary& s = m.summary;
+  x.device_collection = device_collection_text(s);
+  x.device_timestamps = m.device_records > 0;
+  x.driver_level_seen = m.driver_calls > 0;
+  x.dropped = s.dropped_total();
+  x.corrupt_frames = s.stats.frames_corrupt;
+  for (const auto& p : s.problems)
+    if (p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::NoTotals) x.truncated = true;
+  x.stacks_present = !s.stacks.empty();
+}
+
+}  // namespace
+
 std::optional<std::string> device_collection_text(const reader::TraceSummary& s) {
   if (!s.device_collection) return std::nullopt;
   const capture::DeviceCollectionData& d = *s.device_collection;
@@ -229,20 +243,6 @@ std::optional<std::string> device_collection_text(const reader::TraceSummary& s)
     default: return "off (" + d.reason + ")";
   }
 }
-
-void coverage_metrics(const TraceModel& m, Metrics& x) {
-  const reader::TraceSummary& s = m.summary;
-  x.device_collection = device_collection_text(s);
-  x.device_timestamps = m.device_records > 0;
-  x.driver_level_seen = m.driver_calls > 0;
-  x.dropped = s.dropped_total();
-  x.corrupt_frames = s.stats.frames_corrupt;
-  for (const auto& p : s.problems)
-    if (p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::NoTotals) x.truncated = true;
-  x.stacks_present = !s.stacks.empty();
-}
-
-}  // namespace
 
 std::string cuda_error_name(int code, bool driver) {
   const ErrorName* e = find_error(code);

@@ -28,6 +28,11 @@ std::string cuda_error_name(int code, bool driver);
 // library, driver mismatch, ...).
 bool is_no_gpu_error(int code);
 
+// The trace's device-activity (CUPTI) status in words: "CUPTI (N records, M
+// dropped)", "unavailable (no driver)", "off (reason)"; nothing for traces
+// from before format 1.1.
+std::optional<std::string> device_collection_text(const reader::TraceSummary& s);
+
 struct Metrics {
   double wall_s = 0;
   // The host thread that spent most time in CUDA calls: it feeds the GPU.

@@ -183,6 +183,15 @@ void SummaryBuilder::add(const ChunkView& v) {
   s_.counts.cpu_samples += v.cpu_samples.size();
   s_.counts.markers += v.markers.size();
   s_.counts.gpu_samples += v.gpu_samples.size();
+  const auto from_device = [](const auto& records) {
+    return static_cast<uint64_t>(std::count_if(records.begin(), records.end(),
+                                               [](const auto& r) { return r.source() == fb::Source::Device; }));
+  };
+  s_.counts.device.copies += from_device(v.copies);
+  s_.counts.device.memsets += from_device(v.memsets);
+  s_.counts.device.kernels += from_device(v.kernels);
+  s_.counts.device.syncs += from_device(v.syncs);
+  s_.counts.device.allocs += from_device(v.allocs);
   for (const auto& call : v.api_calls) {
     ++calls_by_id_[call.function_id()];
     if (call.result() != 0 && call.depth() == 0) ++results_by_id_[{call.function_id(), call.result()}];

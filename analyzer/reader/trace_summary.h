@@ -50,6 +50,12 @@ inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) 
 struct RecordCounts {
   uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,
            cpu_samples = 0, markers = 0, gpu_samples = 0;
+  // Of the typed records above, those the device reported (CUPTI,
+  // source = Device); the rest are the hooks'.
+  struct {
+    uint64_t copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0;
+    uint64_t total() const { return copies + memsets + kernels + syncs + allocs; }
+  } device;
   uint64_t total() const {
     return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers + gpu_samples;
   }
