@@ -3,6 +3,7 @@
 // section 3.7 and the LSB's "Exception Frames"; DWARF 4 section 6.4.
 #include "frame_rules.h"
 
+#include <cstdint>
 #include <cstring>
 
 // libgcc's FDE lookup (part of the unwinder every C++ program carries;
@@ -52,7 +53,7 @@ class Reader {
       v |= int64_t{b & 0x7f} << shift;
       shift += 7;
     } while ((b & 0x80) && shift < 64);
-    if (shift < 64 && (b & 0x40)) v |= -(int64_t{1} << shift);
+    if (shift < 64 && (b & 0x40)) v |= static_cast<int64_t>(~uint64_t{0} << shift);
     return v;
   }
   // Skips a pointer in DW_EH_PE encoding `enc` (its value is not needed).
@@ -140,6 +141,22 @@ struct Interpreter {
     if (next > pc) stop = true;
     else loc = next;
   }
+  // An offset times the data alignment. Real frames are far inside +-2^31;
+  // anything beyond makes the program unusable instead of overflowing.
+  int64_t scaled(int64_t v) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(v, prog.data_align, &r) || r > INT32_MAX || r < INT32_MIN) {
+      bad = true;
+      return 0;
+    }
+    return r;
+  }
+  int64_t scaled(uint64_t v) { return v > INT32_MAX ? scaled(int64_t{INT64_MAX}) : scaled(static_cast<int64_t>(v)); }
+  int64_t unscaled(uint64_t v) {  // def_cfa's offsets are not scaled
+    if (v <= INT32_MAX) return static_cast<int64_t>(v);
+    bad = true;
+    return 0;
+  }
   void run(Reader in) {
     while (!in.done() && !stop && !bad) step(in);
     if (!in.ok()) bad = true;
@@ -149,10 +166,9 @@ struct Interpreter {
 void Interpreter::step(Reader& in) {
   const uint8_t op = in.u8();
   const uint64_t ra = prog.ra_register;
-  const int64_t da = prog.data_align;
   switch (op >> 6) {
     case 1: advance(op & 0x3f); return;  // advance_loc
-    case 2: set_rule(row, op & 0x3f, ra, {RegRule::Offset, static_cast<int64_t>(in.uleb()) * da}); return;
+    case 2: set_rule(row, op & 0x3f, ra, {RegRule::Offset, scaled(in.uleb())}); return;
     case 3:                              // restore
       if (RegRule* r = rule_of(initial, op & 0x3f, ra)) set_rule(row, op & 0x3f, ra, *r);
       return;
@@ -165,7 +181,7 @@ void Interpreter::step(Reader& in) {
     case 0x04: advance(in.fixed(4)); return;              // advance_loc4
     case 0x05: {                                          // offset_extended
       const uint64_t reg = in.uleb();
-      set_rule(row, reg, ra, {RegRule::Offset, static_cast<int64_t>(in.uleb()) * da});
+      set_rule(row, reg, ra, {RegRule::Offset, scaled(in.uleb())});
       return;
     }
     case 0x06: {                                          // restore_extended
@@ -189,9 +205,9 @@ void Interpreter::step(Reader& in) {
       if (depth == 0) bad = true;                         // as GCC and libunwind read it
       else row = saved[--depth];
       return;
-    case 0x0c: row.cfa_reg = in.uleb(); row.cfa_offset = static_cast<int64_t>(in.uleb()); row.cfa_expression = false; return;
+    case 0x0c: row.cfa_reg = in.uleb(); row.cfa_offset = unscaled(in.uleb()); row.cfa_expression = false; return;
     case 0x0d: row.cfa_reg = in.uleb(); row.cfa_expression = false; return;
-    case 0x0e: row.cfa_offset = static_cast<int64_t>(in.uleb()); return;
+    case 0x0e: row.cfa_offset = unscaled(in.uleb()); return;
     case 0x0f: in.skip(in.uleb()); row.cfa_expression = true; return;  // def_cfa_expression
     case 0x10: {                                                       // expression
       const uint64_t reg = in.uleb();
@@ -201,11 +217,11 @@ void Interpreter::step(Reader& in) {
     }
     case 0x11: {                                                       // offset_extended_sf
       const uint64_t reg = in.uleb();
-      set_rule(row, reg, ra, {RegRule::Offset, in.sleb() * da});
+      set_rule(row, reg, ra, {RegRule::Offset, scaled(in.sleb())});
       return;
     }
-    case 0x12: row.cfa_reg = in.uleb(); row.cfa_offset = in.sleb() * da; row.cfa_expression = false; return;
-    case 0x13: row.cfa_offset = in.sleb() * da; return;
+    case 0x12: row.cfa_reg = in.uleb(); row.cfa_offset = scaled(in.sleb()); row.cfa_expression = false; return;
+    case 0x13: row.cfa_offset = scaled(in.sleb()); return;
     case 0x14: case 0x15: {                                            // val_offset(_sf)
       const uint64_t reg = in.uleb();
       if (op == 0x14) in.uleb(); else in.sleb();
@@ -221,7 +237,7 @@ void Interpreter::step(Reader& in) {
     case 0x2e: in.uleb(); return;                                      // GNU_args_size
     case 0x2f: {                                                       // GNU_negative_offset_extended
       const uint64_t reg = in.uleb();
-      set_rule(row, reg, ra, {RegRule::Offset, -static_cast<int64_t>(in.uleb()) * da});
+      set_rule(row, reg, ra, {RegRule::Offset, -scaled(in.uleb())});
       return;
     }
     default: bad = true; return;  // set_loc and anything unknown
