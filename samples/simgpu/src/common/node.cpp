@@ -188,8 +188,10 @@ NodeDesc parse_node(std::string_view json_text, std::string source) {
   return node;
 }
 
+// Never destroyed: NVML and driver calls on other threads may still read it
+// while the process runs its exit handlers.
 const std::optional<NodeDesc>& process_node() {
-  static const std::optional<NodeDesc> node = []() -> std::optional<NodeDesc> {
+  static const auto* node = new std::optional<NodeDesc>([]() -> std::optional<NodeDesc> {
     const char* path = std::getenv("SIMGPU_NODE");
     try {
       if (path && *path) return parse_node(read_file(path), path);
@@ -198,8 +200,8 @@ const std::optional<NodeDesc>& process_node() {
       std::fprintf(stderr, "simgpu: bad node description: %s\n", e.what());
       return std::nullopt;
     }
-  }();
-  return node;
+  }());
+  return *node;
 }
 
 }  // namespace simgpu

@@ -27,7 +27,10 @@ constexpr unsigned kVideoClockMhz = 1755;
 
 std::mutex g_mu;
 int g_refs = 0;
-State g_state;
+// Never destroyed, like the node it points into: a sampler thread may still
+// be inside an NVML call while the process runs its exit handlers (a real
+// libnvidia-ml does not free its device state at exit either).
+State& g_state = *new State;
 std::atomic<const State*> g_current{nullptr};
 
 nvmlReturn_t copy_string(const std::string& s, char* out, unsigned length) {
