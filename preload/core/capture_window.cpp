@@ -1,6 +1,7 @@
 #include "capture_window.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -23,7 +24,9 @@ struct ClosedWindow {
 struct Windows {
   std::mutex mutex;
   WindowConfig config;
-  bool configured = false;
+  // Read by the profiler hooks without the mutex, so atomic: the capture
+  // range is the profiler API (set once, before capture starts).
+  std::atomic<bool> profiler_range{false};
   uint64_t origin_ns = 0;  // capture start: the delay counts from here
   bool open = false;
   uint64_t opened_ns = 0;
@@ -125,9 +128,7 @@ class WindowSource final : public TraceSource {
   void end() override {
     Windows& w = windows();
     std::lock_guard lock(w.mutex);
-    const bool was_finished = w.finished;
     close_window(w);
-    w.finished = was_finished;
   }
   bool wants_capture_end() const override { return end_wanted_; }
 
@@ -163,17 +164,17 @@ bool configure_windows(const WindowConfig& config) {
   Windows& w = windows();
   std::lock_guard lock(w.mutex);
   w.config = config;
-  w.configured = config.active();
+  w.profiler_range.store(config.range == WindowConfig::Range::ProfilerApi, std::memory_order_release);
   w.origin_ns = monotonic_ns();
   w.open = w.finished = false;
   w.opened = 0;
   w.closed.clear();
-  return w.configured;
+  return config.active();
 }
 
 void on_profiler_start() noexcept {
   Windows& w = windows();
-  if (!w.configured || w.config.range != WindowConfig::Range::ProfilerApi) return;
+  if (!w.profiler_range.load(std::memory_order_acquire)) return;
   std::lock_guard lock(w.mutex);
   open_window(w);
 }
@@ -183,7 +184,7 @@ void on_profiler_stop_begin() noexcept { ++t_stop_depth; }
 void on_profiler_stop_end() noexcept {
   if (--t_stop_depth != 0) return;
   Windows& w = windows();
-  if (!w.configured || w.config.range != WindowConfig::Range::ProfilerApi) return;
+  if (!w.profiler_range.load(std::memory_order_acquire)) return;
   bool finished = false;
   {
     std::lock_guard lock(w.mutex);
