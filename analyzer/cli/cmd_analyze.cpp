@@ -1,11 +1,13 @@
 // gpuscope analyze: the verdict, breakdown, checks, findings and coverage of
 // one or more traces (a directory stands for the traces in it).
 #include <filesystem>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "metrics.h"
+#include "prometheus_report.h"
 #include "report.h"
 #include "rules.h"
 #include "symbolizer.h"
@@ -81,10 +83,10 @@ struct AnalysisOutputs {
   TraceHeadline* headline = nullptr;
 };
 
-// 0 analyzed, 2 unreadable (the reason printed on stderr).
-int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
-  std::string* text = out.text;
-  nlohmann::ordered_json* json = out.json;
+}  // namespace
+
+int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn,
+                  const std::function<void(const analyzer::ReportInput&)>& use) {
   analyzer::TimeWindow window;
   if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
     fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
@@ -94,18 +96,26 @@ int analyze_one(const std::string& path, const AnalyzeOptions& options, const An
   analyzer::TraceModel model;
   if (const int rc = build_scoped_model(path, window, options.range, &model); rc != 0) return rc;
   for (const auto& p : model.summary.problems)
-    if (p.kind != reader::ProblemKind::NoTotals && (text || json))
+    if (p.kind != reader::ProblemKind::NoTotals && warn)
       fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
                  p.offset, p.message);
   const analyzer::Metrics metrics = analyzer::compute_metrics(model);
   analyzer::Analysis analysis = analyzer::analyze(model, metrics);
   analyzer::attribute_findings_to_ranges(model, &analysis);
   const analyzer::Symbolizer symbols(model.summary);
-  const analyzer::ReportInput in{path, model, metrics, analysis, symbols, options.top};
-  if (out.headline != nullptr) *out.headline = TraceHeadline{model.summary, analysis.verdict.headline};
-  if (json) *json = analyzer::json_report(in);
-  if (text) *text = analyzer::text_report(in);
+  use(analyzer::ReportInput{path, model, metrics, analysis, symbols, options.top});
   return 0;
+}
+
+namespace {
+
+// 0 analyzed, 2 unreadable (the reason printed on stderr).
+int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
+  return with_analysis(path, options, out.text != nullptr || out.json != nullptr, [&](const analyzer::ReportInput& in) {
+    if (out.headline != nullptr) *out.headline = TraceHeadline{in.model.summary, in.analysis.verdict.headline};
+    if (out.json != nullptr) *out.json = analyzer::json_report(in);
+    if (out.text != nullptr) *out.text = analyzer::text_report(in);
+  });
 }
 
 }  // namespace
@@ -114,7 +124,29 @@ bool analyze_headline(const std::string& path, TraceHeadline* out) {
   return analyze_one(path, AnalyzeOptions{}, AnalysisOutputs{.headline = out}) == 0;
 }
 
-int analyze_command(const AnalyzeOptions& options) {
+namespace {
+
+// Every trace's samples, then one exposition (each family once).
+int prometheus_command(const AnalyzeOptions& options) {
+  int status = 0;
+  std::vector<analyzer::PrometheusSample> samples;
+  for (const auto& path : expand_inputs(options.inputs)) {
+    const int rc = with_analysis(path, options, true, [&](const analyzer::ReportInput& in) {
+      auto more = analyzer::prometheus_samples(in, options.job);
+      samples.insert(samples.end(), more.begin(), more.end());
+    });
+    if (rc != 0) status = rc;
+  }
+  fmt::print("{}", analyzer::prometheus_text(samples));
+  return status;
+}
+
+}  // namespace
+
+int analyze_command(const AnalyzeOptions& given) {
+  AnalyzeOptions options = given;
+  if (options.format == "json") options.json = true;
+  if (options.format == "prometheus" && !options.json) return prometheus_command(options);
   int status = 0;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   bool first = true;

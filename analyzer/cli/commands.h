@@ -3,10 +3,15 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "trace_summary.h"
+
+namespace gpuscope::analyzer {
+struct ReportInput;
+}
 
 namespace gpuscope::cli {
 
@@ -20,7 +25,7 @@ struct RunOptions {
   int nvml_hz = -1;          // 0 = off
   double delay_s = 0;        // capture windows (preload/core/capture_window.h)
   double duration_s = 0;     // 0: to the end
-  std::string capture_range;      // "" or cudaProfilerApi
+  std::string capture_range;      // "", cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]
   std::string capture_range_end;  // "" (stop), repeat, repeat:N
   std::vector<std::string> command;
 };
@@ -35,7 +40,9 @@ int info_command(const std::string& path);
 
 struct AnalyzeOptions {
   std::vector<std::string> inputs;  // traces or directories of traces
-  bool json = false;
+  bool json = false;          // --json, the same as --format json
+  std::string format = "text";  // text, json, prometheus
+  std::string job;            // prometheus: the job label's value
   size_t top = 5;
   std::string window;  // START:END seconds from the process start
   std::string range;   // NVTX range message: analyze only the time inside such ranges
@@ -44,6 +51,24 @@ struct AnalyzeOptions {
 // Analyzes each trace and prints the report (or one JSON document); 0 when
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
+
+// Analyzes one trace as `gpuscope analyze` does (capture windows, NVTX
+// ranges, --window/--range) and hands the analysis to `use`; it lives only
+// during the call. 0, or 2 with the reason printed on stderr; `warn` prints
+// the reader's problems (damage) as warnings.
+int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn,
+                  const std::function<void(const analyzer::ReportInput&)>& use);
+
+struct DiffOptions {
+  std::string base, next;  // traces (a directory is not accepted: which trace would it be?)
+  std::string fail_on;     // gates; docs/diff.md
+  bool json = false;
+  size_t top = 10;
+};
+
+// Compares two runs; 0 when every gate passed (or none was given), 1 when a
+// gate failed, 2 when an input is unreadable or a gate is malformed.
+int diff_command(const DiffOptions& options);
 
 // `gpuscope run`'s closing summary of one trace, from a single analysis:
 // what the trace holds and its verdict line. False (the reason printed)

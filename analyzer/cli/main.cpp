@@ -47,8 +47,15 @@ int main(int argc, char** argv) {
   run->add_option("--duration", run_options.duration_s, "Record for SECONDS, then finalize the trace")
       ->check(CLI::Range(0.001, 31e6));
   run->add_option("--capture-range", run_options.capture_range,
-                  "Record only between cudaProfilerStart and cudaProfilerStop (runtime or driver)")
-      ->check(CLI::IsMember({"cudaProfilerApi"}));
+                  "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
+                  "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const bool nvtx = v.starts_with("nvtx:") && v.size() > 5 && v[5] != '@';
+            return v == "cudaProfilerApi" || nvtx ? std::string()
+                                                  : "expected cudaProfilerApi, nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN";
+          },
+          "RANGE"));
   run->add_option("--capture-range-end", run_options.capture_range_end,
                   "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
       ->check(CLI::Validator(
@@ -71,6 +78,10 @@ int main(int argc, char** argv) {
   CLI::App* analyze = app.add_subcommand("analyze", "Explain why the traced workload is slow: verdict, evidence, call sites, fix");
   analyze->add_option("traces", analyze_options.inputs, "Trace files or directories of traces")->required();
   analyze->add_flag("--json", analyze_options.json, "Print the analysis as JSON (docs/analysis.schema.json)");
+  analyze->add_option("--format", analyze_options.format,
+                      "text (default), json, or prometheus (text exposition for node_exporter's textfile collector)")
+      ->check(CLI::IsMember({"text", "json", "prometheus"}));
+  analyze->add_option("--job", analyze_options.job, "With --format prometheus: the value of a job label on every sample");
   analyze->add_option("--window", analyze_options.window,
                       "Analyze only START:END, seconds from the process start (either end may be left out)");
   analyze->add_option("--range", analyze_options.range,
@@ -78,6 +89,17 @@ int main(int argc, char** argv) {
   analyze->add_option("--top", analyze_options.top, "Findings and call sites to show (default 5)")
       ->check(CLI::Range(1, 100));
   analyze->footer("Exit status: 0 analyzed, 2 when an input is not a readable trace or has no range named by --range.");
+
+  gpuscope::cli::DiffOptions diff_options;
+  CLI::App* diff = app.add_subcommand("diff", "Compare two runs of the same workload; gate regressions with --fail-on");
+  diff->add_option("base", diff_options.base, "Trace of the baseline run")->required();
+  diff->add_option("new", diff_options.next, "Trace of the run to judge")->required();
+  diff->add_option("--fail-on", diff_options.fail_on,
+                   "Comma-separated gates, e.g. \"wall>+5%,sync_share>+3pp,verdict-changed,driver-changed\" "
+                   "(docs/diff.md)");
+  diff->add_flag("--json", diff_options.json, "Print the comparison as JSON");
+  diff->add_option("--top", diff_options.top, "Kernels and call sites to list (default 10)")->check(CLI::Range(1, 1000));
+  diff->footer("Exit status: 0 no gate failed, 1 a gate failed, 2 an input is unreadable or a gate is malformed.");
 
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Show help for a command");
@@ -92,6 +114,7 @@ int main(int argc, char** argv) {
   if (*run) return gpuscope::cli::run_command(run_options);
   if (*info) return gpuscope::cli::info_command(trace_path);
   if (*analyze) return gpuscope::cli::analyze_command(analyze_options);
+  if (*diff) return gpuscope::cli::diff_command(diff_options);
   if (*help) {
     if (help_topic.empty()) {
       std::cout << app.help();

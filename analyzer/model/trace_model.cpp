@@ -53,6 +53,7 @@ class ModelBuilder {
   std::optional<RangeLocator> locator_;
   RangeBuilder range_builder_;
   IntervalSet capture_windows_;
+  std::vector<uint32_t> capture_trigger_ids_;
   struct RangeTime {
     std::array<uint64_t, kCallKinds> blocked_ns{};
     uint64_t calls = 0;
@@ -306,6 +307,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
     // Provisional markers of a window still open overlap the final one:
     // the union is what was captured.
     if (mk.kind() == fb::MarkerKind::CaptureWindow) capture_windows_.add(mk.start_ns(), mk.start_ns() + mk.duration_ns());
+    else if (mk.kind() == fb::MarkerKind::CaptureArmed) capture_trigger_ids_.push_back(mk.name_id());
     else if (known_ranges_ == nullptr) range_builder_.add(mk);
   }
   for (const auto& s : v.gpu_samples)
@@ -338,6 +340,7 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
 void ModelBuilder::finish_ranges(uint64_t trace_end_ns) {
   m_.ranges = known_ranges_ != nullptr ? *known_ranges_ : range_builder_.finish(trace_end_ns);
   m_.capture_windows = capture_windows_.spans();
+  if (!capture_trigger_ids_.empty()) m_.capture_trigger = m_.summary.name_of(capture_trigger_ids_.front());
   m_.ranges_attributed = locator_.has_value();
   std::map<std::pair<uint32_t, uint32_t>, RangeStats> by_name;
   for (size_t i = 0; i < m_.ranges.ranges.size(); ++i) {

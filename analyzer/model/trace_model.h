@@ -150,6 +150,9 @@ struct TraceModel {
   // Capture windows (gpuscope run --delay/--duration/--capture-range): the
   // only time recorded, sorted and disjoint; empty when the whole run was.
   std::vector<std::pair<uint64_t, uint64_t>> capture_windows;
+  // What the capture waited for before opening a window (CaptureArmed);
+  // empty when it recorded from the start.
+  std::string capture_trigger;
   std::vector<RangeStats> range_stats;  // ranges starting in the window/scope, by total time
   bool ranges_attributed = false;    // host calls were placed in ranges (second pass)
 };

@@ -93,8 +93,12 @@ std::string fallback_fix(const Metrics& x) {
   return fmt::format("{}.", fmt::join(fixes, "; "));
 }
 
-std::optional<Finding> fallback_finding(const Metrics& x) {
+std::optional<Finding> fallback_finding(const TraceModel& m, const Metrics& x) {
   if (x.successful_launches > 0 || x.successful_copies > 0) return std::nullopt;
+  // Capture windows without a CUDA call in them say nothing about CUDA:
+  // the program may use the GPU outside them. Only an error is evidence.
+  const bool windowed = !m.capture_windows.empty() || !m.capture_trigger.empty();
+  if (windowed && m.host_by_function.empty() && x.no_gpu_errors.empty()) return std::nullopt;
   std::vector<std::string> ev = fallback_evidence(x);
   Finding f;
   f.id = "fallback.cpu_fallback";
@@ -119,7 +123,7 @@ std::optional<Finding> fallback_finding(const Metrics& x) {
 
 std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x) {
   std::vector<Finding> out;
-  for (auto f : {fallback_finding(x), cpu_finding(m, x), launch_finding(m, x)})
+  for (auto f : {fallback_finding(m, x), cpu_finding(m, x), launch_finding(m, x)})
     if (f) out.push_back(std::move(*f));
   return out;
 }

@@ -133,6 +133,9 @@ std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
     out.push_back(fmt::format("live memory: {} allocations beyond the {} followed are not in the curve",
                               m.device_memory.untracked, kMaxTrackedAllocations));
   if (x.truncated) out.push_back("trace: truncated or without an end record: the end of the run is missing");
+  if (m.capture_windows.empty() && !m.capture_trigger.empty())
+    out.push_back(fmt::format("capture windows: none opened (waiting for {}): nothing of the program was recorded",
+                              m.capture_trigger));
   if (!m.capture_windows.empty()) {
     uint64_t captured = 0;
     for (const auto& [a, b] : m.capture_windows) captured += b - a;
@@ -143,6 +146,16 @@ std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
   if (x.corrupt_frames) out.push_back(fmt::format("trace: {} corrupt frame(s) skipped", x.corrupt_frames));
   if (!x.truncated && !x.corrupt_frames) out.push_back("trace: complete");
   return out;
+}
+
+// The capture waited for a window that never opened: no finding can be
+// about the program, whatever the idle process looked like meanwhile.
+void nothing_captured(const TraceModel& m, Analysis* a) {
+  a->findings.clear();
+  a->verdict = Verdict{};
+  a->verdict.confidence = "high";
+  a->verdict.confidence_reason = "no capture window in the trace";
+  a->verdict.headline = fmt::format("nothing captured: no capture window opened (waiting for {})", m.capture_trigger);
 }
 
 Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
@@ -195,6 +208,7 @@ Analysis analyze(const TraceModel& model, const Metrics& metrics) {
               environment_check(metrics, a.findings)};
   a.verdict = make_verdict(metrics, a.findings);
   a.coverage = coverage_lines(model, metrics);
+  if (model.capture_windows.empty() && !model.capture_trigger.empty()) nothing_captured(model, &a);
   return a;
 }
 

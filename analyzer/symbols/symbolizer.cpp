@@ -13,8 +13,6 @@
 #include <fmt/format.h>
 
 namespace gpuscope::analyzer {
-namespace {
-
 std::string demangle(const char* name) {
   if (name == nullptr) return {};
   int status = 0;
@@ -23,6 +21,8 @@ std::string demangle(const char* name) {
   std::free(out);
   return s;
 }
+
+namespace {
 
 std::string basename_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 

@@ -24,6 +24,9 @@ struct Frame {
   std::string text() const;  // "f (file.cpp:12)" or "libx.so+0x1234"
 };
 
+// A C++ symbol demangled; the name itself when it is not a mangled one.
+std::string demangle(const char* name);
+
 class Symbolizer {
  public:
   explicit Symbolizer(const reader::TraceSummary& summary);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -27,6 +28,7 @@ struct Windows {
   // Read by the profiler hooks without the mutex, so atomic: the capture
   // range is the profiler API (set once, before capture starts).
   std::atomic<bool> profiler_range{false};
+  std::atomic<bool> nvtx_range{false};
   uint64_t origin_ns = 0;  // capture start: the delay counts from here
   bool open = false;
   uint64_t opened_ns = 0;
@@ -101,11 +103,35 @@ bool parse_range_end(std::string_view v, uint32_t* max_windows) {
   return ec == std::errc() && end == v.data() + v.size() && *max_windows > 0;
 }
 
+// What opens a window, as the trace names it (a CaptureArmed marker): the
+// analyzer's answer when none ever opened.
+std::string describe_trigger(const WindowConfig& c) {
+  std::string out;
+  switch (c.range) {
+    case WindowConfig::Range::ProfilerApi: out = "cudaProfilerApi"; break;
+    case WindowConfig::Range::Nvtx:
+      out = "nvtx:" + c.nvtx_message + (c.nvtx_domain.empty() ? "" : "@" + c.nvtx_domain);
+      break;
+    case WindowConfig::Range::None: break;
+  }
+  char delay[48] = "";
+  if (c.delay_ns != 0) std::snprintf(delay, sizeof delay, "%sdelay %.3f s", out.empty() ? "" : ", ", c.delay_ns / 1e9);
+  return out + delay;
+}
+
 class WindowSource final : public TraceSource {
  public:
   void poll(uint64_t now_ns, ChunkBuilder& out) override {
     Windows& w = windows();
     std::lock_guard lock(w.mutex);
+    if (!armed_written_) {
+      // A duration alone opens its window at once: nothing to wait for.
+      if (const std::string trigger = describe_trigger(w.config); !trigger.empty()) {
+        const uint32_t name = session_strings().intern(trigger);
+        out.add(fb::Marker(w.origin_ns, 0, 0, name, 0, 0, fb::MarkerKind::CaptureArmed, 0, 0));
+      }
+      armed_written_ = true;
+    }
     // Time windows: the delay opens one unless a range decides, the
     // duration closes any.
     if (w.config.range == WindowConfig::Range::None) open_window(w);
@@ -135,6 +161,7 @@ class WindowSource final : public TraceSource {
  private:
   static constexpr uint64_t kProvisionalEveryNs = 1'000'000'000;
   bool end_wanted_ = false;
+  bool armed_written_ = false;
   uint64_t last_provisional_ns_ = 0;
 };
 
@@ -145,11 +172,15 @@ bool read_window_config(WindowConfig* out, std::string* error) {
   if (!parse_ms("GPUSCOPE_DELAY_MS", &c.delay_ns, error) || !parse_ms("GPUSCOPE_DURATION_MS", &c.duration_ns, error))
     return false;
   if (const char* range = std::getenv("GPUSCOPE_CAPTURE_RANGE"); range != nullptr && *range != '\0') {
-    if (std::string_view(range) != "cudaProfilerApi") {
-      *error = std::string("GPUSCOPE_CAPTURE_RANGE=") + range + ": expected cudaProfilerApi";
+    const std::string_view v(range);
+    if (v == "cudaProfilerApi") {
+      c.range = WindowConfig::Range::ProfilerApi;
+    } else if (v.starts_with("nvtx:") && parse_nvtx_range(v.substr(5), &c.nvtx_message, &c.nvtx_domain)) {
+      c.range = WindowConfig::Range::Nvtx;
+    } else {
+      *error = std::string("GPUSCOPE_CAPTURE_RANGE=") + range + ": expected cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]";
       return false;
     }
-    c.range = WindowConfig::Range::ProfilerApi;
   }
   const char* end = std::getenv("GPUSCOPE_CAPTURE_RANGE_END");
   if (!parse_range_end(end != nullptr ? end : "", &c.max_windows)) {
@@ -163,8 +194,11 @@ bool read_window_config(WindowConfig* out, std::string* error) {
 bool configure_windows(const WindowConfig& config) {
   Windows& w = windows();
   std::lock_guard lock(w.mutex);
+  // The NVTX hooks read the config without the mutex: hide it while it changes.
+  w.nvtx_range.store(false, std::memory_order_release);
   w.config = config;
   w.profiler_range.store(config.range == WindowConfig::Range::ProfilerApi, std::memory_order_release);
+  w.nvtx_range.store(config.range == WindowConfig::Range::Nvtx, std::memory_order_release);
   w.origin_ns = monotonic_ns();
   w.open = w.finished = false;
   w.opened = 0;
@@ -173,18 +207,26 @@ bool configure_windows(const WindowConfig& config) {
 }
 
 void on_profiler_start() noexcept {
-  Windows& w = windows();
-  if (!w.profiler_range.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(w.mutex);
-  open_window(w);
+  if (windows().profiler_range.load(std::memory_order_acquire)) open_range_window();
 }
 
 void on_profiler_stop_begin() noexcept { ++t_stop_depth; }
 
 void on_profiler_stop_end() noexcept {
   if (--t_stop_depth != 0) return;
+  if (windows().profiler_range.load(std::memory_order_acquire)) close_range_window();
+}
+
+bool open_range_window() noexcept {
   Windows& w = windows();
-  if (!w.profiler_range.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(w.mutex);
+  const uint32_t before = w.opened;
+  open_window(w);
+  return w.opened != before;
+}
+
+void close_range_window() noexcept {
+  Windows& w = windows();
   bool finished = false;
   {
     std::lock_guard lock(w.mutex);
@@ -195,6 +237,18 @@ void on_profiler_stop_end() noexcept {
   // The last window: its trace ends here, before the program goes on, so
   // what follows the range never races into it.
   if (finished) stop_session(fb::EndKind::Detached, 0);
+}
+
+const WindowConfig* nvtx_capture_range() noexcept {
+  Windows& w = windows();
+  return w.nvtx_range.load(std::memory_order_acquire) ? &w.config : nullptr;
+}
+
+bool parse_nvtx_range(std::string_view spec, std::string* message, std::string* domain) {
+  const size_t at = spec.rfind('@');
+  *message = std::string(spec.substr(0, at));
+  *domain = at == std::string_view::npos ? std::string() : std::string(spec.substr(at + 1));
+  return !message->empty();
 }
 
 std::unique_ptr<TraceSource> make_window_source() { return std::make_unique<WindowSource>(); }

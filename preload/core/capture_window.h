@@ -2,9 +2,10 @@
 //
 // A session with a window configuration starts paused (Phase::Paused: hooks
 // pass through at the cost of a flag check, nothing is counted as dropped).
-// A window opens after `delay`, or at cudaProfilerStart / cuProfilerStart
-// when the capture range is the profiler API; it closes after `duration`,
-// or at the matching stop. Each closed window becomes one CaptureWindow
+// A window opens after `delay`, at cudaProfilerStart / cuProfilerStart
+// when the capture range is the profiler API, or when the named NVTX range
+// opens (preload/nvtx/nvtx_capture.cpp); it closes after `duration`, or at
+// the matching stop / pop / end. Each closed window becomes one CaptureWindow
 // marker in the trace, so the analyzer knows which time was captured. When
 // the last window allowed has closed (end policy "stop", or "repeat:N"
 // reached), the writer finalizes the trace ("detached") and the program
@@ -17,23 +18,26 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trace_source.h"
 
 namespace gpuscope::capture {
 
 struct WindowConfig {
-  enum class Range : uint8_t { None, ProfilerApi };
+  enum class Range : uint8_t { None, ProfilerApi, Nvtx };
   uint64_t delay_ns = 0;     // nothing opens before this, from capture start
   uint64_t duration_ns = 0;  // each window's length; 0: until the range ends or the process does
   Range range = Range::None;
   uint32_t max_windows = 1;  // 0: repeat without limit
+  std::string nvtx_message;  // Range::Nvtx: the range's message, exactly
+  std::string nvtx_domain;   // and its domain; empty: the default domain
 
   bool active() const { return delay_ns != 0 || duration_ns != 0 || range != Range::None; }
 };
 
 // GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE
-// (cudaProfilerApi) and GPUSCOPE_CAPTURE_RANGE_END (stop | repeat |
+// (cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]) and GPUSCOPE_CAPTURE_RANGE_END (stop | repeat |
 // repeat:N). False, with a sentence in *error, for a value it cannot honour
 // (capture then proceeds unwindowed rather than guessing).
 bool read_window_config(WindowConfig* out, std::string* error);
@@ -48,6 +52,21 @@ bool configure_windows(const WindowConfig& config);
 void on_profiler_start() noexcept;
 void on_profiler_stop_begin() noexcept;
 void on_profiler_stop_end() noexcept;
+
+// Range-driven windows, whatever drives them. Open: true when this call
+// opened a window (not when one was already open, still delayed, or all
+// windows were used). Close: closing the last window ends the trace right
+// there, on the calling thread.
+bool open_range_window() noexcept;
+void close_range_window() noexcept;
+
+// The NVTX capture range, or null when the range is not NVTX. Set before
+// capture starts and never changed after, so the NVTX hooks read it freely.
+const WindowConfig* nvtx_capture_range() noexcept;
+
+// Splits "MESSAGE[@DOMAIN]" (the part after "nvtx:"), at the last '@'.
+// False for an empty message.
+bool parse_nvtx_range(std::string_view spec, std::string* message, std::string* domain);
 
 // The writer-side source: opens and closes time windows, writes closed
 // windows as markers, and asks for the capture to end after the last one.

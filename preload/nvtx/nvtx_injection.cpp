@@ -18,6 +18,7 @@
 #include <cwchar>
 
 #include "hooks/hook_support.h"
+#include "nvtx_capture.h"
 #include "nvtx_record.h"
 
 namespace gpuscope::nvtx {
@@ -37,59 +38,60 @@ template <class Handle> Handle id_handle(uint32_t id) noexcept {
 }
 
 // The message of an event attribute structure, any of the three kinds.
-uint32_t attribute_message(ThreadSlot* slot, const nvtxEventAttributes_t* a) noexcept {
+Message attribute_message(const nvtxEventAttributes_t* a) noexcept {
   constexpr size_t kNeeded = offsetof(nvtxEventAttributes_t, message) + sizeof(a->message);
-  if (a == nullptr || a->size < kNeeded) return 0;
+  if (a == nullptr || a->size < kNeeded) return {};
   switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII:
-      return a->message.ascii != nullptr ? intern_message(slot, a->message.ascii) : 0;
-    case NVTX_MESSAGE_TYPE_UNICODE: return intern_wide_message(slot, a->message.unicode);
-    case NVTX_MESSAGE_TYPE_REGISTERED: return handle_id(a->message.registered);
-    default: return 0;
+    case NVTX_MESSAGE_TYPE_ASCII: return Message::of(a->message.ascii);
+    case NVTX_MESSAGE_TYPE_UNICODE: return Message::of(a->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED: return Message::of_registered(handle_id(a->message.registered));
+    default: return {};
   }
 }
 
 // One recorded event, or nothing when this thread is not recording (capture
 // idle, stopped, disabled, or gpuscope's own code on the stack).
-template <class MessageFn> void emit(Kind kind, uint32_t domain, MessageFn&& message, uint64_t range_id = 0) noexcept {
+void emit(Kind kind, uint32_t domain, const Message& message, uint64_t range_id = 0) noexcept {
   ThreadSlot* slot = capture::recording_slot();
   if (slot == nullptr) return;
-  record_marker(slot, kind, message(slot), domain, range_id);
-}
-constexpr auto kNoMessage = [](ThreadSlot*) noexcept { return uint32_t{0}; };
-auto ascii(const char* m) noexcept {
-  return [m](ThreadSlot* s) noexcept { return m != nullptr ? intern_message(s, m) : 0; };
-}
-auto wide(const wchar_t* m) noexcept { return [m](ThreadSlot* s) noexcept { return intern_wide_message(s, m); }; }
-auto attributes(const nvtxEventAttributes_t* a) noexcept {
-  return [a](ThreadSlot* s) noexcept { return attribute_message(s, a); };
+  record_marker(slot, kind, message.intern(slot), domain, range_id);
 }
 
-template <class MessageFn> nvtxRangeId_t start_range(uint32_t domain, MessageFn&& message) noexcept {
+// A capture range opens before its first marker is recorded and closes
+// after its last, so both fall inside the window.
+nvtxRangeId_t start_range(uint32_t domain, const Message& message) noexcept {
   const nvtxRangeId_t id = next_range_id();
+  capture_on_start(domain, message, id);
   emit(Kind::RangeStart, domain, message, id);
   return id;
 }
-template <class MessageFn> int push_range(uint32_t domain, MessageFn&& message) noexcept {
+void end_range(uint32_t domain, nvtxRangeId_t id) noexcept {
+  emit(Kind::RangeEnd, domain, {}, id);
+  capture_on_end(id);
+}
+int push_range(uint32_t domain, const Message& message) noexcept {
+  capture_on_push(domain, message);
   emit(Kind::RangePush, domain, message);
+  return NVTX_NO_PUSH_POP_TRACKING;
+}
+int pop_range(uint32_t domain) noexcept {
+  emit(Kind::RangePop, domain, {});
+  capture_on_pop(domain);
   return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 // ---- CORE module ----
-void NVTX_API mark_ex(const nvtxEventAttributes_t* a) { emit(Kind::Instant, 0, attributes(a)); }
-void NVTX_API mark_a(const char* m) { emit(Kind::Instant, 0, ascii(m)); }
-void NVTX_API mark_w(const wchar_t* m) { emit(Kind::Instant, 0, wide(m)); }
-nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t* a) { return start_range(0, attributes(a)); }
-nvtxRangeId_t NVTX_API range_start_a(const char* m) { return start_range(0, ascii(m)); }
-nvtxRangeId_t NVTX_API range_start_w(const wchar_t* m) { return start_range(0, wide(m)); }
-void NVTX_API range_end(nvtxRangeId_t id) { emit(Kind::RangeEnd, 0, kNoMessage, id); }
-int NVTX_API range_push_ex(const nvtxEventAttributes_t* a) { return push_range(0, attributes(a)); }
-int NVTX_API range_push_a(const char* m) { return push_range(0, ascii(m)); }
-int NVTX_API range_push_w(const wchar_t* m) { return push_range(0, wide(m)); }
-int NVTX_API range_pop() {
-  emit(Kind::RangePop, 0, kNoMessage);
-  return NVTX_NO_PUSH_POP_TRACKING;
-}
+void NVTX_API mark_ex(const nvtxEventAttributes_t* a) { emit(Kind::Instant, 0, attribute_message(a)); }
+void NVTX_API mark_a(const char* m) { emit(Kind::Instant, 0, Message::of(m)); }
+void NVTX_API mark_w(const wchar_t* m) { emit(Kind::Instant, 0, Message::of(m)); }
+nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t* a) { return start_range(0, attribute_message(a)); }
+nvtxRangeId_t NVTX_API range_start_a(const char* m) { return start_range(0, Message::of(m)); }
+nvtxRangeId_t NVTX_API range_start_w(const wchar_t* m) { return start_range(0, Message::of(m)); }
+void NVTX_API range_end(nvtxRangeId_t id) { end_range(0, id); }
+int NVTX_API range_push_ex(const nvtxEventAttributes_t* a) { return push_range(0, attribute_message(a)); }
+int NVTX_API range_push_a(const char* m) { return push_range(0, Message::of(m)); }
+int NVTX_API range_push_w(const wchar_t* m) { return push_range(0, Message::of(m)); }
+int NVTX_API range_pop() { return pop_range(0); }
 void name_thread(uint32_t tid, uint32_t name_id) noexcept {
   ThreadSlot* slot = capture::recording_slot();
   if (slot != nullptr && name_id != 0) record_marker(slot, Kind::ThreadName, name_id, 0, 0, tid);
@@ -101,21 +103,16 @@ void NVTX_API name_os_thread_w(uint32_t tid, const wchar_t* name) { name_thread(
 
 // ---- CORE2 module (domains) ----
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  emit(Kind::Instant, handle_id(d), attributes(a));
+  emit(Kind::Instant, handle_id(d), attribute_message(a));
 }
 nvtxRangeId_t NVTX_API domain_range_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return start_range(handle_id(d), attributes(a));
+  return start_range(handle_id(d), attribute_message(a));
 }
-void NVTX_API domain_range_end(nvtxDomainHandle_t d, nvtxRangeId_t id) {
-  emit(Kind::RangeEnd, handle_id(d), kNoMessage, id);
-}
+void NVTX_API domain_range_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { end_range(handle_id(d), id); }
 int NVTX_API domain_range_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  return push_range(handle_id(d), attributes(a));
+  return push_range(handle_id(d), attribute_message(a));
 }
-int NVTX_API domain_range_pop(nvtxDomainHandle_t d) {
-  emit(Kind::RangePop, handle_id(d), kNoMessage);
-  return NVTX_NO_PUSH_POP_TRACKING;
-}
+int NVTX_API domain_range_pop(nvtxDomainHandle_t d) { return pop_range(handle_id(d)); }
 nvtxStringHandle_t NVTX_API domain_register_string_a(nvtxDomainHandle_t, const char* s) {
   return id_handle<nvtxStringHandle_t>(s != nullptr ? intern_registration(s) : 0);
 }

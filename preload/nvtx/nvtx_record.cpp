@@ -72,6 +72,29 @@ uint32_t intern_wide_registration(const wchar_t* text) noexcept {
   return intern_registration(std::string_view(utf8, wide_to_utf8(text, utf8, sizeof utf8)));
 }
 
+uint32_t Message::intern(capture::ThreadSlot* slot) const noexcept {
+  switch (type) {
+    case Type::Ascii: return intern_message(slot, ascii);
+    case Type::Wide: return intern_wide_message(slot, wide);
+    case Type::Registered: return registered;
+    case Type::None: break;
+  }
+  return 0;
+}
+
+bool Message::equals(std::string_view text, uint32_t text_id) const noexcept {
+  switch (type) {
+    case Type::Ascii: return text == ascii;
+    case Type::Wide: {
+      char utf8[kWideBuffer];
+      return text == std::string_view(utf8, wide_to_utf8(wide, utf8, sizeof utf8));
+    }
+    case Type::Registered: return text_id != 0 && registered == text_id;
+    case Type::None: break;
+  }
+  return false;
+}
+
 uint64_t next_range_id() noexcept { return g_next_range_id.fetch_add(1, std::memory_order_relaxed); }
 
 void record_marker(capture::ThreadSlot* slot, fb::MarkerKind kind, uint32_t name_id, uint32_t domain_id,

@@ -29,6 +29,27 @@ size_t wide_to_utf8(const wchar_t* text, char* out, size_t capacity) noexcept;
 // A new id for nvtxRangeStart*: process-wide, never 0.
 uint64_t next_range_id() noexcept;
 
+// The message of one NVTX call as the program passed it: interned only when
+// recorded, compared as text when it may open a capture range.
+struct Message {
+  enum class Type : uint8_t { None, Ascii, Wide, Registered };
+  Type type = Type::None;
+  const char* ascii = nullptr;
+  const wchar_t* wide = nullptr;
+  uint32_t registered = 0;  // a registered string's interned id
+
+  static Message of(const char* text) noexcept { return {text != nullptr ? Type::Ascii : Type::None, text}; }
+  static Message of(const wchar_t* text) noexcept {
+    return {text != nullptr ? Type::Wide : Type::None, nullptr, text};
+  }
+  static Message of_registered(uint32_t id) noexcept { return {Type::Registered, nullptr, nullptr, id}; }
+
+  uint32_t intern(capture::ThreadSlot* slot) const noexcept;
+  // Whether the message reads `text` (a registered one: whether it is the
+  // string registered as `text`, whose id is `text_id`; 0 if unknown).
+  bool equals(std::string_view text, uint32_t text_id) const noexcept;
+};
+
 void record_marker(capture::ThreadSlot* slot, fb::MarkerKind kind, uint32_t name_id, uint32_t domain_id,
                    uint64_t range_id = 0, uint32_t tid = 0) noexcept;
 

@@ -170,5 +170,141 @@ TEST_F(CaptureWindows, BadWindowOptionsAreRefusedWithOneLine) {
   EXPECT_EQ(range.exit_code(), 2);
 }
 
+
+// NVTX capture ranges (--capture-range nvtx:MESSAGE[@DOMAIN]) on the
+// nvtx_phases sample: train steps are push/pop ranges in the default
+// domain, the checkpoint a registered-string range in the "io" domain,
+// "prefetch" a start/end range ended by another thread, and "évaluation" a
+// wide-character push.
+constexpr int kSteps = 3, kKernelsPerStep = 64, kCheckpointRounds = 20;
+
+class NvtxCaptureRange : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!simgpu_built()) GTEST_SKIP() << "simgpu not built";
+  }
+  static Traced capture(const std::string& range, const std::string& end = "stop") {
+    const Traced r = run_on_simgpu({"nvtx_phases", "--steps", std::to_string(kSteps), "--copies", "4", "--rounds",
+                                    std::to_string(kCheckpointRounds)},
+                                   {"--capture-range", range, "--capture-range-end", end});
+    EXPECT_EQ(r.process.exit_code(), 0) << r.process.err;
+    EXPECT_TRUE(r.process.out.starts_with("nvtx_phases: load 4 copies, 3 train steps")) << r.process.out;
+    EXPECT_EQ(r.process.err.find("gpuscope"), std::string::npos) << r.process.err;
+    EXPECT_TRUE(r.trace.opened) << r.trace.error;
+    return r;
+  }
+  // Every call and NVTX marker began inside a window (thread names are the
+  // writer's metadata, written whenever it learns them).
+  static void expect_all_inside(const TraceContents& t) {
+    const auto w = windows_of(t);
+    const auto inside = [&](uint64_t ns) {
+      return std::any_of(w.begin(), w.end(), [&](const fb::Marker& m) {
+        return ns + 50'000 >= m.start_ns() && ns <= m.start_ns() + m.duration_ns() + 50'000;
+      });
+    };
+    for (const auto& c : t.api_calls) EXPECT_TRUE(inside(c.start_ns())) << t.summary.name_of(c.function_id());
+    using K = fb::MarkerKind;
+    for (const auto& m : t.markers) {
+      if (m.kind() == K::CaptureWindow || m.kind() == K::CaptureArmed || m.kind() == K::ThreadName) continue;
+      EXPECT_TRUE(inside(m.start_ns())) << "marker " << static_cast<int>(m.kind()) << " outside every window";
+    }
+  }
+  static std::map<std::string, int> pushes(const TraceContents& t) {
+    std::map<std::string, int> out;
+    for (const auto& m : t.markers)
+      if (m.kind() == fb::MarkerKind::RangePush) ++out[t.summary.name_of(m.name_id())];
+    return out;
+  }
+};
+
+TEST_F(NvtxCaptureRange, EveryTrainStepIsOneWindowHoldingExactlyItsWork) {
+  const Traced r = capture("nvtx:train_step", "repeat");
+  const TraceContents& t = r.trace;
+  ASSERT_EQ(windows_of(t).size(), static_cast<size_t>(kSteps));
+  EXPECT_EQ(t.kernels.size(), static_cast<size_t>(kSteps * kKernelsPerStep));
+  EXPECT_EQ(outermost_calls(t, "cudaDeviceSynchronize"), static_cast<uint64_t>(kSteps));
+  EXPECT_TRUE(t.copies.empty());  // the loads and the checkpoint's copy are outside
+  EXPECT_TRUE(t.memsets.empty());
+  EXPECT_EQ(pushes(t), (std::map<std::string, int>{{"train_step", kSteps}, {"forward", kSteps}}));
+  expect_all_inside(t);
+  EXPECT_EQ(t.summary.end->kind, fb::EndKind::ReturnFromMain);
+  EXPECT_EQ(t.summary.dropped_total(), 0u);
+}
+
+TEST_F(NvtxCaptureRange, StopEndsTheTraceAfterTheFirstRange) {
+  const Traced r = capture("nvtx:train_step");
+  ASSERT_EQ(windows_of(r.trace).size(), 1u);
+  EXPECT_EQ(r.trace.kernels.size(), static_cast<size_t>(kKernelsPerStep));
+  EXPECT_EQ(pushes(r.trace), (std::map<std::string, int>{{"train_step", 1}, {"forward", 1}}));
+  expect_all_inside(r.trace);
+  EXPECT_EQ(r.trace.summary.end->kind, fb::EndKind::Detached);
+}
+
+TEST_F(NvtxCaptureRange, DomainRangeWithRegisteredMessage) {
+  const Traced r = capture("nvtx:checkpoint@io");
+  const TraceContents& t = r.trace;
+  ASSERT_EQ(windows_of(t).size(), 1u);
+  EXPECT_EQ(t.kernels.size(), static_cast<size_t>(kCheckpointRounds));
+  EXPECT_EQ(outermost_calls(t, "cudaDeviceSynchronize"), static_cast<uint64_t>(kCheckpointRounds));
+  ASSERT_EQ(t.copies.size(), 1u);
+  EXPECT_EQ(t.copies[0].direction(), fb::CopyDirection::DeviceToHost);
+  expect_all_inside(t);
+}
+
+TEST_F(NvtxCaptureRange, StartEndRangeEndedOnAnotherThread) {
+  const Traced r = capture("nvtx:prefetch");
+  const TraceContents& t = r.trace;
+  ASSERT_EQ(windows_of(t).size(), 1u);
+  int starts = 0, ends = 0;
+  for (const auto& m : t.markers) {
+    starts += m.kind() == fb::MarkerKind::RangeStart;
+    ends += m.kind() == fb::MarkerKind::RangeEnd;
+  }
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(ends, 1);
+  EXPECT_TRUE(t.api_calls.empty());  // nothing CUDA happens while prefetching
+  expect_all_inside(t);
+  EXPECT_EQ(t.summary.end->kind, fb::EndKind::Detached);
+}
+
+TEST_F(NvtxCaptureRange, WideCharacterMessage) {
+  const Traced r = capture("nvtx:\u00e9valuation");
+  ASSERT_EQ(windows_of(r.trace).size(), 1u);
+  bool mark = false;
+  for (const auto& m : r.trace.markers)
+    mark |= m.kind() == fb::MarkerKind::Instant && r.trace.summary.name_of(m.name_id()) == "checkpoint \u2713";
+  EXPECT_TRUE(mark);
+  EXPECT_TRUE(r.trace.kernels.empty());
+}
+
+TEST_F(NvtxCaptureRange, ARangeThatNeverOpensSaysNothingWasCaptured) {
+  TempDir dir;
+  const std::string trace = dir.file("never.gpuscope");
+  // "checkpoint" exists only in the io domain, not the default one.
+  const auto r = run({gpuscope_exe(), "run", "-o", trace, "--capture-range", "nvtx:checkpoint", "--",
+                      bin("nvtx_phases"), "--steps", "1", "--copies", "1", "--rounds", "2"},
+                     environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_NE(r.err.find("nothing captured: no capture window opened (waiting for nvtx:checkpoint)"),
+            std::string::npos)
+      << r.err;
+  const TraceContents t = read_trace_file(trace);
+  EXPECT_TRUE(windows_of(t).empty());
+  EXPECT_TRUE(t.api_calls.empty());
+  const auto analysis = run({gpuscope_exe(), "analyze", "--json", trace}, clean_env());
+  ASSERT_EQ(analysis.exit_code(), 0) << analysis.err;
+  const auto json = nlohmann::json::parse(analysis.out);
+  EXPECT_EQ(json["verdict"]["class"], "inconclusive");
+  EXPECT_TRUE(json["findings"].empty()) << json["findings"].dump();  // no CPU-fallback claim from an idle wait
+}
+
+TEST_F(NvtxCaptureRange, MalformedNvtxRangeIsRefused) {
+  for (const std::string bad : {"nvtx:", "nvtx:@io", "nvtx"}) {
+    const auto r = run({gpuscope_exe(), "run", "--capture-range", bad, "--", bin("nvtx_phases")}, clean_env());
+    EXPECT_EQ(r.exit_code(), 2) << bad;
+    EXPECT_NE(r.err.find("nvtx:MESSAGE"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace gpuscope::test

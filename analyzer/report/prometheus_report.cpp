@@ -1,0 +1,127 @@
+#include "prometheus_report.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace gpuscope::analyzer {
+namespace {
+
+struct Family {
+  const char* name;
+  const char* help;
+};
+
+// Exposition order; a family absent from a run (unknown figure) is skipped.
+constexpr Family kFamilies[] = {
+    {"gpuscope_wall_seconds", "Wall time analyzed (the capture windows' total when windowed)."},
+    {"gpuscope_gpu_busy_ratio", "GPU busy share of wall time (device timestamps, else NVML utilization)."},
+    {"gpuscope_feeder_time_ratio", "Share of wall time the feeding host thread spent in each kind of CUDA call, or outside CUDA."},
+    {"gpuscope_process_cpu_cores", "Process CPU time over wall time."},
+    {"gpuscope_copy_bytes", "Bytes copied between host and device, by direction."},
+    {"gpuscope_copies", "Host<->device copy calls, by direction."},
+    {"gpuscope_copy_bandwidth_gbps", "Achieved bandwidth of synchronous host<->device copies, GB/s."},
+    {"gpuscope_kernels", "Kernels launched."},
+    {"gpuscope_syncs", "Synchronizing CUDA calls."},
+    {"gpuscope_allocations", "Device allocations."},
+    {"gpuscope_allocation_rate_per_second", "Device allocations per second of wall time."},
+    {"gpuscope_live_device_memory_peak_bytes", "Peak live device memory allocated through the hooked calls."},
+    {"gpuscope_dropped_events", "Events gpuscope dropped rather than block the program (figures undercount when > 0)."},
+    {"gpuscope_verdict", "1 for the run's verdict class, 0 for the others."},
+    {"gpuscope_verdict_share", "Share of wall time the verdict's bottleneck explains."},
+    {"gpuscope_verdict_confidence", "Verdict confidence: 0 low, 1 medium, 2 high."},
+    {"gpuscope_trace_truncated", "1 when the trace ended without its end record (the run's end is missing)."},
+};
+
+constexpr Bottleneck kClasses[] = {Bottleneck::PcieBound, Bottleneck::MemoryBound, Bottleneck::SyncBound,
+                                   Bottleneck::CpuBound,  Bottleneck::CpuFallback, Bottleneck::Healthy,
+                                   Bottleneck::Inconclusive};
+
+class Collector {
+ public:
+  Collector(const ReportInput& in, const std::string& job) {
+    const auto& s = in.model.summary;
+    const std::string exe = s.process ? s.process->exe : "unknown";
+    base_ = {{"host", s.process ? s.process->hostname : "unknown"},
+             {"exe", exe.substr(exe.rfind('/') + 1)},
+             {"pid", s.process ? std::to_string(s.process->pid) : "0"}};
+    if (!job.empty()) base_.emplace_back("job", job);
+  }
+  void add(const char* family, double value, std::vector<std::pair<std::string, std::string>> extra = {}) {
+    if (!std::isfinite(value)) return;
+    PrometheusSample p{family, base_, value};
+    p.labels.insert(p.labels.end(), extra.begin(), extra.end());
+    out_.push_back(std::move(p));
+  }
+  void add(const char* family, const std::optional<double>& value) {
+    if (value) add(family, *value);
+  }
+  std::vector<PrometheusSample> take() { return std::move(out_); }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> base_;
+  std::vector<PrometheusSample> out_;
+};
+
+void verdict_samples(const ReportInput& in, Collector& c) {
+  const Verdict& v = in.analysis.verdict;
+  for (Bottleneck b : kClasses) c.add("gpuscope_verdict", b == v.cls ? 1 : 0, {{"class", bottleneck_id(b)}});
+  c.add("gpuscope_verdict_share", v.share);
+  c.add("gpuscope_verdict_confidence", v.confidence == "high" ? 2 : v.confidence == "medium" ? 1 : 0);
+}
+
+}  // namespace
+
+std::string prometheus_escape(const std::string& value) {
+  std::string out;
+  for (char ch : value) {
+    if (ch == '\\') out += "\\\\";
+    else if (ch == '"') out += "\\\"";
+    else if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out;
+}
+
+std::vector<PrometheusSample> prometheus_samples(const ReportInput& in, const std::string& job) {
+  const Metrics& x = in.metrics;
+  Collector c(in, job);
+  c.add("gpuscope_wall_seconds", x.wall_s);
+  c.add("gpuscope_gpu_busy_ratio", x.gpu_util);
+  for (size_t k = 0; k < kCallKinds; ++k)
+    c.add("gpuscope_feeder_time_ratio", x.feeder_share[k], {{"kind", call_kind_name(static_cast<CallKind>(k))}});
+  c.add("gpuscope_feeder_time_ratio", x.feeder_outside_cuda_share, {{"kind", "outside CUDA"}});
+  c.add("gpuscope_process_cpu_cores", x.process_cpu_cores);
+  c.add("gpuscope_copy_bytes", static_cast<double>(x.h2d_bytes), {{"direction", "h2d"}});
+  c.add("gpuscope_copy_bytes", static_cast<double>(x.d2h_bytes), {{"direction", "d2h"}});
+  c.add("gpuscope_copies", static_cast<double>(x.h2d_count), {{"direction", "h2d"}});
+  c.add("gpuscope_copies", static_cast<double>(x.d2h_count), {{"direction", "d2h"}});
+  c.add("gpuscope_copy_bandwidth_gbps", x.achieved_gbps);
+  c.add("gpuscope_kernels", static_cast<double>(x.kernels));
+  c.add("gpuscope_syncs", static_cast<double>(x.syncs));
+  c.add("gpuscope_allocations", static_cast<double>(x.allocs));
+  c.add("gpuscope_allocation_rate_per_second", x.alloc_rate_per_s);
+  c.add("gpuscope_live_device_memory_peak_bytes", static_cast<double>(x.live_peak_bytes));
+  c.add("gpuscope_dropped_events", static_cast<double>(x.dropped));
+  verdict_samples(in, c);
+  c.add("gpuscope_trace_truncated", x.truncated ? 1 : 0);
+  return c.take();
+}
+
+std::string prometheus_text(const std::vector<PrometheusSample>& samples) {
+  std::string out;
+  for (const Family& f : kFamilies) {
+    bool header = false;
+    for (const PrometheusSample& s : samples) {
+      if (s.family != f.name) continue;
+      if (!header) out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", f.name, f.help, f.name);
+      header = true;
+      std::string labels;
+      for (const auto& [k, v] : s.labels) labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, prometheus_escape(v));
+      out += fmt::format("{}{{{}}} {}\n", s.family, labels, s.value);
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuscope::analyzer
