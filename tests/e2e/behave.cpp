@@ -8,9 +8,9 @@
 //   vfork_exec:CODE        the same through vfork
 //   spawn:CODE spawnp:CODE the same through posix_spawn / posix_spawnp (glibc
 //                          execs from a CLONE_VM child by a direct syscall)
-//   orphan:MS              fork; the child forks a grandchild that execs this
-//                          program to sleep MS and print, and exits at once,
-//                          so the grandchild is reparented (to init or a subreaper)
+//   orphan:MS              fork; the child forks a grandchild and exits at once;
+//                          the grandchild, reparented (to init or a subreaper),
+//                          execs this program to sleep MS and print
 //   return:C exit:C _exit:C thread_exit:C   end that way with status C
 //   abort signal:N         die by abort() / raise(N)
 //   inject                 call InitializeInjection as the CUDA driver would
@@ -104,6 +104,7 @@ void orphan_child(int ms) {
   const pid_t middle = fork();
   if (middle == 0) {
     if (fork() == 0) {
+      usleep(200'000);  // the middle process is gone by now: we belong to init (or a subreaper)
       execl(self.c_str(), "behave", sleep_arg.c_str(), "out:orphan-done", static_cast<char*>(nullptr));
       _exit(127);
     }

@@ -36,12 +36,6 @@ std::vector<TraceContents> read_all(const std::string& dir) {
   return out;
 }
 
-const TraceContents* find_pid(const std::vector<TraceContents>& traces, int pid) {
-  for (const auto& t : traces)
-    if (t.summary.process && t.summary.process->pid == pid) return &t;
-  return nullptr;
-}
-
 struct Mechanism {
   const char* name;
   const char* child_line;  // what the exec'd child prints
@@ -108,8 +102,11 @@ TEST(ProcessTree, AnOrphanStillLinksToItsTracedAncestor) {
   const json j = json::parse(analysis.out, nullptr, false);
   ASSERT_TRUE(j.is_object() && j.contains("trees")) << analysis.out.substr(0, 300);
   ASSERT_EQ(j["trees"].size(), 1u);
-  for (const auto& p : j["trees"][0]["processes"])
-    if (p["pid"] == orphan.pid) EXPECT_EQ(p["parent_pid"], root.pid) << p.dump();
+  for (const auto& p : j["trees"][0]["processes"]) {
+    if (p["pid"] == orphan.pid) {
+      EXPECT_EQ(p["parent_pid"], root.pid) << p.dump();
+    }
+  }
 }
 
 // The acceptance run: a launcher script, two ranked workers, one helper.
@@ -177,6 +174,12 @@ TEST_F(LauncherTree, IsOneTreeWithRanksAndParentLinks) {
     const std::string name = fmt::format("gpuscope-tree_worker-rank{}-{}.gpuscope", k, rank[k]->pid);
     EXPECT_TRUE(std::filesystem::exists(dir.path() + "/" + name)) << name;
   }
+  const std::string helper_trace = dir.path() + fmt::format("/gpuscope-tree_worker-rank0-{}.gpuscope", helper->pid);
+  const auto info = run({gpuscope_exe(), "info", helper_trace}, env());
+  EXPECT_NE(info.out.find(fmt::format("tree:        traced parent pid {}, rank 0 (from RANK), local rank 0, world size 2",
+                                      rank[0]->pid)),
+            std::string::npos)
+      << info.out;
   // run's summary: the tree, indented by parent.
   EXPECT_NE(r.err.find("(4 traced processes)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(fmt::format("gpuscope:       pid {} (parent {}, rank 0) tree_worker", helper->pid, rank[0]->pid)),
