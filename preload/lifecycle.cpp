@@ -40,6 +40,32 @@ pid_t g_process_pid = 0;
 
 void on_fork_child() { capture::disable_after_fork(); }
 
+// GPUSCOPE_PARENT_PID tells a traced process the pid of its nearest traced
+// ancestor (recorded as ProcessMetadata.trace_parent_pid): unlike getppid(),
+// it survives reparenting to init or a subreaper, and it skips untraced
+// fork-only processes in between (a shell's subshell). Exec'd children and
+// posix_spawn children inherit it with the rest of the environment.
+// `gpuscope run` always sets it (0 for its root), so setenv replaces the
+// entry in place and a shell that copies main's envp sees the new value too.
+struct ParentLink {
+  std::string inherited;
+  bool was_set = false;
+  void restore() const {
+    if (was_set) setenv("GPUSCOPE_PARENT_PID", inherited.c_str(), 1);
+    else unsetenv("GPUSCOPE_PARENT_PID");
+  }
+};
+
+ParentLink pass_parent_link_down(pid_t self) {
+  ParentLink link;
+  if (const char* v = std::getenv("GPUSCOPE_PARENT_PID")) {
+    link.inherited = v;
+    link.was_set = true;
+  }
+  setenv("GPUSCOPE_PARENT_PID", std::to_string(self).c_str(), 1);
+  return link;
+}
+
 void initialize_capture() {
   if (g_initialized.exchange(true)) return;
   capture::InternalScope internal;
@@ -56,7 +82,7 @@ void initialize_capture() {
   }
   const capture::ProcessMetadata metadata = capture::collect_process_metadata();
   const capture::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
-                                   metadata.start_realtime_ns};
+                                   metadata.start_realtime_ns, metadata.rank};
   std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
   // `gpuscope run -o FILE -- sh -c 'exec app'`: the run's root pid is the
   // shell and then the app. The CLI made sure FILE did not exist when the run
@@ -83,8 +109,11 @@ void initialize_capture() {
     options.start_paused = true;
     sources.push_back(capture::make_window_source().release());
   }
+  // Before the writer thread exists: setenv is not safe against concurrent getenv.
+  const ParentLink link = pass_parent_link_down(metadata.pid);
   if (!capture::start_session(options, path, metadata, &error, sources)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());
+    link.restore();  // our children link to the nearest ancestor that is traced
     capture::disable_capture();
     return;
   }

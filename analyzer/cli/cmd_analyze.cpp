@@ -81,6 +81,7 @@ struct AnalysisOutputs {
   std::string* text = nullptr;
   nlohmann::ordered_json* json = nullptr;
   TraceHeadline* headline = nullptr;
+  analyzer::ProcessEntry* process = nullptr;  // the trace's place in its process tree
 };
 
 }  // namespace
@@ -113,15 +114,31 @@ namespace {
 int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
   return with_analysis(path, options, out.text != nullptr || out.json != nullptr, [&](const analyzer::ReportInput& in) {
     if (out.headline != nullptr) *out.headline = TraceHeadline{in.model.summary, in.analysis.verdict.headline};
+    if (out.process != nullptr) *out.process = analyzer::process_entry(in);
     if (out.json != nullptr) *out.json = analyzer::json_report(in);
     if (out.text != nullptr) *out.text = analyzer::text_report(in);
   });
 }
 
+// One trace: its document. Several: the documents and the process trees
+// they form, one per run id (docs/analysis.schema.json).
+void print_json(nlohmann::ordered_json traces, const std::vector<analyzer::ProcessTree>& trees) {
+  if (traces.size() == 1) {
+    fmt::print("{}\n", traces[0].dump(2));
+    return;
+  }
+  nlohmann::ordered_json tree_docs = nlohmann::ordered_json::array();
+  for (const auto& tree : trees) tree_docs.push_back(analyzer::tree_json(tree));
+  const nlohmann::ordered_json doc{{"schema_version", analyzer::kJsonSchemaVersion},
+                                   {"traces", std::move(traces)},
+                                   {"trees", std::move(tree_docs)}};
+  fmt::print("{}\n", doc.dump(2));
+}
+
 }  // namespace
 
-bool analyze_headline(const std::string& path, TraceHeadline* out) {
-  return analyze_one(path, AnalyzeOptions{}, AnalysisOutputs{.headline = out}) == 0;
+bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process) {
+  return analyze_one(path, AnalyzeOptions{}, AnalysisOutputs{.headline = out, .process = process}) == 0;
 }
 
 namespace {
@@ -149,15 +166,21 @@ int analyze_command(const AnalyzeOptions& given) {
   if (options.format == "prometheus" && !options.json) return prometheus_command(options);
   int status = 0;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  std::vector<analyzer::ProcessEntry> processes;
   bool first = true;
   for (const auto& path : expand_inputs(options.inputs)) {
     std::string text;
     nlohmann::ordered_json json;
-    const int rc = analyze_one(path, options, options.json ? AnalysisOutputs{.json = &json} : AnalysisOutputs{.text = &text});
+    analyzer::ProcessEntry process;
+    AnalysisOutputs out{.process = &process};
+    if (options.json) out.json = &json;
+    else out.text = &text;
+    const int rc = analyze_one(path, options, out);
     if (rc != 0) {
       status = rc;
       continue;
     }
+    processes.push_back(std::move(process));
     if (options.json) {
       all.push_back(std::move(json));
     } else {
@@ -165,7 +188,14 @@ int analyze_command(const AnalyzeOptions& given) {
       first = false;
     }
   }
-  if (options.json) fmt::print("{}\n", (all.size() == 1 ? all[0] : all).dump(2));
+  const auto trees = analyzer::build_process_trees(std::move(processes));
+  if (options.json) {
+    print_json(std::move(all), trees);
+    return status;
+  }
+  // A tree section only where traces link up: a lone trace is its own report.
+  for (const auto& tree : trees)
+    if (tree.processes.size() > 1) fmt::print("\n{}", analyzer::tree_text(tree));
   return status;
 }
 

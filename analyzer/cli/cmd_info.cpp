@@ -33,6 +33,20 @@ std::string cpu_list(const std::vector<uint16_t>& cpus) {
   return out.empty() ? "?" : out;
 }
 
+// Where the process sits in its run's process tree (docs/trace-format.md).
+std::string tree_position(const reader::ProcessInfo& p) {
+  std::string out;
+  if (p.trace_parent_pid == p.pid) out = "replaced a traced image of the same pid (exec)";
+  else if (p.trace_parent_pid != 0) out = fmt::format("traced parent pid {}", p.trace_parent_pid);
+  else out = "no traced parent";
+  if (p.rank >= 0) {
+    out += fmt::format(", rank {} (from {})", p.rank, p.rank_source);
+    if (p.local_rank >= 0) out += fmt::format(", local rank {}", p.local_rank);
+    if (p.world_size >= 0) out += fmt::format(", world size {}", p.world_size);
+  }
+  return out;
+}
+
 void print_process(const reader::ProcessInfo& p) {
   std::string command;
   for (const auto& a : p.argv) command += (command.empty() ? "" : " ") + a;
@@ -43,6 +57,7 @@ void print_process(const reader::ProcessInfo& p) {
   fmt::print("started:     {} (monotonic {:.6f} s)\n", utc_time(p.start_realtime_ns),
              p.start_monotonic_ns / 1e9);
   fmt::print("gpuscope:    {}{}\n", p.gpuscope_version, p.run_id.empty() ? "" : ", run " + p.run_id);
+  if (p.trace_parent_pid != 0 || p.rank >= 0) fmt::print("tree:        {}\n", tree_position(p));
   if (p.environment.empty()) {
     fmt::print("environment: (none of the recorded variables set)\n");
     return;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include <fmt/format.h>
@@ -119,7 +120,7 @@ std::vector<std::string> child_environment(const std::string& library, const Out
       continue;
     }
     if (entry.starts_with("GPUSCOPE_OUTPUT=") || entry.starts_with("GPUSCOPE_RUN_ID=") ||
-        entry.starts_with("GPUSCOPE_ROOT_PID="))
+        entry.starts_with("GPUSCOPE_ROOT_PID=") || entry.starts_with("GPUSCOPE_PARENT_PID="))
       continue;
     bool overridden = false;
     for (const auto& s : settings) overridden |= entry.starts_with(s.substr(0, s.find('=') + 1));
@@ -137,6 +138,10 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   if (std::getenv("CUDA_INJECTION64_PATH") == nullptr) env.push_back("CUDA_INJECTION64_PATH=" + library);
   env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
   env.push_back("GPUSCOPE_RUN_ID=" + run_id);
+  // The root has no traced parent; each traced process replaces the value
+  // with its own pid for its children (preload/lifecycle.cpp). Present from
+  // the start so that replacing it never grows the environment array.
+  env.push_back("GPUSCOPE_PARENT_PID=0");
   env.insert(env.end(), settings.begin(), settings.end());
   return env;
 }
@@ -185,10 +190,13 @@ std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& ru
   return found;
 }
 
-// One analysis gives both lines: what the trace holds, and the verdict.
-void report_trace(const fs::path& path) {
+// One analysis gives both lines: what the trace holds, and the verdict
+// (for a run of several processes, the tree below says each verdict).
+void report_trace(const fs::path& path, bool with_verdict, std::vector<analyzer::ProcessEntry>* processes) {
   TraceHeadline h;
-  if (!analyze_headline(path.string(), &h)) return;  // the reason is printed
+  analyzer::ProcessEntry process;
+  if (!analyze_headline(path.string(), &h, &process)) return;  // the reason is printed
+  processes->push_back(std::move(process));
   const reader::TraceSummary& s = h.summary;
   const std::string who = s.process ? fmt::format("pid {}, {}", s.process->pid, s.process->exe) : "?";
   std::string end = "no end record (killed or crashed)";
@@ -199,7 +207,24 @@ void report_trace(const fs::path& path) {
   }
   fmt::print(stderr, "gpuscope: trace {} ({}): {} events, {} dropped, {}\n", path.string(), who,
              s.counts.total(), s.dropped_total(), end);
-  fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", h.verdict, path.string());
+  if (with_verdict)
+    fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", h.verdict, path.string());
+}
+
+// The run's processes, indented under their traced parent, one line each.
+void report_tree(const analyzer::ProcessTree& t, const fs::path& dir) {
+  fmt::print(stderr, "gpuscope: process tree of run {} ({} traced processes):\n", t.run_id, t.processes.size());
+  std::function<void(int, int)> line = [&](int i, int depth) {
+    const analyzer::ProcessEntry& p = t.processes[i];
+    const std::string parent = t.parent[i] >= 0 ? std::to_string(t.processes[t.parent[i]].pid) : "-";
+    const std::string rank = p.rank >= 0 ? fmt::format(", rank {}", p.rank) : "";
+    const std::string verdict = p.cuda_work ? p.verdict_headline : "no CUDA work";
+    fmt::print(stderr, "gpuscope:   {}pid {} (parent {}{}) {}: {}{}\n", std::string(2 * depth, ' '), p.pid, parent,
+               rank, p.exe, verdict, i == t.bottleneck ? "  <- bottleneck" : "");
+    for (int c : t.children(i)) line(c, depth + 1);
+  };
+  for (int r : t.roots()) line(r, 0);
+  fmt::print(stderr, "gpuscope: details: gpuscope analyze {}\n", dir.string());
 }
 
 }  // namespace
@@ -236,7 +261,10 @@ int run_command(const RunOptions& o) {
     fmt::print(stderr, "gpuscope: no trace was written for {} (a statically linked program cannot be "
                        "traced through LD_PRELOAD; any reason the library gave is printed above)\n",
                o.command[0]);
-  for (const auto& t : traces) report_trace(t);
+  std::vector<analyzer::ProcessEntry> processes;
+  for (const auto& t : traces) report_trace(t, traces.size() == 1, &processes);
+  if (traces.size() > 1)
+    for (const auto& tree : analyzer::build_process_trees(std::move(processes))) report_tree(tree, plan.directory);
   return status;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "process_tree.h"
 #include "trace_summary.h"
 
 namespace gpuscope::analyzer {
@@ -77,7 +78,7 @@ struct TraceHeadline {
   reader::TraceSummary summary;
   std::string verdict;
 };
-bool analyze_headline(const std::string& path, TraceHeadline* out);
+bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process = nullptr);
 
 // Where libgpuscope.so is, relative to this executable; empty + *error if not.
 std::string locate_capture_library(std::string* error);

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   gpuscope::cli::RunOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Run a program under gpuscope and write its trace");
   run->add_option("-o,--output", run_options.output,
-                  "Trace directory, file, or pattern (%p pid, %h host, %n program, %t start time); "
+                  "Trace directory, file, or pattern (%p pid, %h host, %n program, %t start time, %r rank); "
                   "default: the current directory");
   run->add_flag("--force", run_options.force, "Replace an existing trace file named by -o");
   run->add_flag("-q,--quiet", run_options.quiet, "Print nothing after the program ends");
@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
 
   gpuscope::cli::AnalyzeOptions analyze_options;
   CLI::App* analyze = app.add_subcommand("analyze", "Explain why the traced workload is slow: verdict, evidence, call sites, fix");
-  analyze->add_option("traces", analyze_options.inputs, "Trace files or directories of traces")->required();
+  analyze->add_option("traces", analyze_options.inputs,
+                      "Trace files or directories of traces (the traces of one run also as a process tree)")
+      ->required();
   analyze->add_flag("--json", analyze_options.json, "Print the analysis as JSON (docs/analysis.schema.json)");
   analyze->add_option("--format", analyze_options.format,
                       "text (default), json, or prometheus (text exposition for node_exporter's textfile collector)")

@@ -45,6 +45,11 @@ bool is_gpu_library(const std::string& path) {
   return false;
 }
 
+bool is_loaded_by_gpuscope(const std::string& path) {
+  const std::string base = path.substr(path.rfind('/') + 1);
+  return base.starts_with("libcuda.") || base.starts_with("libnvidia-ml") || base.starts_with("libcupti");
+}
+
 std::string link_text(int gen, int width) { return gen > 0 && width > 0 ? fmt::format("Gen{} x{}", gen, width) : ""; }
 
 void host_metrics(const TraceModel& m, Metrics& x) {
@@ -188,8 +193,11 @@ void environment_metrics(const TraceModel& m, Metrics& x) {
       x.failed_loads.push_back(l.path + ": " + l.error);
   }
   // Libraries the program linked (not dlopen'ed) appear only in the module map.
+  // gpuscope itself maps libcuda.so.1 (the environment probe), NVML and
+  // CUPTI into every traced process, so those prove nothing there: a
+  // launcher's shell would read as a CUDA program that fell back to the CPU.
   for (const auto& mod : s.modules)
-    if (is_gpu_library(mod.path) &&
+    if (is_gpu_library(mod.path) && !is_loaded_by_gpuscope(mod.path) &&
         std::find(x.loaded_gpu_libraries.begin(), x.loaded_gpu_libraries.end(), mod.path) == x.loaded_gpu_libraries.end())
       x.loaded_gpu_libraries.push_back(mod.path);
   x.cuda_attempted = !x.loaded_gpu_libraries.empty() || !x.failed_loads.empty() || !m.host_by_function.empty();

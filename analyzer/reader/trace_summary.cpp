@@ -152,6 +152,11 @@ ProcessInfo to_process_info(const fb::ProcessMetadata& m) {
   p.gpuscope_version = str(m.gpuscope_version());
   p.boot_id = str(m.boot_id());
   p.run_id = str(m.run_id());
+  p.trace_parent_pid = m.trace_parent_pid();
+  p.rank = m.rank();
+  p.local_rank = m.local_rank();
+  p.world_size = m.world_size();
+  p.rank_source = str(m.rank_source());
   return p;
 }
 

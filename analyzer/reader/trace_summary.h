@@ -33,6 +33,10 @@ struct ProcessInfo {
   std::string gpuscope_version;
   std::string boot_id;
   std::string run_id;
+  // Process trees (format 1.1; a 1.0 trace reads as "not known").
+  int trace_parent_pid = 0;  // nearest traced ancestor; 0 none; == pid: exec'd image
+  int rank = -1, local_rank = -1, world_size = -1;
+  std::string rank_source;
 };
 
 struct EndInfo {

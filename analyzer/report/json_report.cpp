@@ -93,6 +93,20 @@ json nvtx_json(const ReportInput& in) {
               {"unterminated", m.ranges.unterminated}};
 }
 
+// Where the process sits in its run (process trees, docs/trace-format.md).
+json process_json(const reader::TraceSummary& s) {
+  if (!s.process) return nullptr;
+  const reader::ProcessInfo& p = *s.process;
+  const auto known = [](int v) { return v >= 0 ? json(v) : json(nullptr); };
+  return json{{"ppid", p.ppid},
+              {"trace_parent_pid", p.trace_parent_pid > 0 ? json(p.trace_parent_pid) : json(nullptr)},
+              {"run_id", p.run_id.empty() ? json(nullptr) : json(p.run_id)},
+              {"rank", known(p.rank)},
+              {"local_rank", known(p.local_rank)},
+              {"world_size", known(p.world_size)},
+              {"rank_source", p.rank_source.empty() ? json(nullptr) : json(p.rank_source)}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json json_report(const ReportInput& in) {
@@ -108,6 +122,7 @@ nlohmann::ordered_json json_report(const ReportInput& in) {
               {"trace", in.trace_path},
               {"program", s.process ? json(s.process->exe) : json(nullptr)},
               {"pid", s.process ? json(s.process->pid) : json(nullptr)},
+              {"process", process_json(s)},
               {"verdict", json{{"class", bottleneck_id(v.cls)}, {"label", bottleneck_label(v.cls)},
                                {"share", v.share}, {"confidence", v.confidence},
                                {"confidence_reason", v.confidence_reason}}},

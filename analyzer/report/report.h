@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics.h"
+#include "process_tree.h"
 #include "rules.h"
 #include "symbolizer.h"
 #include "trace_model.h"
@@ -25,6 +26,12 @@ struct ReportInput {
 
 std::string text_report(const ReportInput& in);
 nlohmann::ordered_json json_report(const ReportInput& in);
+
+// Process trees (tree_report.cpp): what the tree needs of one analysis, and
+// the PROCESS TREE section / JSON "tree" object of one run.
+ProcessEntry process_entry(const ReportInput& in);
+std::string tree_text(const ProcessTree& tree);
+nlohmann::ordered_json tree_json(const ProcessTree& tree);
 
 inline constexpr int kJsonSchemaVersion = 1;
 

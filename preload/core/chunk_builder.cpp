@@ -21,7 +21,9 @@ Offset<fb::ProcessMetadata> build_metadata(FlatBufferBuilder& fbb, const Process
   return fb::CreateProcessMetadataDirect(
       fbb, m.pid, m.ppid, m.uid, m.exe.c_str(), &argv, m.start_monotonic_ns, m.start_realtime_ns,
       m.hostname.c_str(), m.kernel_release.c_str(), &m.cpu_affinity, &env,
-      m.gpuscope_version.c_str(), m.online_cpus, m.boot_id.c_str(), m.run_id.c_str());
+      m.gpuscope_version.c_str(), m.online_cpus, m.boot_id.c_str(), m.run_id.c_str(),
+      m.trace_parent_pid, m.rank, m.local_rank, m.world_size,
+      m.rank_source.empty() ? nullptr : m.rank_source.c_str());
 }
 
 Offset<flatbuffers::Vector<Offset<fb::DropCount>>> build_drops(FlatBufferBuilder& fbb,

@@ -12,6 +12,8 @@ namespace gpuscope::capture {
 namespace {
 
 constexpr const char* kDefaultPattern = "gpuscope-%n-%p.gpuscope";
+// torchrun/mpirun workers: the rank in the name says which file is which.
+constexpr const char* kDefaultRankPattern = "gpuscope-%n-rank%r-%p.gpuscope";
 
 template <class T> void read_number(const char* name, T* out, T min, T max) {
   const char* v = std::getenv(name);
@@ -94,6 +96,7 @@ std::string expand_name_pattern(const std::string& pattern, const NameFields& f)
       case 'h': out += f.host; break;
       case 'n': out += f.exe; break;
       case 't': out += utc_timestamp(f.start_realtime_ns); break;
+      case 'r': out += f.rank >= 0 ? std::to_string(f.rank) : std::string("norank"); break;
       case '%': out += '%'; break;
       default: out += '%'; out += pattern[i]; break;  // unknown: keep as written
     }
@@ -102,18 +105,24 @@ std::string expand_name_pattern(const std::string& pattern, const NameFields& f)
 }
 
 std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& f) {
-  if (output.empty()) return expand_name_pattern(kDefaultPattern, f);
+  const char* default_pattern = f.rank >= 0 ? kDefaultRankPattern : kDefaultPattern;
+  if (output.empty()) return expand_name_pattern(default_pattern, f);
   if (output.back() == '/' || is_directory(output)) {
     const std::string dir = output.back() == '/' ? output : output + "/";
-    return dir + expand_name_pattern(kDefaultPattern, f);
+    return dir + expand_name_pattern(default_pattern, f);
   }
-  // Without %p, every process of a run would aim at one file: the root keeps
-  // the name, the others add their pid.
-  const bool shared_name = output.find("%p") == std::string::npos;
-  const bool other_process = root_pid != 0 && root_pid != f.pid;
   const std::string path =
       output.find('%') != std::string::npos ? expand_name_pattern(output, f) : output;
-  return shared_name && other_process ? with_pid_suffix(path, f.pid) : path;
+  if (output.find("%p") != std::string::npos) return path;
+  // Per rank: a worker's helper inherits the worker's rank and finds the
+  // worker's file there (O_EXCL would refuse it); it adds its pid instead.
+  struct stat st{};
+  if (output.find("%r") != std::string::npos && f.rank >= 0)
+    return lstat(path.c_str(), &st) == 0 ? with_pid_suffix(path, f.pid) : path;
+  // Without %p, every process of a run would aim at one file: the root keeps
+  // the name, the others add their pid.
+  const bool other_process = root_pid != 0 && root_pid != f.pid;
+  return other_process ? with_pid_suffix(path, f.pid) : path;
 }
 
 }  // namespace gpuscope::capture

@@ -1,9 +1,11 @@
 // Capture settings, read once from the environment at start-up.
 //
 // Variables (docs/trace-format.md lists them too):
-//   GPUSCOPE_OUTPUT          directory, file, or pattern with %p %h %n %t %%
+//   GPUSCOPE_OUTPUT          directory, file, or pattern with %p %h %n %t %r %%
 //   GPUSCOPE_ROOT_PID        pid of the process `gpuscope run` started; other
 //                            processes of the run derive their own file name
+//   GPUSCOPE_PARENT_PID      pid of the nearest traced ancestor (recorded, then
+//                            replaced by our own pid for our children)
 //   GPUSCOPE_DISABLE=1       load inert
 //   GPUSCOPE_BUFFER_KB       ring buffer per thread (default 1024)
 //   GPUSCOPE_MAX_THREADS     thread buffers (default 256)
@@ -57,15 +59,19 @@ struct NameFields {
   std::string host;
   std::string exe;
   uint64_t start_realtime_ns = 0;
+  int rank = -1;  // %r; -1 when the launcher set no rank variable
 };
 
 // Turns GPUSCOPE_OUTPUT into the file path for this process:
-//  - empty: ./gpuscope-%n-%p.gpuscope
-//  - an existing directory, or ending in '/': DIR/gpuscope-%n-%p.gpuscope
-//  - containing '%': the pattern expanded
+//  - empty: ./gpuscope-%n-%p.gpuscope (gpuscope-%n-rank%r-%p.gpuscope for a
+//    process with a rank)
+//  - an existing directory, or ending in '/': DIR/ and the same name
+//  - containing '%': the pattern expanded (%r: the rank, "norank" without one)
 //  - otherwise the file itself.
 // A process other than the run's root (root_pid set and not ours) whose name
 // has no %p writes NAME-<pid>.EXT instead, so a run's processes never collide.
+// A name with %r is already unique per rank: a ranked process keeps it, unless
+// a file is there already (a helper of the same rank), then it adds -<pid>.
 std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& fields);
 
 // The run's root process replaced itself with exec after its first image

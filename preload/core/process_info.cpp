@@ -4,8 +4,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <string_view>
 
@@ -68,7 +72,35 @@ std::vector<std::pair<std::string, std::string>> recorded_environment() {
   return vars;
 }
 
+// The first of `names` set to a non-negative number, or -1.
+int first_number(EnvLookup lookup, std::initializer_list<const char*> names, const char** found = nullptr) {
+  for (const char* name : names) {
+    const char* v = lookup(name);
+    if (v == nullptr || *v == '\0') continue;
+    int parsed = -1;
+    const std::string_view s(v);
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), parsed);
+    if (ec != std::errc() || end != s.data() + s.size() || parsed < 0) continue;
+    if (found != nullptr) *found = name;
+    return parsed;
+  }
+  return -1;
+}
+
 }  // namespace
+
+RankInfo rank_from_environment(EnvLookup lookup) {
+  RankInfo r;
+  const char* source = nullptr;
+  r.rank = first_number(lookup, {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK",
+                                 "SLURM_PROCID"}, &source);
+  if (source != nullptr) r.source = source;
+  r.local_rank = first_number(lookup, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"});
+  r.world_size = first_number(lookup, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                       "SLURM_NTASKS"});
+  return r;
+}
 
 bool is_recorded_environment_variable(std::string_view name) {
   static constexpr std::string_view kExact[] = {
@@ -78,7 +110,10 @@ bool is_recorded_environment_variable(std::string_view name) {
       "CUDA_MPS_PIPE_DIRECTORY", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTORCH_CUDA_ALLOC_CONF",
       "PYTORCH_NO_CUDA_MEMORY_CACHING", "TF_FORCE_GPU_ALLOW_GROWTH",
       "XLA_PYTHON_CLIENT_PREALLOCATE", "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE",
-      "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "SIMGPU_NODE"};
+      "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "SIMGPU_NODE", "LOCAL_WORLD_SIZE",
+      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+      "MPI_LOCALRANKID", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE",
+      "SLURM_LOCALID", "SLURM_NTASKS"};
   for (std::string_view e : kExact)
     if (name == e) return true;
   return name.starts_with("GPUSCOPE_");
@@ -110,8 +145,15 @@ ProcessMetadata collect_process_metadata() {
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   m.online_cpus = online > 0 ? static_cast<uint32_t>(online) : 0;
   m.environment = recorded_environment();
-  for (const auto& [key, value] : m.environment)
+  for (const auto& [key, value] : m.environment) {
     if (key == "GPUSCOPE_RUN_ID") m.run_id = value;
+    if (key == "GPUSCOPE_PARENT_PID") m.trace_parent_pid = std::max(0, std::atoi(value.c_str()));
+  }
+  const RankInfo rank = rank_from_environment([](const char* name) -> const char* { return std::getenv(name); });
+  m.rank = rank.rank;
+  m.local_rank = rank.local_rank;
+  m.world_size = rank.world_size;
+  m.rank_source = rank.source;
   m.gpuscope_version = GPUSCOPE_VERSION_STRING;
   return m;
 }

@@ -25,7 +25,24 @@ struct ProcessMetadata {
   uint32_t online_cpus = 0;
   std::vector<std::pair<std::string, std::string>> environment;
   std::string gpuscope_version;
+  // Process trees (docs/trace-format.md, "Processes"):
+  int trace_parent_pid = 0;  // GPUSCOPE_PARENT_PID as inherited; 0 none
+  int rank = -1;             // -1: no rank variable set
+  int local_rank = -1;
+  int world_size = -1;
+  std::string rank_source;   // the variable the rank came from
 };
+
+// Where a multi-worker launcher puts the rank: torchrun (RANK, LOCAL_RANK,
+// WORLD_SIZE), Open MPI, MPICH/Hydra (PMI_*), PMIx, MVAPICH, Slurm. The first
+// variable set to a number wins, in that order: torchrun inside a Slurm step
+// sets RANK per worker while SLURM_PROCID names the step's task.
+struct RankInfo {
+  int rank = -1, local_rank = -1, world_size = -1;
+  std::string source;
+};
+using EnvLookup = const char* (*)(const char*);
+RankInfo rank_from_environment(EnvLookup lookup);
 
 // Environment variables worth keeping in the trace: the ones that decide
 // which GPU a process sees, which libraries it loads and how CUDA behaves.

@@ -6,6 +6,11 @@
 //   fork:CODE              fork; the child prints and exit()s with CODE
 //   fork_exec:CODE         fork; the child execs this program to exit with CODE
 //   vfork_exec:CODE        the same through vfork
+//   spawn:CODE spawnp:CODE the same through posix_spawn / posix_spawnp (glibc
+//                          execs from a CLONE_VM child by a direct syscall)
+//   orphan:MS              fork; the child forks a grandchild and exits at once;
+//                          the grandchild, reparented (to init or a subreaper),
+//                          execs this program to sleep MS and print
 //   return:C exit:C _exit:C thread_exit:C   end that way with status C
 //   abort signal:N         die by abort() / raise(N)
 //   inject                 call InitializeInjection as the CUDA driver would
@@ -13,6 +18,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +29,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+extern char** environ;
 
 namespace {
 
@@ -73,6 +81,38 @@ void fork_child(int code, bool exec, bool use_vfork) {
   std::printf("child exited %d\n", wait_child(pid));
 }
 
+void spawn_child(int code, bool search_path) {
+  std::fflush(stdout);
+  const std::string self = self_path();
+  const std::string exit_arg = "exit:" + std::to_string(code);
+  char* argv[] = {const_cast<char*>("behave"), const_cast<char*>("out:spawned-child"), const_cast<char*>(exit_arg.c_str()),
+                  nullptr};
+  pid_t pid = 0;
+  const int rc = search_path ? posix_spawnp(&pid, self.c_str(), nullptr, nullptr, argv, environ)
+                             : posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, environ);
+  if (rc != 0) {
+    std::printf("spawn failed %d\n", rc);
+    return;
+  }
+  std::printf("child exited %d\n", wait_child(pid));
+}
+
+void orphan_child(int ms) {
+  std::fflush(stdout);
+  const std::string self = self_path();
+  const std::string sleep_arg = "sleep:" + std::to_string(ms);
+  const pid_t middle = fork();
+  if (middle == 0) {
+    if (fork() == 0) {
+      usleep(200'000);  // the middle process is gone by now: we belong to init (or a subreaper)
+      execl(self.c_str(), "behave", sleep_arg.c_str(), "out:orphan-done", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    _exit(0);  // the grandchild loses its parent
+  }
+  std::printf("middle exited %d\n", wait_child(middle));
+}
+
 int value(const std::string& arg) { return std::atoi(arg.substr(arg.find(':') + 1).c_str()); }
 std::string text(const std::string& arg) { return arg.substr(arg.find(':') + 1); }
 
@@ -90,6 +130,9 @@ int main(int argc, char** argv) {
     else if (cmd == "fork") fork_child(value(a), false, false);
     else if (cmd == "fork_exec") fork_child(value(a), true, false);
     else if (cmd == "vfork_exec") fork_child(value(a), true, true);
+    else if (cmd == "spawn") spawn_child(value(a), false);
+    else if (cmd == "spawnp") spawn_child(value(a), true);
+    else if (cmd == "orphan") orphan_child(value(a));
     else if (cmd == "return") return value(a);
     else if (cmd == "exit") std::exit(value(a));
     else if (cmd == "_exit") { std::fflush(stdout); _exit(value(a)); }

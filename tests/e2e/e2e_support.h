@@ -20,11 +20,12 @@ inline std::vector<std::string> preload_env(const std::string& output,
                                             std::vector<std::string> extra = {}) {
   extra.push_back("LD_PRELOAD=" + capture_library());
   extra.push_back("GPUSCOPE_OUTPUT=" + output);
-  return environment_with(extra, {"GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID"});
+  return environment_with(extra, {"GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID", "GPUSCOPE_PARENT_PID"});
 }
 
 inline std::vector<std::string> clean_env() {
-  return environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID"});
+  return environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID",
+                               "GPUSCOPE_PARENT_PID"});
 }
 
 inline bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }

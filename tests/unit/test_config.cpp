@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <map>
+
 #include "config.h"
+#include "process_info.h"
 #include "../support/temp_dir.h"
 
 namespace gpuscope::capture {
@@ -30,6 +34,52 @@ TEST(OutputPath, PlainFileBelongsToTheRootProcessOnly) {
   EXPECT_EQ(resolve_output_path("/t.d/run", 1, fields()), "/t.d/run-4242");
   EXPECT_EQ(resolve_output_path("/t/%n.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
   EXPECT_EQ(resolve_output_path("/t/%n-%p.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
+}
+
+NameFields ranked(int rank) {
+  NameFields f = fields();
+  f.rank = rank;
+  return f;
+}
+
+TEST(OutputPath, RankedProcessesGetTheRankInTheDefaultName) {
+  EXPECT_EQ(resolve_output_path("/d/", 1, ranked(3)), "/d/gpuscope-serve-rank3-4242.gpuscope");
+  EXPECT_EQ(resolve_output_path("/t/%n-r%r-%p.gpuscope", 1, ranked(0)), "/t/serve-r0-4242.gpuscope");
+  EXPECT_EQ(resolve_output_path("/t/%n-r%r-%p.gpuscope", 1, fields()), "/t/serve-rnorank-4242.gpuscope");
+}
+
+TEST(OutputPath, ARankNameBelongsToTheFirstProcessOfThatRank) {
+  test::TempDir dir;
+  const std::string pattern = dir.path() + "/rank%r.gpuscope";
+  EXPECT_EQ(resolve_output_path(pattern, 1, ranked(2)), dir.path() + "/rank2.gpuscope");
+  std::ofstream(dir.path() + "/rank2.gpuscope") << "the worker's";
+  EXPECT_EQ(resolve_output_path(pattern, 1, ranked(2)), dir.path() + "/rank2-4242.gpuscope");
+  // Without a rank the name is shared like any name without %p.
+  EXPECT_EQ(resolve_output_path(pattern, 1, fields()), dir.path() + "/ranknorank-4242.gpuscope");
+}
+
+TEST(Rank, FromTheLaunchersVariablesInOrder) {
+  static std::map<std::string, std::string> env;
+  const EnvLookup lookup = [](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_EQ(rank_from_environment(lookup).rank, -1);
+  env = {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"}};
+  RankInfo r = rank_from_environment(lookup);
+  EXPECT_EQ(r.rank, 4);
+  EXPECT_EQ(r.world_size, 8);
+  EXPECT_EQ(r.local_rank, 0);
+  EXPECT_EQ(r.source, "SLURM_PROCID");
+  env["RANK"] = "1";  // torchrun inside a Slurm step: the worker's rank wins
+  env["OMPI_COMM_WORLD_RANK"] = "x";
+  EXPECT_EQ(rank_from_environment(lookup).rank, 1);
+  EXPECT_EQ(rank_from_environment(lookup).source, "RANK");
+  env = {{"RANK", "-1"}, {"PMI_RANK", "5"}, {"PMI_SIZE", "6"}};  // not a rank: skipped
+  r = rank_from_environment(lookup);
+  EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.world_size, 6);
+  EXPECT_EQ(r.source, "PMI_RANK");
 }
 
 TEST(OutputPath, ExecSuccessorAddsPidAndProgram) {

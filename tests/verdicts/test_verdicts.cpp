@@ -175,8 +175,10 @@ TEST_F(Verdicts, ADirectoryStandsForTheTracesInIt) {
   EXPECT_EQ(count_lines_with(r.out, "gpuscope analysis of "), 2) << r.out;
   const auto j = run({gpuscope_exe(), "analyze", "--json", dir_.path()});
   const json all = json::parse(j.out, nullptr, false);
-  ASSERT_TRUE(all.is_array()) << j.out.substr(0, 200);
-  EXPECT_EQ(all.size(), 2u);
+  ASSERT_TRUE(all.is_object()) << j.out.substr(0, 200);
+  EXPECT_EQ(all["traces"].size(), 2u);
+  EXPECT_EQ(all["trees"].size(), 2u);  // two runs: a tree of one process each
+  EXPECT_EQ(count_lines_with(r.out, "PROCESS TREE"), 0) << r.out;  // nothing links them
 }
 
 TEST_F(Verdicts, BadInputGetsOneLineAndStatusTwo) {
