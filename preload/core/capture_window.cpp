@@ -179,6 +179,12 @@ void on_profiler_start() noexcept {
   open_window(w);
 }
 
+void open_window_now() noexcept {
+  Windows& w = windows();
+  std::lock_guard lock(w.mutex);
+  open_window(w);
+}
+
 void on_profiler_stop_begin() noexcept { ++t_stop_depth; }
 
 void on_profiler_stop_end() noexcept {

@@ -41,6 +41,10 @@ bool read_window_config(WindowConfig* out, std::string* error);
 // Before the session starts. True when it must start paused.
 bool configure_windows(const WindowConfig& config);
 
+// Opens a window now (an attach, preload/control/standby.h), unless one is
+// open or the last allowed has closed. After start_session.
+void open_window_now() noexcept;
+
 // Profiler API hooks, on the calling thread, whether or not recording:
 // start before the call; stop around it (nested runtime -> driver calls
 // close the window once, after the outermost). Closing the last window
