@@ -71,7 +71,8 @@ class Attach : public ::testing::Test {
   std::vector<std::string> service(int seconds) const {
     return {bin("service_loop"), "--seconds", std::to_string(seconds)};
   }
-  ProcessResult untraced(int seconds) const { return run(service(seconds), env()); }
+  // Runs alongside the traced one: the same program, no gpuscope.
+  Spawned untraced(int seconds) const { return spawn(service(seconds), env()); }
   // The service under `gpuscope run --standby`, or preloaded directly with
   // GPUSCOPE_MODE=standby as a service manager would start it.
   Spawned start_standby(int seconds, bool through_run) {
@@ -147,10 +148,9 @@ ProcessResult Attach::raw_exchange(pid_t pid, const std::vector<uint8_t>& bytes,
 }
 
 TEST_F(Attach, TwoAttachesGiveTwoValidTracesOfJustTheirWindows) {
-  const ProcessResult plain = untraced(4);
-  ASSERT_EQ(plain.exit_code(), 0) << plain.err;
+  const Spawned untraced_run = untraced(8);
   const uint64_t started = now_ns();
-  const Spawned s = start_standby(4, /*through_run=*/true);
+  const Spawned s = start_standby(8, /*through_run=*/true);
   const pid_t pid = wait_for_standby();
   ASSERT_GT(pid, 0) << "no control socket in " << ctl_;
   sleep_ms(300);
@@ -180,7 +180,8 @@ TEST_F(Attach, TwoAttachesGiveTwoValidTracesOfJustTheirWindows) {
   EXPECT_EQ(idle_detach.exit_code(), 1);
   EXPECT_NE(idle_detach.err.find("not attached"), std::string::npos) << idle_detach.err;
 
-  const ProcessResult r = finish(s);
+  const ProcessResult r = finish(s), plain = finish(untraced_run);
+  ASSERT_EQ(plain.exit_code(), 0) << plain.err;
   EXPECT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_EQ(r.out, plain.out);
   EXPECT_EQ(r.err.find("gpuscope"), std::string::npos) << r.err;
@@ -201,8 +202,8 @@ TEST_F(Attach, TwoAttachesGiveTwoValidTracesOfJustTheirWindows) {
 }
 
 TEST_F(Attach, GarbageOnTheSocketLeavesTheProcessRunningAndAttachable) {
-  const ProcessResult plain = untraced(3);
-  const Spawned s = start_standby(3, /*through_run=*/false);
+  const Spawned untraced_run = untraced(5);
+  const Spawned s = start_standby(5, /*through_run=*/false);
   const pid_t pid = wait_for_standby();
   ASSERT_EQ(pid, s.pid);
   const ProcessResult garbage = raw_exchange(pid, {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '\n'});
@@ -223,7 +224,7 @@ TEST_F(Attach, GarbageOnTheSocketLeavesTheProcessRunningAndAttachable) {
   const std::string last = dir_.path() + "/to-the-end.gpuscope";
   const ProcessResult b = cli({"attach", std::to_string(pid), "-o", last});
   EXPECT_EQ(b.exit_code(), 0) << b.err;
-  const ProcessResult r = finish(s);
+  const ProcessResult r = finish(s), plain = finish(untraced_run);
   EXPECT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_EQ(r.out, plain.out);
   EXPECT_NE(r.err.find("rejected a message"), std::string::npos) << r.err;  // logged, on the program's stderr
@@ -265,7 +266,7 @@ int connect_as_nobody(const std::string& socket_path, bool with_dac_override, co
 
 TEST_F(Attach, APeerWithAnotherUidIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to connect as user nobody (uid 65534)";
-  const Spawned s = start_standby(3, /*through_run=*/false);
+  const Spawned s = start_standby(5, /*through_run=*/false);
   const pid_t pid = wait_for_standby();
   ASSERT_EQ(pid, s.pid);
   const std::string socket_path = ctl_ + "/" + std::to_string(pid) + ".sock";
