@@ -311,7 +311,7 @@ TEST_F(Attach, StaleSocketsAndProcessesNotInStandbyAreReported) {
   EXPECT_EQ(self.exit_code(), 2);
   EXPECT_NE(self.err.find("not in standby"), std::string::npos) << self.err;
   chmod(ctl_.c_str(), 0755);  // not private any more: refused, even for listing
-  const ProcessResult open_dir = run({bin("service_loop"), "--seconds", "0"},
+  const ProcessResult open_dir = run({bin("service_loop"), "--seconds", "1"},
                                      env({"LD_PRELOAD=" + capture_library(), "GPUSCOPE_MODE=standby"}));
   EXPECT_EQ(open_dir.exit_code(), 0);
   EXPECT_NE(open_dir.err.find("refused"), std::string::npos) << open_dir.err;
