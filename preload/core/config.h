@@ -7,6 +7,7 @@
 //   GPUSCOPE_DISABLE=1       load inert
 //   GPUSCOPE_MODE=standby    load idle; trace only while `gpuscope attach`
 //                            asks (preload/control/standby.h)
+//   GPUSCOPE_CONTROL_DIR     where the control sockets are (control_paths.h)
 //   GPUSCOPE_BUFFER_KB       ring buffer per thread (default 1024)
 //   GPUSCOPE_MAX_THREADS     thread buffers (default 256)
 //   GPUSCOPE_FLUSH_MS        longest time between two frames (default 100)
