@@ -64,7 +64,7 @@ endforeach()
 # The samples load libcudart.so.13 dynamically, so the same binaries run on a
 # real GPU; readelf must show it.
 set(binaries)
-foreach(name ${SIMGPU_WORKLOADS} driver_api gpu_probe profiled_phases nvtx_phases)
+foreach(name ${SIMGPU_WORKLOADS} driver_api gpu_probe profiled_phases nvtx_phases service_loop)
   list(APPEND binaries $<TARGET_FILE:${name}>)
 endforeach()
 add_test(NAME samples.links_shared_cudart
