@@ -22,6 +22,7 @@
 #include "real_symbol.h"
 #include "capture_window.h"
 #include "session.h"
+#include "standby.h"
 #include "gpu/gpu_source.h"
 #include "stacks/stack_capture.h"
 
@@ -37,8 +38,44 @@ std::atomic<bool> g_initialized{false};
 std::atomic<int> g_end_kind{static_cast<int>(EndKind::Unknown)};
 std::atomic<int> g_exit_status{0};
 pid_t g_process_pid = 0;
+bool g_standby = false;
 
-void on_fork_child() { capture::disable_after_fork(); }
+void on_fork_child() {
+  capture::disable_after_fork();
+  if (g_standby) standby::after_fork_child();
+}
+
+// One set of writer-polled sources per trace. They live as long as the
+// process (the writer may poll them during exit) or, in standby, as long
+// as their attach's trace.
+std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::CaptureConfig& config) {
+  // The CUPTI source waits for InitializeInjection (preload/injection.cpp);
+  // if it never comes, it records why.
+  const std::string no_injection =
+      cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), cupti::own_library_path());
+  std::vector<std::unique_ptr<capture::TraceSource>> sources;
+  sources.push_back(stacks::make_stack_source());
+  sources.push_back(gpu::make_gpu_source(config));
+  sources.push_back(cupti::make_cupti_source(cupti::process_collector(), no_injection));
+  return sources;
+}
+
+// GPUSCOPE_MODE=standby: idle until `gpuscope attach`; no file until then.
+void start_standby(const capture::CaptureConfig& config, capture::ProcessMetadata metadata) {
+  std::string error;
+  capture::WindowConfig windows;
+  if (capture::read_window_config(&windows, &error) && windows.active())
+    capture::diag_line("standby: capture windows (--delay, --duration, --capture-range) are ignored; "
+                       "gpuscope attach decides what is recorded");
+  standby::StandbyConfig s{config.options, std::move(metadata), [config] { return make_sources(config); }, ""};
+  if (!standby::start_standby(std::move(s), &error)) {
+    capture::diag_line("standby: %s; the program runs untraced", error.c_str());
+    capture::disable_capture();
+    return;
+  }
+  g_standby = true;
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+}
 
 // GPUSCOPE_PARENT_PID tells a traced process the pid of its nearest traced
 // ancestor (recorded as ProcessMetadata.trace_parent_pid): unlike getppid(),
@@ -80,7 +117,14 @@ void initialize_capture() {
     capture::disable_capture();
     return;
   }
-  const capture::ProcessMetadata metadata = capture::collect_process_metadata();
+  if (!config.mode.empty() && config.mode != "standby")
+    capture::diag_line("GPUSCOPE_MODE=%s: expected standby; tracing the whole run", config.mode.c_str());
+  capture::ProcessMetadata metadata = capture::collect_process_metadata();
+  stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
+  if (config.mode == "standby") {
+    start_standby(config, std::move(metadata));
+    return;
+  }
   const capture::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
                                    metadata.start_realtime_ns, metadata.rank};
   std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
@@ -92,14 +136,8 @@ void initialize_capture() {
       S_ISREG(st.st_mode))
     path = capture::exec_successor_path(path, metadata.pid, fields.exe);
   // Sources live as long as the process: the writer may poll them during exit.
-  stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
-  // The CUPTI source waits for InitializeInjection (preload/injection.cpp);
-  // if it never comes, it records why.
-  const std::string no_injection =
-      cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), cupti::own_library_path());
-  std::vector<capture::TraceSource*> sources = {
-      stacks::make_stack_source().release(), gpu::make_gpu_source(config).release(),
-      cupti::make_cupti_source(cupti::process_collector(), no_injection).release()};
+  std::vector<capture::TraceSource*> sources;
+  for (auto& source : make_sources(config)) sources.push_back(source.release());
   capture::SessionOptions options = config.options;
   capture::WindowConfig windows;
   std::string error;
@@ -134,6 +172,9 @@ bool is_capturing_process() {
 
 void finalize(EndKind fallback_kind, int fallback_status) {
   note_end(fallback_kind, fallback_status);
+  // No attach may start while the process ends; one in progress is ended
+  // by the stop below like any trace.
+  if (g_standby) standby::shutdown_standby();
   capture::stop_session(static_cast<EndKind>(g_end_kind.load()), g_exit_status.load());
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds gpuscope and runs every test: the regular build (unit, end-to-end,
 # samples on simgpu, schema evolution, fuzz corpus replay), the bundle, the same unit and
-# fuzz tests under AddressSanitizer + UBSan, and a bounded libFuzzer run of
-# the trace reader when clang's fuzzer runtime is present.
+# fuzz tests under AddressSanitizer + UBSan, and bounded libFuzzer runs of
+# the trace reader and the control protocol when clang's fuzzer runtime is
+# present.
 # Usage: scripts/test.sh            (from a fresh clone: installs what is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +32,10 @@ if command -v clang++ >/dev/null 2>&1 && \
   echo "== libFuzzer: trace reader"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSCOPE_FUZZ=ON \
         -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_seeds
+  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_seeds fuzz_control fuzz_control_seeds
   (cd build-fuzz && ctest -R fuzz.reader_libfuzzer --output-on-failure --timeout 900)
+  echo "== libFuzzer: control protocol (30 s)"
+  (cd build-fuzz && ctest -R fuzz.control_libfuzzer --output-on-failure --timeout 300)
 else
   echo "== libFuzzer run skipped: clang's fuzzer runtime is not installed (corpus replay ran above)"
 fi

@@ -102,6 +102,7 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
   if (o.duration_s > 0) env.push_back("GPUSCOPE_DURATION_MS=" + ms(o.duration_s));
   if (!o.capture_range.empty()) env.push_back("GPUSCOPE_CAPTURE_RANGE=" + o.capture_range);
   if (!o.capture_range_end.empty()) env.push_back("GPUSCOPE_CAPTURE_RANGE_END=" + o.capture_range_end);
+  if (o.standby) env.push_back("GPUSCOPE_MODE=standby");
   return env;
 }
 
@@ -192,23 +193,23 @@ std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& ru
 
 // One analysis gives both lines: what the trace holds, and the verdict
 // (for a run of several processes, the tree below says each verdict).
-void report_trace(const fs::path& path, bool with_verdict, std::vector<analyzer::ProcessEntry>* processes) {
+void report_one(const std::string& path, bool with_verdict, std::vector<analyzer::ProcessEntry>* processes) {
   TraceHeadline h;
   analyzer::ProcessEntry process;
-  if (!analyze_headline(path.string(), &h, &process)) return;  // the reason is printed
+  if (!analyze_headline(path, &h, &process)) return;  // the reason is printed
   processes->push_back(std::move(process));
   const reader::TraceSummary& s = h.summary;
   const std::string who = s.process ? fmt::format("pid {}, {}", s.process->pid, s.process->exe) : "?";
   std::string end = "no end record (killed or crashed)";
   if (s.end) {
     if (s.end->kind == fb::EndKind::OutputFailed) end = s.end->message;
-    else if (s.end->kind == fb::EndKind::Detached) end = "capture ended before the program (last capture window)";
+    else if (s.end->kind == fb::EndKind::Detached) end = "detached: capture ended before the program";
     else end = fmt::format("exit status {}", s.end->exit_status);
   }
-  fmt::print(stderr, "gpuscope: trace {} ({}): {} events, {} dropped, {}\n", path.string(), who,
+  fmt::print(stderr, "gpuscope: trace {} ({}): {} events, {} dropped, {}\n", path, who,
              s.counts.total(), s.dropped_total(), end);
   if (with_verdict)
-    fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", h.verdict, path.string());
+    fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", h.verdict, path);
 }
 
 // The run's processes, indented under their traced parent, one line each.
@@ -229,9 +230,19 @@ void report_tree(const analyzer::ProcessTree& t, const fs::path& dir) {
 
 }  // namespace
 
+void report_trace(const std::string& path) {
+  std::vector<analyzer::ProcessEntry> processes;
+  report_one(path, true, &processes);
+}
+
 int run_command(const RunOptions& o) {
   if (o.command.empty()) {
     spdlog::error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
+    return 2;
+  }
+  if (o.standby && (o.delay_s > 0 || o.duration_s > 0 || !o.capture_range.empty())) {
+    spdlog::error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
+                  "and --capture-range (attach has its own --duration)");
     return 2;
   }
   std::string error;
@@ -251,18 +262,21 @@ int run_command(const RunOptions& o) {
   }
   if (child == 0) exec_child(o.command, env);
   g_child_pid = child;
+  if (o.standby && !o.quiet)
+    fmt::print(stderr, "gpuscope: {} (pid {}) is in standby: `gpuscope attach {} [--duration S]` records a trace\n",
+               o.command[0], child, child);
   const int status = wait_for(child);
   g_child_pid = 0;
   if (o.quiet) return status;
   if (status > 128) fmt::print(stderr, "gpuscope: {} was killed by signal {} ({})\n", o.command[0],
                                status - 128, strsignal(status - 128));
   const auto traces = find_run_traces(plan.directory, run_id);
-  if (traces.empty())
+  if (traces.empty() && !o.standby)
     fmt::print(stderr, "gpuscope: no trace was written for {} (a statically linked program cannot be "
                        "traced through LD_PRELOAD; any reason the library gave is printed above)\n",
                o.command[0]);
   std::vector<analyzer::ProcessEntry> processes;
-  for (const auto& t : traces) report_trace(t, traces.size() == 1, &processes);
+  for (const auto& t : traces) report_one(t.string(), traces.size() == 1, &processes);
   if (traces.size() > 1)
     for (const auto& tree : analyzer::build_process_trees(std::move(processes))) report_tree(tree, plan.directory);
   return status;

@@ -28,12 +28,33 @@ struct RunOptions {
   double duration_s = 0;     // 0: to the end
   std::string capture_range;      // "", cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]
   std::string capture_range_end;  // "" (stop), repeat, repeat:N
+  bool standby = false;           // load idle: `gpuscope attach` decides what is traced
   std::vector<std::string> command;
 };
 
 // Runs the command under libgpuscope.so; returns its exit status (128+N when
 // killed by signal N), 127/126 when it cannot be started, 2 on usage errors.
 int run_command(const RunOptions& options);
+
+struct AttachOptions {
+  int pid = 0;
+  double duration_s = 0;  // 0: until `gpuscope detach`
+  std::string output;     // file or directory; default: the current directory
+  bool list = false;
+  bool quiet = false;
+};
+
+// Starts a capture window in a process in standby; with a duration, waits
+// for its end and prints the trace's summary. 0 when attached, 1 when the
+// process refused (its one-line reason printed), 2 when it cannot be reached.
+// --list: this user's processes in standby (stale sockets are removed).
+int attach_command(const AttachOptions& options);
+
+// Ends the capture window and prints the finalized trace's summary.
+int detach_command(int pid, bool quiet);
+
+// One trace's closing summary: what it holds and its verdict line (stderr).
+void report_trace(const std::string& path);
 
 // Prints what a trace holds; 0 when it read cleanly (a missing end record is
 // only a warning), 2 when it is unreadable or damaged.

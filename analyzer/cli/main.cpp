@@ -66,9 +66,29 @@ int main(int argc, char** argv) {
             return ok ? std::string() : "expected stop, repeat or repeat:N (N >= 1)";
           },
           "stop|repeat|repeat:N"));
+  run->add_flag("--standby", run_options.standby,
+                "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
   run->add_option("command", run_options.command, "Program and its arguments")->required();
   run->prefix_command();  // everything from the program name on belongs to the program
   run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");
+
+  gpuscope::cli::AttachOptions attach_options;
+  CLI::App* attach = app.add_subcommand("attach", "Trace a stretch of a process in standby (gpuscope run --standby)");
+  attach->add_option("pid", attach_options.pid, "Process to attach to")->check(CLI::PositiveNumber);
+  attach->add_option("--duration", attach_options.duration_s,
+                     "Record for SECONDS, then finalize the trace (default: until gpuscope detach)")
+      ->check(CLI::Range(0.001, 31e6));
+  attach->add_option("-o,--output", attach_options.output,
+                     "Trace file, or directory for it (default: the current directory, named like run's traces)");
+  attach->add_flag("--list", attach_options.list, "List this user's processes in standby and their state");
+  attach->add_flag("-q,--quiet", attach_options.quiet, "Print nothing on success");
+  attach->footer("Example: gpuscope attach 4242 --duration 10 -o /tmp/traces/");
+
+  int detach_pid = 0;
+  bool detach_quiet = false;
+  CLI::App* detach = app.add_subcommand("detach", "End an attach: finalize its trace; the process runs on idle");
+  detach->add_option("pid", detach_pid, "Process to detach from")->required()->check(CLI::PositiveNumber);
+  detach->add_flag("-q,--quiet", detach_quiet, "Print nothing on success");
 
   std::string trace_path;
   CLI::App* info = app.add_subcommand("info", "Show what a trace holds and whether it is whole");
@@ -115,6 +135,8 @@ int main(int argc, char** argv) {
 
   if (*run) return gpuscope::cli::run_command(run_options);
   if (*info) return gpuscope::cli::info_command(trace_path);
+  if (*attach) return gpuscope::cli::attach_command(attach_options);
+  if (*detach) return gpuscope::cli::detach_command(detach_pid, detach_quiet);
   if (*analyze) return gpuscope::cli::analyze_command(analyze_options);
   if (*diff) return gpuscope::cli::diff_command(diff_options);
   if (*help) {

@@ -53,7 +53,8 @@ void on_profiler_start() noexcept;
 void on_profiler_stop_begin() noexcept;
 void on_profiler_stop_end() noexcept;
 
-// Range-driven windows, whatever drives them. Open: true when this call
+// Windows opened by an event (a profiler or NVTX range, an attach from
+// preload/control/standby.h), whatever drives them. Open: true when this call
 // opened a window (not when one was already open, still delayed, or all
 // windows were used). Close: closing the last window ends the trace right
 // there, on the calling thread.

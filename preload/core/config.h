@@ -7,6 +7,9 @@
 //   GPUSCOPE_PARENT_PID      pid of the nearest traced ancestor (recorded, then
 //                            replaced by our own pid for our children)
 //   GPUSCOPE_DISABLE=1       load inert
+//   GPUSCOPE_MODE=standby    load idle; trace only while `gpuscope attach`
+//                            asks (preload/control/standby.h)
+//   GPUSCOPE_CONTROL_DIR     where the control sockets are (control_paths.h)
 //   GPUSCOPE_BUFFER_KB       ring buffer per thread (default 1024)
 //   GPUSCOPE_MAX_THREADS     thread buffers (default 256)
 //   GPUSCOPE_FLUSH_MS        longest time between two frames (default 100)
@@ -41,6 +44,7 @@ struct SessionOptions {
 struct CaptureConfig {
   bool disabled = false;
   bool secure_execution = false;
+  std::string mode;    // GPUSCOPE_MODE: "" or "standby"
   std::string output;  // GPUSCOPE_OUTPUT as given
   int root_pid = 0;
   SessionOptions options;

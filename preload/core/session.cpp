@@ -98,6 +98,18 @@ SlotPool* pool_for(const SessionOptions& o) {
   return fresh.release();
 }
 
+// A call that began before the previous session stopped may have pushed
+// its record after that session's last drain; it belongs to no trace (an
+// attach's trace holds its window only). No writer runs now, so this
+// thread is the rings' only consumer.
+void discard_leftovers(SlotPool& pool) {
+  for (uint32_t i = 0; i < pool.size(); ++i) {
+    ThreadSlot& slot = pool.at(i);
+    if (slot.state.load(std::memory_order_acquire) != SlotState::Free)
+      slot.ring.drain([](RecordType, const std::byte*, uint32_t, uint8_t) {});
+  }
+}
+
 }  // namespace
 
 ThreadSlot* detail::attach_current_thread() noexcept {
@@ -146,7 +158,10 @@ bool start_session(const SessionOptions& options, const std::string& path,
   detail::g_timestamps_in_ticks.store(tsc_timestamps_usable(), std::memory_order_relaxed);
   auto output = std::make_unique<TraceOutput>();
   if (!output->create(path, error)) return false;
-  if (g_sessions_started++ != 0) strings_instance().mark_all_pending();  // a new file
+  if (g_sessions_started++ != 0) {  // a new file
+    strings_instance().mark_all_pending();
+    discard_leftovers(*pool);
+  }
   g_unslotted_drops.store(0);
   auto writer = std::make_unique<Writer>(options, *pool, strings_instance(), *output, g_unslotted_drops,
                                          std::move(sources));
@@ -160,24 +175,26 @@ bool start_session(const SessionOptions& options, const std::string& path,
   return true;
 }
 
-void stop_session(fb::EndKind kind, int exit_status) {
+bool stop_session(fb::EndKind kind, int exit_status) {
   // Timed: _exit() from a signal handler that interrupted a stop on this
   // very thread must not deadlock the program's exit.
   std::unique_lock lock(g_lifecycle, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::milliseconds(g_options.exit_timeout_ms))) return;
-  if (g_writer == nullptr || getpid() != g_owner_pid) return;
+  if (!lock.try_lock_for(std::chrono::milliseconds(g_options.exit_timeout_ms))) return false;
+  if (g_writer == nullptr || getpid() != g_owner_pid) return true;
   // A detach (the last capture window closed) leaves the hooks paused:
   // the program's later calls are not part of the capture, not drops.
   Phase expected = Phase::Recording;
   const Phase after = kind == fb::EndKind::Detached ? Phase::Paused : Phase::Stopped;
   if (!detail::g_phase.compare_exchange_strong(expected, after) && expected == Phase::Paused)
     detail::g_phase.compare_exchange_strong(expected, after);
-  if (g_writer->finish(kind, exit_status, /*stop=*/true, g_options.exit_timeout_ms)) {
+  const bool finished = g_writer->finish(kind, exit_status, /*stop=*/true, g_options.exit_timeout_ms);
+  if (finished) {
     delete g_writer;
     delete g_output;
   }  // else: the writer thread is still busy (a stuck disk); leave it be
   g_writer = nullptr;
   g_output = nullptr;
+  return finished;
 }
 
 void checkpoint_session(fb::EndKind kind, int exit_status) {
@@ -195,6 +212,13 @@ void disable_after_fork() {
   detail::g_phase.store(Phase::Disabled, std::memory_order_release);
   g_writer = nullptr;
   g_output = nullptr;
+}
+
+void enter_standby() {
+  Phase phase = detail::g_phase.load(std::memory_order_acquire);
+  while (phase != Phase::Disabled && phase != Phase::Paused &&
+         !detail::g_phase.compare_exchange_weak(phase, Phase::Paused, std::memory_order_acq_rel)) {
+  }
 }
 
 void disable_capture() { detail::g_phase.store(Phase::Disabled, std::memory_order_release); }

@@ -26,7 +26,9 @@ bool start_session(const SessionOptions& options, const std::string& path,
 
 // Ends capture: final drain, a Totals frame, file closed. Idempotent and
 // thread-safe; waits at most options.exit_timeout_ms, then lets the process go.
-void stop_session(fb::EndKind kind, int exit_status);
+// False only when the writer is still busy after that (it keeps its
+// sources); a later session may start either way.
+bool stop_session(fb::EndKind kind, int exit_status);
 
 // Before exec: writes all recorded so far plus a Totals frame for `kind`,
 // and keeps capturing in case exec fails (a later Totals frame supersedes).
@@ -39,6 +41,11 @@ void disable_after_fork();
 // Turns this process's capture off before it ever started (opt-out, secure
 // execution, unusable output).
 void disable_capture();
+
+// Standby (preload/control/standby.h): hooks pass through at the flag
+// check, exactly as outside a capture window, until an attach starts a
+// session. Not from Disabled.
+void enter_standby();
 
 Phase current_phase();
 

@@ -26,6 +26,7 @@ samples_test(samples.driver_api "${SIMGPU_SAMPLE_ENV}" driver_api)
 samples_test(samples.nvtx_phases "${SIMGPU_SAMPLE_ENV}" nvtx_phases)
 samples_test(samples.gpu_probe "${SIMGPU_SAMPLE_ENV}" gpu_probe)
 samples_test(samples.profiled_phases "${SIMGPU_SAMPLE_ENV}" profiled_phases)
+samples_test(samples.service_loop "${SIMGPU_SAMPLE_ENV}" service_loop --seconds 1)
 set_tests_properties(samples.gpu_probe PROPERTIES PASS_REGULAR_EXPRESSION "device 0: simgpu H200 \\(simulated\\)")
 
 # cpu_fallback when the driver sees no GPU: the unfixed service succeeds on
@@ -63,7 +64,7 @@ endforeach()
 # The samples load libcudart.so.13 dynamically, so the same binaries run on a
 # real GPU; readelf must show it.
 set(binaries)
-foreach(name ${SIMGPU_WORKLOADS} driver_api gpu_probe profiled_phases nvtx_phases)
+foreach(name ${SIMGPU_WORKLOADS} driver_api gpu_probe profiled_phases nvtx_phases service_loop)
   list(APPEND binaries $<TARGET_FILE:${name}>)
 endforeach()
 add_test(NAME samples.links_shared_cudart
