@@ -45,6 +45,18 @@ struct AnalyzeOptions {
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
 
+struct ExportOptions {
+  std::string trace;
+  std::string format = "perfetto";  // perfetto | chrome (the same JSON) | csv
+  std::string output;               // "" or "-": standard output
+  bool symbols = true;              // symbolize call sites (a first pass over the trace)
+};
+
+// Writes the trace as Chrome trace-event JSON or CSV; 0 when written (a
+// damaged trace is exported as far as it reads, with a warning), 2 when the
+// input is not a readable trace or the output cannot be written.
+int export_command(const ExportOptions& options);
+
 // `gpuscope run`'s closing summary of one trace, from a single analysis:
 // what the trace holds and its verdict line. False (the reason printed)
 // when it cannot be read.
