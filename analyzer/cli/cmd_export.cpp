@@ -23,6 +23,12 @@ class OutputFile {
       file_ = stdout;
       return;
     }
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+      direct_ = true;  // a device or a pipe (/dev/null, a FIFO): nothing to rename
+      file_ = std::fopen(path.c_str(), "wb");
+      return;
+    }
     temp_ = path + ".tmp";
     file_ = std::fopen(temp_.c_str(), "wbx");
     if (file_ == nullptr && errno == EEXIST) {
@@ -31,10 +37,9 @@ class OutputFile {
     }
   }
   ~OutputFile() {
-    if (!to_stdout_ && file_ != nullptr) {
-      std::fclose(file_);
-      std::remove(temp_.c_str());
-    }
+    if (to_stdout_ || file_ == nullptr) return;
+    std::fclose(file_);
+    if (!direct_) std::remove(temp_.c_str());
   }
   std::FILE* get() const { return file_; }
   // Closes and renames; false (errno set) when that fails.
@@ -42,6 +47,7 @@ class OutputFile {
     if (to_stdout_) return std::fflush(stdout) == 0;
     const bool ok = std::fclose(file_) == 0;
     file_ = nullptr;
+    if (direct_) return ok;
     if (!ok || std::rename(temp_.c_str(), path_.c_str()) != 0) {
       const int saved = errno;
       std::remove(temp_.c_str());
@@ -56,6 +62,7 @@ class OutputFile {
   inline static const std::string kStdout = "standard output";
   std::string path_, temp_;
   bool to_stdout_;
+  bool direct_ = false;
   std::FILE* file_ = nullptr;
 };
 

@@ -47,10 +47,14 @@ ChromeTraceWriter::~ChromeTraceWriter() = default;
 void ChromeTraceWriter::begin(std::string_view name_json, char phase, uint64_t ns, int64_t pid, uint64_t tid) {
   out_.put(events_ == 0 ? "\n{\"name\":" : ",\n{\"name\":");
   out_.put(name_json);
-  auto& b = out_.buffer();
-  fmt::format_to(std::back_inserter(b), ",\"ph\":\"{}\",\"ts\":", phase);
-  append_us(b, static_cast<int64_t>(ns - origin_ns_));
-  fmt::format_to(std::back_inserter(b), ",\"pid\":{},\"tid\":{}", pid, tid);
+  out_.put(",\"ph\":\"");
+  out_.put(phase);
+  out_.put("\",\"ts\":");
+  append_us(out_, static_cast<int64_t>(ns - origin_ns_));
+  out_.put(",\"pid\":");
+  out_.put_int(pid);
+  out_.put(",\"tid\":");
+  out_.put_uint(tid);
   ++events_;
 }
 
@@ -61,7 +65,7 @@ void ChromeTraceWriter::end_event() {
 
 void ChromeTraceWriter::put_dur(uint64_t ns) {
   out_.put(",\"dur\":");
-  append_us(out_.buffer(), static_cast<int64_t>(ns));
+  append_us(out_, static_cast<int64_t>(ns));
 }
 
 void ChromeTraceWriter::metadata_event(const char* what, int64_t pid, uint64_t tid, std::string_view value) {
@@ -180,10 +184,23 @@ void ChromeTraceWriter::api_call(const fb::ApiCall& c) {
     begin(name(c.function_id()), 'X', start, pid_, c.tid());
     put_dur(end - start);
   }
-  out_.format(",\"cat\":\"{}\",\"args\":{{\"correlation\":{},\"result\":{},\"depth\":{}", cat, c.correlation_id(),
-              c.result(), c.depth());
-  if (c.stream() != 0) out_.format(",\"stream\":\"0x{:x}\"", c.stream());
-  if (c.device() >= 0) out_.format(",\"device\":{}", c.device());
+  out_.put(",\"cat\":\"");
+  out_.put(cat);
+  out_.put("\",\"args\":{\"correlation\":");
+  out_.put_uint(c.correlation_id());
+  out_.put(",\"result\":");
+  out_.put_int(c.result());
+  out_.put(",\"depth\":");
+  out_.put_uint(c.depth());
+  if (c.stream() != 0) {
+    out_.put(",\"stream\":\"");
+    out_.put_hex(c.stream());
+    out_.put('"');
+  }
+  if (c.device() >= 0) {
+    out_.put(",\"device\":");
+    out_.put_int(c.device());
+  }
   if ((c.flags() & 1) != 0) out_.put(",\"driver_api\":true");
   if (placed != NestGuard::Placed::Ok) out_.format(",\"recorded_duration_ns\":{}", c.duration_ns());
   if (typed) typed_args(*typed);

@@ -24,9 +24,12 @@ using TypedRecord = std::variant<fb::Copy, fb::Memset, fb::Kernel, fb::Sync, fb:
 
 // Pseudo-ids. Real pids and tids stay below 2^22 (pid_max), so tracks
 // gpuscope makes up (NVTX rows, capture windows, GPUs) cannot collide.
+// Every tid is unique across processes too: Perfetto, like the kernel,
+// takes a tid seen under another pid for a new thread.
 inline constexpr int64_t kUnknownPid = 0x3fffffff;      // the metadata frame was lost
-inline constexpr int64_t kGpuPidBase = 0x7fff0000;      // + device ordinal (0xffff: unknown)
+inline constexpr int64_t kGpuPidBase = 0x7fff0000;      // + device ordinal (0xfff: unknown)
 inline constexpr uint64_t kSyntheticTidBase = 0x40000000;
+inline constexpr uint64_t kGpuTidBase = 0x50000000;     // + ordinal << 16 + row (0: counters)
 
 class ChromeTraceWriter {
  public:
@@ -58,6 +61,7 @@ class ChromeTraceWriter {
 
   // device
   int64_t gpu_pid(int16_t device);
+  uint64_t gpu_tid(int16_t device, uint64_t row);
   uint64_t stream_track(int16_t device, uint64_t stream, uint64_t start, uint64_t end, uint64_t* placed_start);
   void device_span(std::string_view name_json, const char* cat, int16_t device, uint64_t stream, uint64_t start,
                    uint64_t duration, uint64_t correlation);

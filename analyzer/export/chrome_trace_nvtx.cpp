@@ -188,14 +188,14 @@ void ChromeTraceWriter::write_process_names(const reader::TraceSummary& s) {
   const bool simulated = is_simulated(s);
   std::string exe = s.process ? s.process->exe.substr(s.process->exe.rfind('/') + 1) : "unknown process";
   if (!s.process) exe += " (metadata lost)";
-  metadata_event("process_name", pid_, 0, simulated ? exe + " (simulated GPU: simgpu)" : exe);
+  metadata_event("process_name", pid_, static_cast<uint64_t>(pid_), simulated ? exe + " (simulated GPU: simgpu)" : exe);
   std::set<int16_t> devices = gpu_sampled_;
   for (const auto& [device, tracks] : gpus_) devices.insert(device);
   for (const int16_t device : devices) {
     std::string label = device < 0 ? "GPU ?" : fmt::format("GPU {}", device);
     for (const auto& d : s.devices)
       if (static_cast<int>(d.index) == device && !d.name.empty()) label += " " + d.name;
-    metadata_event("process_name", gpu_pid(device), 0, label);
+    metadata_event("process_name", gpu_pid(device), gpu_tid(device, 0), label);
   }
 }
 

@@ -87,15 +87,21 @@ void ChromeTraceWriter::live_memory(const fb::Alloc& a) {
   }
   // Live from the end of the allocating call, gone from the start of the freeing one.
   const uint64_t at = a.op() == fb::AllocOp::Alloc ? a.start_ns() + a.duration_ns() : a.start_ns();
-  begin("\"device memory (live)\"", 'C', at, pid_, 0);
+  begin("\"device memory (live)\"", 'C', at, pid_, static_cast<uint64_t>(pid_));  // the main thread's
   out_.format(",\"args\":{{\"bytes\":{}}}", live_bytes_);
   end_event();
 }
 
 // ---- device ----
 
-int64_t ChromeTraceWriter::gpu_pid(int16_t device) {
-  return kGpuPidBase + (device < 0 ? 0xffff : device);
+namespace {
+int64_t gpu_ordinal(int16_t device) { return device < 0 || device > 0xffe ? 0xfff : device; }
+}  // namespace
+
+int64_t ChromeTraceWriter::gpu_pid(int16_t device) { return kGpuPidBase + gpu_ordinal(device); }
+
+uint64_t ChromeTraceWriter::gpu_tid(int16_t device, uint64_t row) {
+  return kGpuTidBase + (static_cast<uint64_t>(gpu_ordinal(device)) << 16) + (row & 0xffff);
 }
 
 // The tid of the lane of `stream` where [start, end) fits; names new lanes.
@@ -106,7 +112,7 @@ uint64_t ChromeTraceWriter::stream_track(int16_t device, uint64_t stream, uint64
   *placed_start = slot.start;
   if (slot.lane != 0) ++stats_.extra_lanes;
   if (slot.clamped) ++stats_.clamped;
-  auto [it, fresh] = g.tids.try_emplace({stream, slot.lane}, g.tids.size() + 1);
+  auto [it, fresh] = g.tids.try_emplace({stream, slot.lane}, gpu_tid(device, g.tids.size() + 1));
   if (fresh) {
     std::string row = stream == kSyncRow ? "synchronization"
                       : stream == 0      ? "default stream"
@@ -163,7 +169,7 @@ void ChromeTraceWriter::device_sync(const fb::Sync& s) {
 }
 
 void ChromeTraceWriter::device_alloc(const fb::Alloc& a) {
-  begin(a.op() == fb::AllocOp::Free ? "\"free\"" : "\"alloc\"", 'i', a.start_ns(), gpu_pid(a.device()), 0);
+  begin(a.op() == fb::AllocOp::Free ? "\"free\"" : "\"alloc\"", 'i', a.start_ns(), gpu_pid(a.device()), gpu_tid(a.device(), 0));
   out_.format(",\"s\":\"t\",\"cat\":\"gpu.memory\",\"args\":{{\"op\":\"{}\",\"bytes\":{},\"address\":\"0x{:x}\"}}",
               fb::EnumNameAllocOp(a.op()), a.bytes(), a.address());
   end_event();
@@ -175,7 +181,7 @@ void ChromeTraceWriter::gpu_sample(const fb::GpuSample& g) {
   const int64_t pid = gpu_pid(device);
   const uint32_t v = g.valid();
   const auto counter = [&](const char* name_json, auto&& args) {
-    begin(name_json, 'C', g.start_ns(), pid, 0);
+    begin(name_json, 'C', g.start_ns(), pid, gpu_tid(device, 0));
     out_.put(",\"args\":{");
     args();
     out_.put('}');

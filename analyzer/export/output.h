@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdint>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -20,8 +21,30 @@ class Output {
   fmt::memory_buffer& buffer() { return buf_; }
   void put(std::string_view s) { buf_.append(s.data(), s.data() + s.size()); }
   void put(char c) { buf_.push_back(c); }
+  // fmt::appender writes straight into the buffer (a back_inserter goes
+  // through fmt's intermediate buffer and copies: a third of the time).
   template <class... Args> void format(fmt::format_string<Args...> f, Args&&... args) {
-    fmt::format_to(std::back_inserter(buf_), f, std::forward<Args>(args)...);
+    fmt::format_to(fmt::appender(buf_), f, std::forward<Args>(args)...);
+  }
+  // The hot path's numbers, without parsing a format string per field.
+  void put_uint(uint64_t v) {
+    const fmt::format_int text(v);
+    buf_.append(text.data(), text.data() + text.size());
+  }
+  void put_int(int64_t v) {
+    const fmt::format_int text(v);
+    buf_.append(text.data(), text.data() + text.size());
+  }
+  void put_hex(uint64_t v) {  // "0x..." lowercase
+    char text[18];
+    char* p = text + sizeof text;
+    do {
+      *--p = "0123456789abcdef"[v & 15];
+      v >>= 4;
+    } while (v != 0);
+    *--p = 'x';
+    *--p = '0';
+    buf_.append(p, text + sizeof text);
   }
   // Called between events: writes the buffer out once it is large.
   void maybe_flush() {
@@ -44,10 +67,14 @@ class Output {
 // Nanoseconds as microseconds with three exact decimals ("12.345"), as the
 // trace-event format wants ts and dur; printed from integers so no
 // precision is lost however far from the origin.
-inline void append_us(fmt::memory_buffer& out, int64_t ns) {
-  const bool negative = ns < 0;
-  const uint64_t mag = negative ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  fmt::format_to(std::back_inserter(out), "{}{}.{:03}", negative ? "-" : "", mag / 1000, mag % 1000);
+inline void append_us(Output& out, int64_t ns) {
+  const uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  if (ns < 0) out.put('-');
+  out.put_uint(mag / 1000);
+  const unsigned frac = static_cast<unsigned>(mag % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.put(std::string_view(digits, 4));
 }
 
 }  // namespace gpuscope::exporter

@@ -104,6 +104,13 @@ inline TraceEventCheck check_trace_events(const std::string& text) {
   const auto& events = out.doc["traceEvents"];
   for (size_t i = 0; i < events.size(); ++i) check_event_fields(events[i], i, &out);
   if (!out.errors.empty()) return out;
+  // Perfetto takes a tid under a second pid for a new thread: one pid per tid.
+  std::map<int64_t, int64_t> pid_of_tid;
+  for (const auto& e : events) {
+    const auto [it, fresh] = pid_of_tid.try_emplace(e["tid"].get<int64_t>(), e["pid"].get<int64_t>());
+    if (!fresh && it->second != e["pid"].get<int64_t>())
+      out.errors.push_back("tid " + std::to_string(it->first) + " under two pids: " + e.dump());
+  }
   check_nesting(events, &out);
   check_async(events, &out);
   return out;
