@@ -1,5 +1,6 @@
 // The Chrome trace writer's state, shared by chrome_trace.cpp (framing,
-// host calls) and chrome_trace_tracks.cpp (device, NVTX, counters, end).
+// host calls, the end), chrome_trace_tracks.cpp (typed records, device,
+// counters) and chrome_trace_nvtx.cpp (NVTX, capture windows, names).
 #pragma once
 
 #include <map>

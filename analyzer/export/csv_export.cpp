@@ -61,6 +61,7 @@ class CsvWriter {
     std::string call_site, detail;
   };
   void write(const Row& r);
+  void add_other(const reader::ChunkView& v);
   template <class T> Row typed_row(const T& rec, std::string_view kind);
   std::optional<uint64_t> tid_of(uint64_t correlation) const;
 
@@ -175,6 +176,11 @@ void CsvWriter::add(const reader::ChunkView& v) {
                            (a.flags() & 1) != 0 ? ", stream-ordered" : "");
     write(r);
   }
+  add_other(v);
+}
+
+// Records that are not CUDA calls: NVTX markers and the samplers' records.
+void CsvWriter::add_other(const reader::ChunkView& v) {
   for (const auto& m : v.markers) {
     Row r;
     r.start = m.start_ns(), r.duration = m.duration_ns(), r.kind = "marker", r.tid = m.tid();
