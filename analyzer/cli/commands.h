@@ -92,6 +92,18 @@ struct DiffOptions {
 // gate failed, 2 when an input is unreadable or a gate is malformed.
 int diff_command(const DiffOptions& options);
 
+struct ExportOptions {
+  std::string trace;
+  std::string format = "perfetto";  // perfetto | chrome (the same JSON) | csv
+  std::string output;               // "" or "-": standard output
+  bool symbols = true;              // symbolize call sites (a first pass over the trace)
+};
+
+// Writes the trace as Chrome trace-event JSON or CSV; 0 when written (a
+// damaged trace is exported as far as it reads, with a warning), 2 when the
+// input is not a readable trace or the output cannot be written.
+int export_command(const ExportOptions& options);
+
 // `gpuscope run`'s closing summary of one trace, from a single analysis:
 // what the trace holds and its verdict line. False (the reason printed)
 // when it cannot be read.

@@ -123,6 +123,19 @@ int main(int argc, char** argv) {
   diff->add_option("--top", diff_options.top, "Kernels and call sites to list (default 10)")->check(CLI::Range(1, 1000));
   diff->footer("Exit status: 0 no gate failed, 1 a gate failed, 2 an input is unreadable or a gate is malformed.");
 
+  gpuscope::cli::ExportOptions export_options;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write a trace as a timeline (Perfetto / Chrome JSON) or a CSV table");
+  export_cmd->add_option("trace", export_options.trace, "Trace file")->required();
+  export_cmd->add_option("--format", export_options.format,
+                         "perfetto or chrome: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing); "
+                         "csv: one row per record (default perfetto)")
+      ->check(CLI::IsMember({"perfetto", "chrome", "csv"}));
+  export_cmd->add_option("-o,--output", export_options.output, "Output file, - for standard output (the default)");
+  export_cmd->add_flag("!--no-symbols", export_options.symbols,
+                       "Raw call sites (module+0xoffset): skips the symbolization pass");
+  export_cmd->footer("Exit status: 0 written (a damaged trace is exported as far as it reads, with a warning), "
+                     "2 when the input is not a readable trace or the output cannot be written.");
+
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Show help for a command");
   help->add_option("command", help_topic, "Command to explain");
@@ -139,6 +152,7 @@ int main(int argc, char** argv) {
   if (*detach) return gpuscope::cli::detach_command(detach_pid, detach_quiet);
   if (*analyze) return gpuscope::cli::analyze_command(analyze_options);
   if (*diff) return gpuscope::cli::diff_command(diff_options);
+  if (*export_cmd) return gpuscope::cli::export_command(export_options);
   if (*help) {
     if (help_topic.empty()) {
       std::cout << app.help();

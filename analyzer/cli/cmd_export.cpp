@@ -1,0 +1,124 @@
+// gpuscope export: a trace as Chrome trace-event JSON (ui.perfetto.dev,
+// chrome://tracing) or as a CSV events table. docs/export.md.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "call_sites.h"
+#include "chrome_trace.h"
+#include "commands.h"
+
+namespace gpuscope::cli {
+namespace {
+
+// The output file, written under a temporary name and renamed once whole,
+// so a failed export never leaves a half file where a viewer would look.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path) : path_(path), to_stdout_(path.empty() || path == "-") {
+    if (to_stdout_) {
+      file_ = stdout;
+      return;
+    }
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+      direct_ = true;  // a device or a pipe (/dev/null, a FIFO): nothing to rename
+      file_ = std::fopen(path.c_str(), "wb");
+      return;
+    }
+    temp_ = path + ".tmp";
+    file_ = std::fopen(temp_.c_str(), "wbx");
+    if (file_ == nullptr && errno == EEXIST) {
+      std::filesystem::remove(temp_);  // left by an export that was killed
+      file_ = std::fopen(temp_.c_str(), "wbx");
+    }
+  }
+  ~OutputFile() {
+    if (to_stdout_ || file_ == nullptr) return;
+    std::fclose(file_);
+    if (!direct_) std::remove(temp_.c_str());
+  }
+  std::FILE* get() const { return file_; }
+  // Closes and renames; false (errno set) when that fails.
+  bool commit() {
+    if (to_stdout_) return std::fflush(stdout) == 0;
+    const bool ok = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (direct_) return ok;
+    if (!ok || std::rename(temp_.c_str(), path_.c_str()) != 0) {
+      const int saved = errno;
+      std::remove(temp_.c_str());
+      errno = saved;
+      return false;
+    }
+    return true;
+  }
+  const std::string& name() const { return to_stdout_ ? kStdout : path_; }
+
+ private:
+  inline static const std::string kStdout = "standard output";
+  std::string path_, temp_;
+  bool to_stdout_;
+  bool direct_ = false;
+  std::FILE* file_ = nullptr;
+};
+
+void report_damage(const std::string& path, const reader::TraceSummary& s) {
+  for (const auto& p : s.problems) {
+    if (p.kind == reader::ProblemKind::NoTotals) continue;
+    fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
+               p.offset, p.message);
+  }
+  const bool truncated = std::any_of(s.problems.begin(), s.problems.end(), [](const reader::Problem& p) {
+    return p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::CorruptFrame;
+  });
+  if (truncated)
+    fmt::print(stderr, "gpuscope: warning: {}: exported everything readable ({} frames); the damaged part is not "
+                       "in the export\n", path, s.stats.frames_read);
+  else if (!s.end)
+    fmt::print(stderr, "gpuscope: warning: {}: no end-of-trace record (killed, crashed or still running)\n", path);
+}
+
+}  // namespace
+
+int export_command(const ExportOptions& options) {
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(options.trace, &error)) {
+    fmt::print(stderr, "gpuscope: {}\n", error);
+    return 2;
+  }
+  exporter::ExportOptions how;
+  if (options.symbols) {
+    reader::TraceSummary full;
+    if (exporter::summarize_for_symbols(options.trace, &full) && !full.stacks.empty()) how.symbols = std::move(full);
+  }
+  OutputFile out(options.output);
+  if (out.get() == nullptr) {
+    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", options.output, std::strerror(errno));
+    return 2;
+  }
+  exporter::ExportResult result;
+  bool write_failed = false;
+  {
+    exporter::Output sink(out.get());
+    result = options.format == "csv" ? exporter::write_csv(r, sink, std::move(how))
+                                     : exporter::write_chrome_trace(r, sink, std::move(how));
+    write_failed = sink.failed();
+  }
+  if (write_failed || !out.commit()) {
+    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", out.name(), std::strerror(errno));
+    return 2;
+  }
+  report_damage(options.trace, result.summary);
+  if (options.output.empty() || options.output == "-") return 0;
+  fmt::print(stderr, "gpuscope: wrote {} {} from {} records to {}{}\n", result.stats.events,
+             options.format == "csv" ? "rows" : "events", result.stats.records, options.output,
+             options.format == "csv" ? "" : " (open it in https://ui.perfetto.dev or chrome://tracing)");
+  return 0;
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,67 @@
+#include "call_sites.h"
+
+#include <fmt/format.h>
+
+namespace gpuscope::exporter {
+namespace {
+
+// cudaMalloc<T> and friends are inline templates in the toolkit's headers:
+// the caller of interest is the next frame.
+bool in_cuda_header(const analyzer::Frame& f) {
+  const std::string base = f.file.substr(f.file.rfind('/') + 1);
+  return f.inlined && (base.starts_with("cuda_runtime") || base.starts_with("cuda_device_runtime"));
+}
+
+}  // namespace
+
+CallSites::CallSites(const reader::TraceSummary& live, reader::TraceSummary full)
+    : live_(live), full_(std::make_unique<reader::TraceSummary>(std::move(full))) {
+  symbolizer_ = std::make_unique<analyzer::Symbolizer>(*full_);
+}
+
+CallSites::~CallSites() = default;
+
+const std::string& CallSites::text(uint32_t stack_id) {
+  static const std::string kNone;
+  if (stack_id == 0) return kNone;
+  auto it = cache_.find(stack_id);
+  if (it != cache_.end()) return it->second;
+  std::string t;
+  if (symbolizer_) {
+    const auto frames = symbolizer_->stack(stack_id, 4);
+    for (const auto& f : frames)
+      if (!in_cuda_header(f)) {
+        t = f.text();
+        break;
+      }
+    if (t.empty() && !frames.empty()) t = frames.front().text();
+  } else {
+    t = raw(stack_id);
+  }
+  return cache_.emplace(stack_id, std::move(t)).first->second;
+}
+
+std::string CallSites::raw(uint32_t stack_id) const {
+  auto it = live_.stacks.find(stack_id);
+  if (it == live_.stacks.end()) return {};
+  for (const uint64_t pc : it->second) {
+    const capture::ModuleDescription* module = nullptr;
+    for (const auto& m : live_.modules)
+      if (pc >= m.low_address && pc < m.high_address) module = &m;
+    if (module == nullptr) return fmt::format("0x{:x}", pc);
+    const std::string name = module->path.substr(module->path.rfind('/') + 1);
+    if (name.starts_with("libgpuscope")) continue;  // the hook's own frames
+    return fmt::format("{}+0x{:x}", name, pc - module->load_address);
+  }
+  return {};
+}
+
+bool summarize_for_symbols(const std::string& path, reader::TraceSummary* out) {
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(path, &error)) return false;
+  *out = reader::summarize(r);
+  return true;
+}
+
+}  // namespace gpuscope::exporter
