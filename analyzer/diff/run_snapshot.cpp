@@ -64,20 +64,13 @@ void environment(const ReportInput& in, RunSnapshot& s) {
   env["visible_devices"] = x.visible_devices ? "'" + *x.visible_devices + "'" : "unset";
 }
 
-// Inline wrappers of the CUDA headers (cudaMalloc<T>, the launch helper):
-// the program's own frame is the next one.
-bool is_toolkit_inline(const Frame& f) {
-  return f.inlined && f.file.find("/include/") != std::string::npos && f.file.find("cuda") != std::string::npos;
-}
-
 // A call site by what a person recognizes in both runs: the CUDA function
 // and the program's frame that called it (stack ids differ between traces).
 std::string site_label(const ReportInput& in, const SiteKey& key) {
   std::string label = in.model.summary.name_of(key.function_id);
   if (key.stack_id == 0) return label + " (no stack recorded)";
-  for (const Frame& f : in.symbols.stack(key.stack_id, 4))
-    if (!is_toolkit_inline(f)) return label + " at " + f.text();
-  return label;
+  const std::string caller = in.symbols.caller_text(key.stack_id);
+  return caller.empty() ? label : label + " at " + caller;
 }
 
 }  // namespace

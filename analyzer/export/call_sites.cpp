@@ -3,17 +3,6 @@
 #include <fmt/format.h>
 
 namespace gpuscope::exporter {
-namespace {
-
-// cudaMalloc<T> and friends are inline templates in the toolkit's headers:
-// the caller of interest is the next frame.
-bool in_cuda_header(const analyzer::Frame& f) {
-  const std::string base = f.file.substr(f.file.rfind('/') + 1);
-  return f.inlined && (base.starts_with("cuda_runtime") || base.starts_with("cuda_device_runtime"));
-}
-
-}  // namespace
-
 CallSites::CallSites(const reader::TraceSummary& live, reader::TraceSummary full)
     : live_(live), full_(std::make_unique<reader::TraceSummary>(std::move(full))) {
   symbolizer_ = std::make_unique<analyzer::Symbolizer>(*full_);
@@ -28,13 +17,7 @@ const std::string& CallSites::text(uint32_t stack_id) {
   if (it != cache_.end()) return it->second;
   std::string t;
   if (symbolizer_) {
-    const auto frames = symbolizer_->stack(stack_id, 4);
-    for (const auto& f : frames)
-      if (!in_cuda_header(f)) {
-        t = f.text();
-        break;
-      }
-    if (t.empty() && !frames.empty()) t = frames.front().text();
+    t = symbolizer_->caller_text(stack_id);
   } else {
     t = raw(stack_id);
   }

@@ -26,6 +26,13 @@ namespace {
 
 std::string basename_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+bool is_toolkit_inline(const Frame& f) {
+  const std::string base = basename_of(f.file);
+  return f.inlined && (base.starts_with("cuda_runtime") || base.starts_with("cuda_device_runtime") ||
+                       base.starts_with("device_functions") ||
+                       (f.file.find("/include/") != std::string::npos && f.file.find("cuda") != std::string::npos));
+}
+
 bool is_gpuscope_module(const std::string& path) { return basename_of(path).starts_with("libgpuscope"); }
 
 // The name of a subprogram or inlined call, through its abstract origin.
@@ -167,6 +174,13 @@ std::vector<Frame> Symbolizer::stack(uint32_t stack_id, size_t max_frames) const
   }
   if (out.size() > max_frames) out.resize(max_frames);
   return out;
+}
+
+std::string Symbolizer::caller_text(uint32_t stack_id) const {
+  const std::vector<Frame> frames = stack(stack_id, 4);
+  for (const Frame& f : frames)
+    if (!is_toolkit_inline(f)) return f.text();
+  return frames.empty() ? std::string() : frames.front().text();
 }
 
 }  // namespace gpuscope::analyzer

@@ -37,6 +37,10 @@ class Symbolizer {
   // The stack's frames from the innermost caller outwards, gpuscope's own
   // frames removed; at most max_frames.
   std::vector<Frame> stack(uint32_t stack_id, size_t max_frames) const;
+  // The program's frame that made the call, as text: the innermost one that
+  // is not an inline wrapper from the CUDA toolkit's headers (cudaMalloc<T>,
+  // the launch helper). Empty when the stack has no frames.
+  std::string caller_text(uint32_t stack_id) const;
   uint64_t unsymbolized() const { return unsymbolized_; }
   uint64_t symbolized() const { return symbolized_; }
 
