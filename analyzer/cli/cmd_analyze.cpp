@@ -12,7 +12,6 @@
 #include "trace_model.h"
 
 namespace gpuscope::cli {
-namespace {
 
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
@@ -32,6 +31,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   }
   return out;
 }
+
+namespace {
 
 // One pass over the trace at `path` (each pass opens it afresh: the reader
 // keeps per-read state such as problems and frame sequence).
@@ -83,8 +84,18 @@ struct AnalysisOutputs {
 
 // 0 analyzed, 2 unreadable (the reason printed on stderr).
 int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
-  std::string* text = out.text;
-  nlohmann::ordered_json* json = out.json;
+  const bool report = out.text != nullptr || out.json != nullptr;
+  return with_analysis(path, options, report, [&](const analyzer::ReportInput& in) {
+    if (out.headline != nullptr) *out.headline = TraceHeadline{in.model.summary, in.analysis.verdict.headline};
+    if (out.json) *out.json = analyzer::json_report(in);
+    if (out.text) *out.text = analyzer::text_report(in);
+  });
+}
+
+}  // namespace
+
+int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn,
+                  const std::function<void(const analyzer::ReportInput&)>& use) {
   analyzer::TimeWindow window;
   if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
     fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
@@ -94,21 +105,16 @@ int analyze_one(const std::string& path, const AnalyzeOptions& options, const An
   analyzer::TraceModel model;
   if (const int rc = build_scoped_model(path, window, options.range, &model); rc != 0) return rc;
   for (const auto& p : model.summary.problems)
-    if (p.kind != reader::ProblemKind::NoTotals && (text || json))
+    if (p.kind != reader::ProblemKind::NoTotals && warn)
       fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
                  p.offset, p.message);
   const analyzer::Metrics metrics = analyzer::compute_metrics(model);
   analyzer::Analysis analysis = analyzer::analyze(model, metrics);
   analyzer::attribute_findings_to_ranges(model, &analysis);
   const analyzer::Symbolizer symbols(model.summary);
-  const analyzer::ReportInput in{path, model, metrics, analysis, symbols, options.top};
-  if (out.headline != nullptr) *out.headline = TraceHeadline{model.summary, analysis.verdict.headline};
-  if (json) *json = analyzer::json_report(in);
-  if (text) *text = analyzer::text_report(in);
+  use(analyzer::ReportInput{path, model, metrics, analysis, symbols, options.top});
   return 0;
 }
-
-}  // namespace
 
 bool analyze_headline(const std::string& path, TraceHeadline* out) {
   return analyze_one(path, AnalyzeOptions{}, AnalysisOutputs{.headline = out}) == 0;

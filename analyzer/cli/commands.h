@@ -3,10 +3,15 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "trace_summary.h"
+
+namespace gpuscope::analyzer {
+struct ReportInput;
+}
 
 namespace gpuscope::cli {
 
@@ -44,6 +49,27 @@ struct AnalyzeOptions {
 // Analyzes each trace and prints the report (or one JSON document); 0 when
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
+
+// The inputs with each directory replaced by the traces in it (sorted); a
+// directory without traces stays, to be reported as unreadable.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
+
+// Analyzes one trace as `gpuscope analyze` does (window, range, top) and
+// hands the result to `use`, valid only during the call; 0, or 2 with the
+// reason printed. `warn`: print the trace's damage as warnings.
+int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn,
+                  const std::function<void(const analyzer::ReportInput&)>& use);
+
+struct ReportOptions {
+  std::vector<std::string> inputs;  // traces or directories of traces: a section each
+  std::string output;               // the .html file to write
+  size_t top = 10;
+};
+
+// Writes the HTML report of the inputs to options.output; 0 when every input
+// was in it, 2 when one could not be read (the others are still written)
+// or none could, or the file could not be written.
+int report_command(const ReportOptions& options);
 
 // `gpuscope run`'s closing summary of one trace, from a single analysis:
 // what the trace holds and its verdict line. False (the reason printed)
