@@ -345,8 +345,9 @@ json TimelinePass::timeline_json() const {
   json lanes = json::array(), categories = json::array();
   for (size_t i = 0; i < kSpanCategories; ++i) categories.push_back(span_category_name(static_cast<SpanCategory>(i)));
   uint64_t spans = 0, blocks = 0, merged = 0, gap = 0;
+  const size_t lane_cap = kMaxBlocksPerSection / std::max<size_t>(1, lanes_.size());
   for (const auto& [key, lane] : lanes_) {
-    const std::vector<Block> b = lane.spans.finish();
+    const std::vector<Block> b = lane.spans.finish(lane_cap);
     spans += lane.spans.spans();
     blocks += b.size();
     for (const Block& k : b) merged += k.count > 1 ? 1 : 0;

@@ -25,6 +25,10 @@ namespace gpuscope::analyzer {
 inline constexpr size_t kMaxThreadLanes = 24;
 inline constexpr size_t kMaxStreamLanes = 16;
 inline constexpr uint16_t kMaxNvtxDepthLanes = 4;  // nesting deeper than this shares the last lane
+// Blocks per page section, all lanes together: each lane gets an equal share
+// (at most kMaxBlocksPerLane), so the page stays near 10 MB even when every
+// lane is full (~45 bytes of JSON per block).
+inline constexpr size_t kMaxBlocksPerSection = 250000;
 // Points per GPU-metric and memory series: buckets of equal time, averaged.
 inline constexpr size_t kSeriesPoints = 2000;
 

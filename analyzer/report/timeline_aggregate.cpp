@@ -85,7 +85,8 @@ std::vector<LaneAggregator::Bin> LaneAggregator::coarsen(const std::vector<Bin>&
   return out;
 }
 
-std::vector<Block> LaneAggregator::finish() const {
+std::vector<Block> LaneAggregator::finish(size_t max_blocks) const {
+  const size_t cap = std::max<size_t>(1, std::min(max_blocks, max_blocks_));
   std::vector<Bin> bins;
   bins.reserve(bins_.size());
   for (const auto& [index, b] : bins_) bins.push_back(b);
@@ -93,7 +94,7 @@ std::vector<Block> LaneAggregator::finish() const {
   // Spans farther apart than the merge distance stay apart: a sparse lane
   // is drawn exactly.
   std::vector<Bin> merged = merge(bins, gap_);
-  if (merged.size() > max_blocks_) merged = coarsen(merged, (end_ - begin_) / std::max<size_t>(1, max_blocks_ - 1) + 1);
+  if (merged.size() > cap) merged = coarsen(merged, (end_ - begin_) / std::max<size_t>(1, cap - 1) + 1);
   std::vector<Block> out;
   out.reserve(merged.size());
   for (const Bin& b : merged) out.push_back(to_block(b));

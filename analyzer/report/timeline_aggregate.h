@@ -49,8 +49,9 @@ class LaneAggregator {
   LaneAggregator(uint64_t begin_ns, uint64_t end_ns, uint64_t bins = kTimelineBins,
                  size_t max_blocks = kMaxBlocksPerLane);
   void add(uint64_t start_ns, uint64_t duration_ns, SpanCategory category, int32_t label = -1, uint64_t bytes = 0);
-  // Blocks sorted by start, disjoint, at most max_blocks of them.
-  std::vector<Block> finish() const;
+  // Blocks sorted by start, disjoint, at most max_blocks (or the
+  // constructor's cap, whichever is lower) of them.
+  std::vector<Block> finish(size_t max_blocks = SIZE_MAX) const;
   uint64_t spans() const { return spans_; }
   uint64_t merge_gap_ns() const { return gap_; }
 

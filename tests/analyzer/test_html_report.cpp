@@ -78,6 +78,13 @@ TEST(TimelineAggregate, TheBlockCapHoldsAndTotalsSurviveCoarsening) {
   expect_sorted_and_disjoint(blocks);
 }
 
+TEST(TimelineAggregate, ACallersLowerCapWins) {
+  LaneAggregator lane(0, 1'000'000'000);
+  for (const Span& s : disjoint_spans(5'000, 1'000'000'000, false)) lane.add(s.start, s.duration, SpanCategory::Kernel);
+  EXPECT_LE(lane.finish(40).size(), 40u);
+  EXPECT_GT(lane.finish().size(), 1'000u);
+}
+
 TEST(TimelineAggregate, OrderOfArrivalDoesNotMatter) {
   LaneAggregator in_order(0, 1'000'000'000), shuffled(0, 1'000'000'000);
   for (const Span& s : disjoint_spans(20'000, 1'000'000'000, false)) in_order.add(s.start, s.duration, SpanCategory::Copy);
