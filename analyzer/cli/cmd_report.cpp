@@ -16,22 +16,24 @@ namespace gpuscope::cli {
 namespace {
 
 // Written next to the target and renamed over it, so an interrupted run
-// never leaves half a page where a good report was.
-bool write_file(const std::string& path, const std::string& text) {
+// never leaves half a page where a good report was. "" or why not.
+std::string write_file(const std::string& path, const std::string& text) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return std::strerror(errno);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
     if (!out) {
+      const std::string why = std::strerror(errno);
       std::remove(tmp.c_str());
-      return false;
+      return why;
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) std::remove(tmp.c_str());
-  return !ec;
+  return ec ? ec.message() : "";
 }
 
 }  // namespace
@@ -57,8 +59,8 @@ int report_command(const ReportOptions& options) {
   const std::string title =
       sections.size() == 1 ? sections[0]["trace"].get<std::string>() : fmt::format("{} traces", sections.size());
   const std::string page = analyzer::html_page(sections, "gpuscope report: " + title);
-  if (!write_file(options.output, page)) {
-    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", options.output, std::strerror(errno));
+  if (const std::string why = write_file(options.output, page); !why.empty()) {
+    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", options.output, why);
     return 2;
   }
   fmt::print("gpuscope: report of {} trace(s) written to {} ({:.1f} KiB)\n", sections.size(), options.output,
