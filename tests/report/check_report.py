@@ -9,6 +9,7 @@ to work. Exit 77 (ctest: skipped) when Chromium is not installed.
   check_report.py --bin BUILD/bin --simgpu-lib BUILD/simgpu/lib [--keep DIR] [--screenshot PNG]
 """
 import argparse
+import atexit
 import os
 import re
 import shutil
@@ -32,10 +33,15 @@ def find_chromium():
     return None
 
 
+# One throw-away browser profile for every run of this check, removed at exit.
+PROFILE = tempfile.mkdtemp(prefix="gpuscope-chromium-")
+atexit.register(shutil.rmtree, PROFILE, True)
+
+
 def chromium_args(chromium, *extra):
     # --no-sandbox: CI runs as root; --disable-gpu: headless machines have none.
     return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-            "--user-data-dir=" + tempfile.mkdtemp(prefix="gpuscope-chromium-"), *extra]
+            "--user-data-dir=" + PROFILE, *extra]
 
 
 def render(chromium, html):
