@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev                # simgpu node descriptions, JSON reports
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3 python3-jsonschema        # small test helpers; the --json schema check
+  chromium                          # renders the HTML report in tests/report (headless, --no-sandbox as root)
 )
 
 missing=()

@@ -14,7 +14,6 @@
 #include "trace_model.h"
 
 namespace gpuscope::cli {
-namespace {
 
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
@@ -34,6 +33,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   }
   return out;
 }
+
+namespace {
 
 // One pass over the trace at `path` (each pass opens it afresh: the reader
 // keeps per-read state such as problems and frame sequence).

@@ -104,6 +104,21 @@ struct ExportOptions {
 // input is not a readable trace or the output cannot be written.
 int export_command(const ExportOptions& options);
 
+// The inputs with each directory replaced by the traces in it (sorted); a
+// directory without traces stays, to be reported as unreadable.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
+
+struct ReportOptions {
+  std::vector<std::string> inputs;  // traces or directories of traces: a section each
+  std::string output;               // the .html file to write
+  size_t top = 10;
+};
+
+// Writes the HTML report of the inputs to options.output; 0 when every input
+// was in it, 2 when one could not be read (the others are still written)
+// or none could, or the file could not be written.
+int report_command(const ReportOptions& options);
+
 // `gpuscope run`'s closing summary of one trace, from a single analysis:
 // what the trace holds and its verdict line. False (the reason printed)
 // when it cannot be read.

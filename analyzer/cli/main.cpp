@@ -136,6 +136,15 @@ int main(int argc, char** argv) {
   export_cmd->footer("Exit status: 0 written (a damaged trace is exported as far as it reads, with a warning), "
                      "2 when the input is not a readable trace or the output cannot be written.");
 
+  gpuscope::cli::ReportOptions report_options;
+  CLI::App* report = app.add_subcommand("report", "Write the analysis as one self-contained HTML page, with a timeline");
+  report->add_option("traces", report_options.inputs, "Trace files or directories of traces (a section each)")
+      ->required();
+  report->add_option("-o,--output", report_options.output, "The HTML file to write")->required();
+  report->add_option("--top", report_options.top, "Findings to show (default 10)")->check(CLI::Range(1, 100));
+  report->footer("Example: gpuscope report traces/ -o report.html\n"
+                 "Exit status: 0 written, 2 when an input is not a readable trace (the others are still in the page).");
+
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Show help for a command");
   help->add_option("command", help_topic, "Command to explain");
@@ -153,6 +162,7 @@ int main(int argc, char** argv) {
   if (*analyze) return gpuscope::cli::analyze_command(analyze_options);
   if (*diff) return gpuscope::cli::diff_command(diff_options);
   if (*export_cmd) return gpuscope::cli::export_command(export_options);
+  if (*report) return gpuscope::cli::report_command(report_options);
   if (*help) {
     if (help_topic.empty()) {
       std::cout << app.help();

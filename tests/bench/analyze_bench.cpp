@@ -2,10 +2,14 @@
 // reader -> model -> metrics -> rules, and peak memory per event.
 //   analyze_bench write FILE EVENTS   build a trace of about EVENTS events
 //   analyze_bench read FILE           analyze it, print the figures
+//   analyze_bench write-sparse FILE EVENTS   the HTML report's worst case: 40
+//     threads and 16 streams busy in 10 000 separate bursts, so no lane's
+//     spans merge on their own and every lane hits the block cap
 // Two processes, so the writer's memory is not in the reader's peak.
 // Figures: docs/performance.md (scripts/bench.sh runs it).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +41,45 @@ int write_trace(const char* path, uint64_t events) {
   return 0;
 }
 
+// Streams frames to the file: nothing held but one chunk.
+int write_sparse_trace(const char* path, uint64_t events) {
+  constexpr uint64_t kBursts = 10'000, kBurstEveryNs = 10'000'000, kStepNs = 4'000, kStepsPerFrame = 60'000;
+  const uint64_t steps = events / 2, per_burst = std::max<uint64_t>(1, steps / kBursts);
+  std::ofstream out(path, std::ios::binary);
+  const auto header = capture::file_header_bytes();
+  out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+  capture::ChunkBuilder b;
+  capture::FrameEncoder encoder(1);
+  capture::ProcessMetadata m;
+  m.pid = 4243;
+  m.exe = "/opt/app/sparse";
+  m.start_monotonic_ns = 1'000'000'000;
+  b.set_metadata(m);
+  std::vector<std::pair<uint32_t, std::string>> names = {{1, "cudaLaunchKernel"}};
+  for (uint32_t id = 2; id <= 9; ++id) names.emplace_back(id, "kernel_" + std::to_string(id));
+  b.add_strings(names);
+  uint32_t frame = 0;
+  for (uint64_t i = 0; i < steps; ++i) {
+    const uint64_t j = i % per_burst;
+    const uint64_t start = m.start_monotonic_ns + (i / per_burst) * kBurstEveryNs + j * kStepNs;
+    b.add(fb::ApiCall(start, 2'000, i + 1, 0x100 + j % 16, 1000 + static_cast<uint32_t>(j % 40), 0, 0, 1, 0, 0, 0, 0));
+    b.add(fb::Kernel(start + 500, 2'000, i + 1, 0x100 + j % 16, 2 + static_cast<uint32_t>(j % 8), 1, 1, 1, 1, 1, 1, 0, 0,
+                     fb::Source::Host, 0, 0, 0));
+    if ((i + 1) % kStepsPerFrame != 0 && i + 1 != steps) continue;
+    if (i + 1 == steps) {
+      capture::TotalsInfo totals;
+      totals.end_kind = fb::EndKind::ReturnFromMain;
+      totals.events_written = steps * 2;
+      b.set_totals(totals);
+    }
+    const auto bytes = encoder.encode(b.build(), frame++);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    b.clear();
+  }
+  std::printf("wrote %s: %llu events\n", path, static_cast<unsigned long long>(steps * 2));
+  return 0;
+}
+
 int read_trace(const char* path) {
   const long base_kb = peak_rss_kb();
   reader::TraceReader r;
@@ -63,6 +106,8 @@ int read_trace(const char* path) {
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "write") return write_trace(argv[2], std::strtoull(argv[3], nullptr, 10));
   if (argc == 3 && std::string(argv[1]) == "read") return read_trace(argv[2]);
-  std::fprintf(stderr, "usage: analyze_bench write FILE EVENTS | read FILE\n");
+  if (argc == 4 && std::string(argv[1]) == "write-sparse")
+    return write_sparse_trace(argv[2], std::strtoull(argv[3], nullptr, 10));
+  std::fprintf(stderr, "usage: analyze_bench write FILE EVENTS | write-sparse FILE EVENTS | read FILE\n");
   return 2;
 }
