@@ -196,7 +196,7 @@ int analyze_command(const AnalyzeOptions& given) {
   }
   // A tree section only where traces link up: a lone trace is its own report.
   for (const auto& tree : trees)
-    if (tree.processes.size() > 1) fmt::print("\n{}", analyzer::tree_text(tree));
+    if (tree.process_count() > 1) fmt::print("\n{}", analyzer::tree_text(tree));
   return status;
 }
 

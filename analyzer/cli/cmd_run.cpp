@@ -276,9 +276,17 @@ int run_command(const RunOptions& o) {
                        "traced through LD_PRELOAD; any reason the library gave is printed above)\n",
                o.command[0]);
   std::vector<analyzer::ProcessEntry> processes;
-  for (const auto& t : traces) report_one(t.string(), traces.size() == 1, &processes);
-  if (traces.size() > 1)
-    for (const auto& tree : analyzer::build_process_trees(std::move(processes))) report_tree(tree, plan.directory);
+  for (const auto& t : traces) report_one(t.string(), false, &processes);
+  // Several processes: the tree says each verdict. One process (one image,
+  // an exec chain, or several attach windows): a verdict line per trace.
+  for (const auto& tree : analyzer::build_process_trees(processes)) {
+    if (tree.process_count() > 1) {
+      report_tree(tree, plan.directory);
+      continue;
+    }
+    for (const auto& p : tree.processes)
+      fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", p.verdict_headline, p.trace_path);
+  }
   return status;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -118,6 +119,12 @@ std::vector<ProcessTree> build_process_trees(std::vector<ProcessEntry> entries) 
     trees.push_back(std::move(t));
   }
   return trees;
+}
+
+size_t ProcessTree::process_count() const {
+  std::set<std::pair<std::string, int>> pids;
+  for (const auto& p : processes) pids.emplace(p.boot_id + "/" + p.host, p.pid);
+  return pids.size();
 }
 
 }  // namespace gpuscope::analyzer

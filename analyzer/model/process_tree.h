@@ -54,6 +54,9 @@ struct ProcessTree {
 
   std::vector<int> children(int index) const;  // by start time
   std::vector<int> roots() const;
+  // Processes, not traces: an exec'd image and the windows of one attached
+  // process are traces of the same pid. A tree is worth showing from 2 on.
+  size_t process_count() const;
 };
 
 // Groups entries by run id (and by host for traces without one) and links
