@@ -92,8 +92,7 @@ class ChromeTraceWriter {
   std::unordered_map<uint32_t, NestGuard> threads_;
   std::unordered_map<uint64_t, TypedRecord> typed_, previous_typed_;
   std::unordered_map<std::string, uint64_t> synthetic_tids_;
-  std::unordered_map<uint64_t, uint64_t> live_;  // device address -> bytes
-  int64_t live_bytes_ = 0;
+  analyzer::LiveAllocations live_;
 
   struct GpuTracks {
     std::unordered_map<uint64_t, StreamLanes> streams;

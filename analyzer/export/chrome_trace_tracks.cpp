@@ -9,11 +9,6 @@
 namespace gpuscope::exporter {
 namespace {
 
-bool is_device_memory(fb::MemoryKind kind) {
-  return kind == fb::MemoryKind::Device || kind == fb::MemoryKind::Pool || kind == fb::MemoryKind::Managed ||
-         kind == fb::MemoryKind::Array;
-}
-
 constexpr uint32_t bit(fb::GpuSampleField f) { return static_cast<uint32_t>(f); }
 
 // Streams get lanes (tids 1..); these keys name the rows that are not streams.
@@ -70,25 +65,11 @@ uint64_t ChromeTraceWriter::synthetic_track(const std::string& track_name) {
 }
 
 void ChromeTraceWriter::live_memory(const fb::Alloc& a) {
-  if (a.op() == fb::AllocOp::Alloc) {
-    if (!is_device_memory(a.memory_kind()) || a.address() == 0) return;
-    if (live_.size() >= analyzer::kMaxTrackedAllocations && !live_.count(a.address())) return;
-    auto [it, fresh] = live_.try_emplace(a.address(), a.bytes());
-    if (!fresh) live_bytes_ -= static_cast<int64_t>(it->second);
-    it->second = a.bytes();
-    live_bytes_ += static_cast<int64_t>(a.bytes());
-  } else if (a.op() == fb::AllocOp::Free) {
-    auto it = live_.find(a.address());
-    if (it == live_.end()) return;
-    live_bytes_ -= static_cast<int64_t>(it->second);
-    live_.erase(it);
-  } else {
-    return;
-  }
+  if (!live_.apply(a)) return;
   // Live from the end of the allocating call, gone from the start of the freeing one.
   const uint64_t at = a.op() == fb::AllocOp::Alloc ? a.start_ns() + a.duration_ns() : a.start_ns();
   begin("\"device memory (live)\"", 'C', at, pid_, static_cast<uint64_t>(pid_));  // the main thread's
-  out_.format(",\"args\":{{\"bytes\":{}}}", live_bytes_);
+  out_.format(",\"args\":{{\"bytes\":{}}}", live_.live_bytes());
   end_event();
 }
 

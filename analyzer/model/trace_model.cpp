@@ -12,12 +12,6 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
   return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
 }
 
-// Device-side memory whose growth the live-memory curve follows.
-bool is_device_memory(fb::MemoryKind kind) {
-  return kind == fb::MemoryKind::Device || kind == fb::MemoryKind::Pool || kind == fb::MemoryKind::Managed ||
-         kind == fb::MemoryKind::Array;
-}
-
 constexpr uint32_t field(fb::GpuSampleField f) { return static_cast<uint32_t>(f); }
 
 class ModelBuilder {
@@ -72,7 +66,7 @@ class ModelBuilder {
   std::unordered_map<uint32_t, CallKind> kinds_;
   std::unordered_map<uint32_t, TimeCount> by_function_id_;
   std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
-  std::unordered_map<uint64_t, uint64_t> live_;  // device address -> bytes
+  LiveAllocations live_;
   struct LastKernel {
     uint32_t name_id = 0;
     uint64_t shape = 0;
@@ -160,26 +154,18 @@ void ModelBuilder::add_copy(const fb::Copy& c) {
 }
 
 void ModelBuilder::add_alloc(const fb::Alloc& a) {
-  MemoryCurve& mem = m_.device_memory;
   if (a.op() == fb::AllocOp::Alloc) {
     m_.allocs.add(a.duration_ns());
     m_.alloc_bytes += a.bytes();
-    if (!is_device_memory(a.memory_kind()) || a.address() == 0) return;
-    if (live_.size() >= kMaxTrackedAllocations && !live_.count(a.address())) {
-      ++mem.untracked;
-      return;
-    }
-    live_[a.address()] = a.bytes();
-    mem.live_bytes += static_cast<int64_t>(a.bytes());
-    mem.peak_bytes = std::max(mem.peak_bytes, mem.live_bytes);
-    ++mem.allocations;
   } else if (a.op() == fb::AllocOp::Free) {
     m_.frees.add(a.duration_ns());
-    auto it = live_.find(a.address());
-    if (it == live_.end()) return;
-    mem.live_bytes -= static_cast<int64_t>(it->second);
-    live_.erase(it);
   }
+  live_.apply(a);
+  MemoryCurve& mem = m_.device_memory;
+  mem.live_bytes = live_.live_bytes();
+  mem.peak_bytes = live_.peak_bytes();
+  mem.allocations = live_.allocations();
+  mem.untracked = live_.untracked();
 }
 
 void ModelBuilder::attribute_to_range(const fb::ApiCall& c, CallKind kind) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "interval_set.h"
+#include "live_allocations.h"
 #include "range_model.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
@@ -82,9 +83,6 @@ struct MemoryCurve {
   uint64_t allocations = 0;
   uint64_t untracked = 0;  // allocations past kMaxTrackedAllocations: their frees cannot be matched
 };
-// Live allocations the model follows at most (bounds memory on hostile or
-// leaking traces; a real GPU holds far fewer live allocations).
-inline constexpr size_t kMaxTrackedAllocations = 1 << 20;
 
 // The host time spent inside the ranges of one name (NVTX message and
 // domain), from the host calls the RangeLocator places in them (innermost).

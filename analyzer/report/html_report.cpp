@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "live_allocations.h"
 #include "report_template.h"  // generated from report/html/report_template.html
 #include "timeline_aggregate.h"
 
@@ -40,12 +41,6 @@ SpanCategory copy_category(fb::CopyDirection d) {
     case fb::CopyDirection::DeviceToDevice: return SpanCategory::CopyD2D;
     default: return SpanCategory::CopyOther;
   }
-}
-
-// The same memory the model's live-memory curve follows.
-bool is_device_memory(fb::MemoryKind kind) {
-  return kind == fb::MemoryKind::Device || kind == fb::MemoryKind::Pool || kind == fb::MemoryKind::Managed ||
-         kind == fb::MemoryKind::Array;
 }
 
 // Equal-time buckets over the trace, for series sampled at their own pace.
@@ -114,34 +109,16 @@ struct GpuSeries {
   }
 };
 
-// Live device memory from the allocation records (the model's rule: device,
-// pool, managed and array memory, at most kMaxTrackedAllocations followed).
+// Live device memory from the allocation records (the model's rule,
+// live_allocations.h), per bucket.
 class MemorySeries {
  public:
   void add(size_t bucket, const fb::Alloc& a) {
-    if (!is_device_memory(a.memory_kind()) || a.address() == 0) return;
-    if (a.op() == fb::AllocOp::Alloc) {
-      auto it = live_.find(a.address());
-      if (it == live_.end() && live_.size() >= kMaxTrackedAllocations) {
-        ++untracked_;
-        return;
-      }
-      if (it != live_.end()) bytes_ -= static_cast<int64_t>(it->second);
-      live_[a.address()] = a.bytes();
-      bytes_ += static_cast<int64_t>(a.bytes());
-    } else if (a.op() == fb::AllocOp::Free) {
-      auto it = live_.find(a.address());
-      if (it == live_.end()) return;
-      bytes_ -= static_cast<int64_t>(it->second);
-      live_.erase(it);
-    } else {
-      return;
-    }
+    if (!live_.apply(a)) return;
     // The bucket's highest point, and where it ended (the next bucket starts there).
     auto& [peak, last] = points_[bucket];
-    peak = std::max(peak, bytes_);
-    last = bytes_;
-    peak_ = std::max(peak_, bytes_);
+    peak = std::max(peak, live_.live_bytes());
+    last = live_.live_bytes();
   }
   json to_json(const Buckets& time) const {
     json t = json::array(), peak = json::array(), last = json::array();
@@ -150,14 +127,16 @@ class MemorySeries {
       peak.push_back(p.first);
       last.push_back(p.second);
     }
-    return json{{"t", t}, {"peak", peak}, {"last", last}, {"max_bytes", peak_}, {"untracked", untracked_}};
+    return json{{"t", t},
+                {"peak", peak},
+                {"last", last},
+                {"max_bytes", live_.peak_bytes()},
+                {"untracked", live_.untracked()}};
   }
   bool empty() const { return points_.empty(); }
 
  private:
-  std::unordered_map<uint64_t, uint64_t> live_;
-  int64_t bytes_ = 0, peak_ = 0;
-  uint64_t untracked_ = 0;
+  LiveAllocations live_;
   std::map<size_t, std::pair<int64_t, int64_t>> points_;
 };
 

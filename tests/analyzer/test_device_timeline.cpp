@@ -3,6 +3,7 @@
 // device's own timestamps rather than from NVML or host call times.
 #include <gtest/gtest.h>
 
+#include "../support/sample_trace.h"
 #include "chunk_builder.h"
 #include "metrics.h"
 #include "rules.h"
@@ -16,27 +17,14 @@ constexpr uint64_t kMs = 1'000'000;
 
 // One frame: metadata, the records `fill` adds, and the end at 100 ms.
 std::vector<uint8_t> trace_bytes(const std::function<void(capture::ChunkBuilder&)>& fill) {
-  std::vector<uint8_t> bytes;
-  const auto header = capture::file_header_bytes();
-  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(header.data()),
-               reinterpret_cast<const uint8_t*>(header.data()) + header.size());
-  capture::ChunkBuilder b;
   capture::ProcessMetadata meta;
   meta.pid = 1;
   meta.exe = "/app";
   meta.start_monotonic_ns = kStart;
-  b.set_metadata(meta);
-  b.add_strings({{1, "cudaMemcpyAsync"}, {2, "cudaLaunchKernel"}, {3, "k"}});
-  fill(b);
-  capture::TotalsInfo totals;
-  totals.end_kind = fb::EndKind::ReturnFromMain;
-  totals.end_monotonic_ns = kStart + 100 * kMs;
-  b.set_totals(totals);
-  capture::FrameEncoder encoder(1);
-  const auto frame = encoder.encode(b.build(), 0);
-  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
-               reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
-  return bytes;
+  return test::one_frame_trace(meta, kStart + 100 * kMs, [&](capture::ChunkBuilder& b) {
+    b.add_strings({{1, "cudaMemcpyAsync"}, {2, "cudaLaunchKernel"}, {3, "k"}});
+    fill(b);
+  });
 }
 
 Metrics metrics_of(const std::vector<uint8_t>& bytes) {

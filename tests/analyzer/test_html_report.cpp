@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <random>
 
+#include "../support/sample_trace.h"
 #include "chunk_builder.h"
 #include "html_report.h"
 #include "metrics.h"
@@ -143,31 +144,18 @@ constexpr uint64_t kStart = 1'000'000'000, kMs = 1'000'000;
 const std::string kHostile = "</script><script>alert(1)</script><!--";
 
 std::vector<uint8_t> hostile_trace() {
-  std::vector<uint8_t> bytes;
-  const auto header = capture::file_header_bytes();
-  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(header.data()),
-               reinterpret_cast<const uint8_t*>(header.data()) + header.size());
-  capture::ChunkBuilder b;
   capture::ProcessMetadata meta;
   meta.pid = 1;
   meta.exe = "/app/</script>";
   meta.start_monotonic_ns = kStart;
-  b.set_metadata(meta);
-  b.add_strings({{1, "cudaLaunchKernel"}, {2, kHostile}, {3, std::string("cudaMemcpy\xff")}});
-  for (uint64_t i = 0; i < 10; ++i) {
-    b.add(fb::ApiCall(kStart + i * 10 * kMs, kMs, i + 1, 7, 42, 0, 0, 1, 0, 0, 0, 0));
-    b.add(fb::Kernel(kStart + i * 10 * kMs, kMs, i + 1, 7, 2, 1, 1, 1, 1, 1, 1, 0, 0, fb::Source::Host, 0, 0, 0));
-    b.add(fb::ApiCall(kStart + i * 10 * kMs + 2 * kMs, kMs, 100 + i, 0, 42, 0, 0, 3, 0, 0, 0, 0));
-  }
-  capture::TotalsInfo totals;
-  totals.end_kind = fb::EndKind::ReturnFromMain;
-  totals.end_monotonic_ns = kStart + 100 * kMs;
-  b.set_totals(totals);
-  capture::FrameEncoder encoder(1);
-  const auto frame = encoder.encode(b.build(), 0);
-  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
-               reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
-  return bytes;
+  return test::one_frame_trace(meta, kStart + 100 * kMs, [](capture::ChunkBuilder& b) {
+    b.add_strings({{1, "cudaLaunchKernel"}, {2, kHostile}, {3, std::string("cudaMemcpy\xff")}});
+    for (uint64_t i = 0; i < 10; ++i) {
+      b.add(fb::ApiCall(kStart + i * 10 * kMs, kMs, i + 1, 7, 42, 0, 0, 1, 0, 0, 0, 0));
+      b.add(fb::Kernel(kStart + i * 10 * kMs, kMs, i + 1, 7, 2, 1, 1, 1, 1, 1, 1, 0, 0, fb::Source::Host, 0, 0, 0));
+      b.add(fb::ApiCall(kStart + i * 10 * kMs + 2 * kMs, kMs, 100 + i, 0, 42, 0, 0, 3, 0, 0, 0, 0));
+    }
+  });
 }
 
 size_t count(const std::string& text, const std::string& what) {

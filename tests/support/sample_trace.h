@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -17,6 +18,27 @@ struct SampleTrace {
   std::vector<uint64_t> frame_ends;     // one past its padded payload
   uint64_t records = 0;
 };
+
+// A whole trace of one frame: the file header, then a chunk with `meta`,
+// whatever `fill` adds (records, strings) and a clean end at `end_ns`.
+inline std::vector<uint8_t> one_frame_trace(const capture::ProcessMetadata& meta, uint64_t end_ns,
+                                            const std::function<void(capture::ChunkBuilder&)>& fill) {
+  const auto header = capture::file_header_bytes();
+  std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(header.data()),
+                             reinterpret_cast<const uint8_t*>(header.data()) + header.size());
+  capture::ChunkBuilder b;
+  b.set_metadata(meta);
+  fill(b);
+  capture::TotalsInfo totals;
+  totals.end_kind = fb::EndKind::ReturnFromMain;
+  totals.end_monotonic_ns = end_ns;
+  b.set_totals(totals);
+  capture::FrameEncoder encoder(1);
+  const auto frame = encoder.encode(b.build(), 0);
+  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
+               reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
+  return bytes;
+}
 
 // Appends a realistic mix to `b`: per step one API call, plus a copy, sync,
 // kernel or allocation for some, with timestamps a few microseconds apart.
