@@ -14,7 +14,7 @@
 //   GPUSCOPE_MAX_THREADS     thread buffers (default 256)
 //   GPUSCOPE_FLUSH_MS        longest time between two frames (default 100)
 //   GPUSCOPE_CPU_SAMPLE_MS   CPU-time sampling period, 0 = off (default 10)
-//   GPUSCOPE_ZSTD_LEVEL      compression level (default -1, zstd's fast mode)
+//   GPUSCOPE_ZSTD_LEVEL      compression level (default -5, zstd's fast mode)
 //   GPUSCOPE_EXIT_TIMEOUT_MS longest wait for the final flush at exit (default 3000)
 //   GPUSCOPE_STACKS=0        no call stacks on hooked calls (default on)
 //   GPUSCOPE_STACK_DEPTH     frames per stack (default 32, at most 64)
@@ -36,7 +36,7 @@ struct SessionOptions {
   uint32_t drain_interval_ms = 10;
   uint32_t flush_interval_ms = 100;
   uint32_t cpu_sample_interval_ms = 10;
-  int zstd_level = -1;  // zstd's fast mode: docs/performance.md
+  int zstd_level = -5;  // zstd's fast mode: docs/performance.md
   uint32_t exit_timeout_ms = 3000;
   bool start_paused = false;  // capture windows decide when recording starts (capture_window.h)
 };

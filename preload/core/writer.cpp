@@ -14,11 +14,6 @@
 namespace gpuscope::capture {
 namespace {
 
-// A chunk is written once it holds this much: small enough that delta
-// coding, shuffling and zstd all work in cache (one 60 MB chunk took three
-// times longer per record than thirty 2 MB ones), large enough that frame
-// overhead stays negligible.
-constexpr size_t kChunkTargetBytes = 2u << 20;
 constexpr size_t kDrainBatch = 4096;  // records per ring visit
 
 }  // namespace

@@ -97,7 +97,7 @@ TEST(CaptureConfig, ReadsAndBoundsVariables) {
   EXPECT_EQ(c.options.flush_interval_ms, 5u);
   EXPECT_EQ(c.options.drain_interval_ms, 5u);  // never longer than a flush
   EXPECT_EQ(c.options.max_threads, 256u);
-  EXPECT_EQ(c.options.zstd_level, -1);
+  EXPECT_EQ(c.options.zstd_level, -5);
   EXPECT_FALSE(c.secure_execution);
   for (const char* v : {"GPUSCOPE_BUFFER_KB", "GPUSCOPE_FLUSH_MS", "GPUSCOPE_MAX_THREADS", "GPUSCOPE_ZSTD_LEVEL"})
     unsetenv(v);
