@@ -6,8 +6,9 @@
 // zero, so shuffled vectors turn into long runs that zstd compresses several
 // times faster and smaller than interleaved structs (docs/performance.md).
 //
-// SSE2 (baseline x86-64) transposes 16 records x 16 bytes at a time; other
-// targets use the scalar loop, which produces the same bytes.
+// SSE2 (baseline x86-64) transposes 16 records x 16 bytes at a time, AVX2
+// (chosen at run time) two such blocks at once; other targets use the
+// scalar loop. All three produce the same bytes.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +17,10 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define GPUSCOPE_SHUFFLE_AVX2 1
 #endif
 
 namespace gpuscope::container {
@@ -54,9 +59,11 @@ inline __attribute__((always_inline)) void transpose16x16(__m128i* a) {
   interleave_round(b, a);
 }
 
-// Records [0, n - n % 16) of one block; `size` is a multiple of 8.
-inline void shuffle_sse2(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
-  for (size_t i = 0; i + 16 <= n; i += 16) {
+// Records [first, ...) of one block in groups of 16; returns where it
+// stopped. `size` is a multiple of 8.
+inline size_t shuffle_sse2(const uint8_t* in, size_t first, size_t n, size_t size, uint8_t* out) {
+  size_t i = first;
+  for (; i + 16 <= n; i += 16) {
     for (size_t c = 0; c < size; c += 16) {
       const bool half = size - c == 8;  // an 8-byte tail column group
       __m128i a[16];
@@ -70,10 +77,12 @@ inline void shuffle_sse2(const uint8_t* in, size_t n, size_t size, uint8_t* out)
       for (int j = 0; j < rows; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (c + j) * n + i), a[j]);
     }
   }
+  return i;
 }
 
-inline void unshuffle_sse2(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
-  for (size_t i = 0; i + 16 <= n; i += 16) {
+inline size_t unshuffle_sse2(const uint8_t* in, size_t first, size_t n, size_t size, uint8_t* out) {
+  size_t i = first;
+  for (; i + 16 <= n; i += 16) {
     for (size_t c = 0; c < size; c += 16) {
       const bool half = size - c == 8;
       const int rows = half ? 8 : 16;
@@ -90,26 +99,110 @@ inline void unshuffle_sse2(const uint8_t* in, size_t n, size_t size, uint8_t* ou
       }
     }
   }
+  return i;
 }
 #endif
 
-// One block of n records.
-inline void shuffle_block(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
-#if defined(__SSE2__)
-  shuffle_sse2(in, n, size, out);
-  shuffle_scalar(in, n - n % 16, n, size, out);
-#else
-  shuffle_scalar(in, 0, n, size, out);
+#if defined(GPUSCOPE_SHUFFLE_AVX2)
+// The same transpose on 256-bit registers: unpack works within each 128-bit
+// lane, so the low lanes transpose records i..i+15 while the high lanes
+// transpose records i+16..i+31, and each output row is 32 contiguous bytes.
+#define GPUSCOPE_AVX2_FN __attribute__((target("avx2"), always_inline)) inline
+GPUSCOPE_AVX2_FN void interleave_round_avx2(const __m256i* a, __m256i* b) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    b[2 * i] = _mm256_unpacklo_epi8(a[i], a[i + 8]);
+    b[2 * i + 1] = _mm256_unpackhi_epi8(a[i], a[i + 8]);
+  }
+}
+
+GPUSCOPE_AVX2_FN void transpose16x16_twice(__m256i* a) {
+  __m256i b[16];
+  interleave_round_avx2(a, b);
+  interleave_round_avx2(b, a);
+  interleave_round_avx2(a, b);
+  interleave_round_avx2(b, a);
+}
+
+GPUSCOPE_AVX2_FN __m128i load_group(const uint8_t* p, bool half) {
+  return half ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)) : _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// Records [0, ...) of one block in groups of 32; returns where it stopped.
+__attribute__((target("avx2"))) inline size_t shuffle_avx2(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (size_t c = 0; c < size; c += 16) {
+      const bool half = size - c == 8;
+      __m256i a[16];
+#pragma GCC unroll 16
+      for (size_t k = 0; k < 16; ++k)
+        a[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(load_group(in + (i + k) * size + c, half)),
+                                       load_group(in + (i + 16 + k) * size + c, half), 1);
+      transpose16x16_twice(a);
+      const size_t rows = half ? 8 : 16;
+      for (size_t j = 0; j < rows; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (c + j) * n + i), a[j]);
+    }
+  }
+  return i;
+}
+
+__attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (size_t c = 0; c < size; c += 16) {
+      const bool half = size - c == 8;
+      const size_t rows = half ? 8 : 16;
+      __m256i a[16];
+#pragma GCC unroll 16
+      for (size_t j = 0; j < 16; ++j)
+        a[j] = j < rows ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + (c + j) * n + i))
+                        : _mm256_setzero_si256();
+      transpose16x16_twice(a);
+      for (size_t k = 0; k < 16; ++k) {
+        auto* lo = reinterpret_cast<__m128i*>(out + (i + k) * size + c);
+        auto* hi = reinterpret_cast<__m128i*>(out + (i + 16 + k) * size + c);
+        if (half) {
+          _mm_storel_epi64(lo, _mm256_castsi256_si128(a[k]));
+          _mm_storel_epi64(hi, _mm256_extracti128_si256(a[k], 1));
+        } else {
+          _mm_storeu_si128(lo, _mm256_castsi256_si128(a[k]));
+          _mm_storeu_si128(hi, _mm256_extracti128_si256(a[k], 1));
+        }
+      }
+    }
+  }
+  return i;
+}
+#undef GPUSCOPE_AVX2_FN
+
+inline bool has_avx2() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
 #endif
+
+// One block of n records: the widest transpose first, the rest narrower.
+inline void shuffle_block(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
+  size_t done = 0;
+#if defined(GPUSCOPE_SHUFFLE_AVX2)
+  if (has_avx2()) done = shuffle_avx2(in, n, size, out);
+#endif
+#if defined(__SSE2__)
+  done = shuffle_sse2(in, done, n, size, out);
+#endif
+  shuffle_scalar(in, done, n, size, out);
 }
 
 inline void unshuffle_block(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
-#if defined(__SSE2__)
-  unshuffle_sse2(in, n, size, out);
-  unshuffle_scalar(in, n - n % 16, n, size, out);
-#else
-  unshuffle_scalar(in, 0, n, size, out);
+  size_t done = 0;
+#if defined(GPUSCOPE_SHUFFLE_AVX2)
+  if (has_avx2()) done = unshuffle_avx2(in, n, size, out);
 #endif
+#if defined(__SSE2__)
+  done = unshuffle_sse2(in, done, n, size, out);
+#endif
+  unshuffle_scalar(in, done, n, size, out);
 }
 
 }  // namespace detail

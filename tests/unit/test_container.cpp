@@ -2,6 +2,7 @@
 // against its portable reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -26,7 +27,7 @@ TEST(Crc32c, HardwareAndPortableAgreeOnEveryLength) {
 TEST(ByteShuffle, MatchesTheScalarLayoutAndRoundTrips) {
   std::mt19937 rng(9);
   for (size_t size : {32u, 40u, 48u, 56u, 64u}) {
-    for (size_t count : {0u, 1u, 15u, 16u, 17u, 255u, 256u, 257u, 1000u}) {
+    for (size_t count : {0u, 1u, 15u, 16u, 17u, 31u, 32u, 33u, 48u, 63u, 255u, 256u, 257u, 1000u}) {
       std::vector<uint8_t> in(count * size), fast(in.size()), slow(in.size()), back(in.size());
       for (auto& b : in) b = static_cast<uint8_t>(rng());
       shuffle_records(in.data(), count, size, fast.data());
@@ -38,6 +39,33 @@ TEST(ByteShuffle, MatchesTheScalarLayoutAndRoundTrips) {
       unshuffle_records(fast.data(), count, size, back.data());
       EXPECT_EQ(back, in) << size << "x" << count;
     }
+  }
+}
+
+// Every transpose this CPU can run, alone on a block, against the scalar
+// layout: the dispatch above only ever exercises the widest one.
+TEST(ByteShuffle, EveryTransposeWidthGivesTheSameBytes) {
+  std::mt19937 rng(11);
+  for (size_t size : {40u, 56u, 64u}) {
+    const size_t n = 64;  // two AVX2 groups, four SSE2 groups
+    std::vector<uint8_t> in(n * size), want(in.size()), got(in.size()), back(in.size());
+    for (auto& b : in) b = static_cast<uint8_t>(rng());
+    detail::shuffle_scalar(in.data(), 0, n, size, want.data());
+#if defined(__SSE2__)
+    EXPECT_EQ(detail::shuffle_sse2(in.data(), 0, n, size, got.data()), n);
+    EXPECT_EQ(got, want) << "SSE2, " << size;
+    EXPECT_EQ(detail::unshuffle_sse2(want.data(), 0, n, size, back.data()), n);
+    EXPECT_EQ(back, in) << "SSE2, " << size;
+#endif
+#if defined(GPUSCOPE_SHUFFLE_AVX2)
+    if (!detail::has_avx2()) continue;
+    std::fill(got.begin(), got.end(), 0);
+    std::fill(back.begin(), back.end(), 0);
+    EXPECT_EQ(detail::shuffle_avx2(in.data(), n, size, got.data()), n);
+    EXPECT_EQ(got, want) << "AVX2, " << size;
+    EXPECT_EQ(detail::unshuffle_avx2(want.data(), n, size, back.data()), n);
+    EXPECT_EQ(back, in) << "AVX2, " << size;
+#endif
   }
 }
 
