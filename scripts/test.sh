@@ -32,7 +32,7 @@ if command -v clang++ >/dev/null 2>&1 && \
   echo "== libFuzzer: trace reader"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSCOPE_FUZZ=ON \
         -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_seeds fuzz_control fuzz_control_seeds
+  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_reader_seeds fuzz_control fuzz_control_seeds
   (cd build-fuzz && ctest -R fuzz.reader_libfuzzer --output-on-failure --timeout 900)
   echo "== libFuzzer: control protocol (30 s)"
   (cd build-fuzz && ctest -R fuzz.control_libfuzzer --output-on-failure --timeout 300)
