@@ -1,5 +1,7 @@
 #include "kernel_names.h"
 
+#include <type_traits>
+
 namespace gpuscope::registry {
 
 size_t KernelNames::home(uintptr_t key) noexcept {
@@ -34,9 +36,15 @@ uint32_t KernelNames::find(const void* handle) const noexcept {
   return 0;
 }
 
+// Constant-initialized, so the 1 MiB table lives in .bss: the loader maps
+// zero pages and only the slots a program touches ever become resident.
+// (A heap table was zeroed at start-up: ~256 page faults on the first
+// launch of every traced process, docs/performance.md.) Trivially
+// destructible, so launches at exit still find it.
+static_assert(std::is_trivially_destructible_v<KernelNames>);
 KernelNames& kernel_names() {
-  static KernelNames* names = new KernelNames();  // never destroyed: launches happen at exit
-  return *names;
+  static constinit KernelNames names;
+  return names;
 }
 
 }  // namespace gpuscope::registry
