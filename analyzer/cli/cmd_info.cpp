@@ -136,13 +136,15 @@ void print_counts(const reader::TraceSummary& s) {
              "{} allocations, {} CPU samples, {} markers, {} GPU samples\n",
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
              c.cpu_samples, c.markers, c.gpu_samples);
+  if (s.counted_calls != 0)
+    fmt::print("             + {} nested calls that succeeded, counted rather than recorded\n", s.counted_calls);
+  for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
   const auto& d = c.device;
   const auto status = analyzer::device_collection_text(s);
   if (status || d.total() != 0)
     fmt::print("device:      {} kernels, {} copies, {} memsets, {} syncs, {} allocations from the device (CUPTI; "
                "included above); collection: {}\n",
                d.kernels, d.copies, d.memsets, d.syncs, d.allocs, status.value_or("not recorded"));
-  for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
   bool first_result = true;
   for (const auto& [call, n] : s.nonzero_results) {
     fmt::print("{}{} returned {} ({}x)\n", first_result ? "non-zero:    " : "             ", call.first, call.second, n);

@@ -255,6 +255,11 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
   for (const auto& c : v.api_calls)
     if (keep(c)) add_call(c);
+  for (const auto& n : v.call_counts)  // nested calls that were only counted
+    if (in_window(n.until_ns())) {
+      m_.nested_calls += n.count();
+      if ((n.flags() & 1) != 0) m_.driver_calls += n.count();
+    }
   for (const auto& c : v.copies)
     if (keep(c)) add_copy(c);
   for (const auto& k : v.kernels) {

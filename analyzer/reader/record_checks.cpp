@@ -49,6 +49,20 @@ bool valid(const fb::GpuSample& r) {
 bool valid(const fb::Marker& r) {
   return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.kind());
 }
+// A CallCount covers one drain interval of one thread: 2^40 calls would
+// take hours even at a call per nanosecond.
+bool valid(const fb::CallCount& r) { return r.until_ns() <= kMaxTimestamp && r.count() <= (uint64_t{1} << 40); }
+
+// Call counts are neither delta-coded nor shuffled: a few per chunk.
+uint64_t copy_counts(const flatbuffers::Vector<const fb::CallCount*>* in, std::vector<fb::CallCount>* out) {
+  out->clear();
+  if (in == nullptr) return 0;
+  out->resize(in->size());
+  std::memcpy(out->data(), in->Data(), in->size() * sizeof(fb::CallCount));
+  const size_t before = out->size();
+  std::erase_if(*out, [](const fb::CallCount& r) { return !valid(r); });
+  return before - out->size();
+}
 
 template <class T>
 uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, bool shuffled,
@@ -79,6 +93,7 @@ uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) 
   invalid += decode_vector(c.cpu_samples(), base, shuffled, &out->cpu_samples);
   invalid += decode_vector(c.markers(), base, shuffled, &out->markers);
   invalid += decode_vector(c.gpu_samples(), base, shuffled, &out->gpu_samples);
+  invalid += copy_counts(c.call_counts(), &out->call_counts);
   return invalid;
 }
 
@@ -92,6 +107,7 @@ void DecodedRecords::fill_view(ChunkView* v) const {
   v->cpu_samples = cpu_samples;
   v->markers = markers;
   v->gpu_samples = gpu_samples;
+  v->call_counts = call_counts;
 }
 
 }  // namespace gpuscope::reader

@@ -24,6 +24,7 @@ struct DecodedRecords {
   std::vector<fb::CpuSample> cpu_samples;
   std::vector<fb::Marker> markers;
   std::vector<fb::GpuSample> gpu_samples;
+  std::vector<fb::CallCount> call_counts;
 
   void fill_view(ChunkView* view) const;
 };

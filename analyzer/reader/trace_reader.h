@@ -63,6 +63,7 @@ struct ChunkView {
   std::span<const fb::CpuSample> cpu_samples;
   std::span<const fb::Marker> markers;
   std::span<const fb::GpuSample> gpu_samples;
+  std::span<const fb::CallCount> call_counts;  // successful nested calls, counted (format 1.1)
 };
 
 struct FileInfo {

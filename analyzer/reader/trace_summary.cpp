@@ -201,6 +201,10 @@ void SummaryBuilder::add(const ChunkView& v) {
     ++calls_by_id_[call.function_id()];
     if (call.result() != 0 && call.depth() == 0) ++results_by_id_[{call.function_id(), call.result()}];
   }
+  for (const auto& count : v.call_counts) {
+    calls_by_id_[count.function_id()] += count.count();
+    s_.counted_calls += count.count();
+  }
   widen_span(v.api_calls, &first_, &last_);
   widen_span(v.copies, &first_, &last_);
   widen_span(v.memsets, &first_, &last_);

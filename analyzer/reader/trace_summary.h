@@ -74,7 +74,10 @@ struct TraceSummary {
   std::array<uint64_t, kDropReasons> drops{};  // as of the last frame read
   std::optional<EndInfo> end;                  // the last Totals frame
   std::unordered_map<uint32_t, std::string> strings;
+  // Every call by function: ApiCall records plus the nested calls that
+  // were only counted (CallCount).
   std::map<std::string, uint64_t> calls_by_function;
+  uint64_t counted_calls = 0;  // of those, counted rather than recorded
   // Calls that returned non-zero, by function and result code (outermost
   // calls only: a runtime call's own driver call says the same thing).
   std::map<std::pair<std::string, int>, uint64_t> nonzero_results;

@@ -208,7 +208,8 @@ size_t ChunkBuilder::approximate_bytes() const {
 
 bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
-         loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty();
+         loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty() &&
+         call_counts_.empty();
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
@@ -231,6 +232,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto collection_v = device_collection_ ? build_device_collection(fbb_, *device_collection_) : 0;
   auto modules_v = modules_.empty() ? 0 : build_modules(fbb_, modules_);
   auto stacks_v = stacks_.empty() ? 0 : build_stacks(fbb_, stacks_);
+  auto counts_v = call_counts_.empty() ? 0 : fbb_.CreateVectorOfStructs(call_counts_);
   Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
   if (!strings_.empty()) {
     std::vector<Offset<fb::InternedString>> s;
@@ -262,6 +264,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!loads_v.IsNull()) c.add_loads(loads_v);
   if (!probe_v.IsNull()) c.add_probe(probe_v);
   if (!collection_v.IsNull()) c.add_device_collection(collection_v);
+  if (!counts_v.IsNull()) c.add_call_counts(counts_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -276,6 +279,7 @@ void ChunkBuilder::clear() {
   device_collection_.reset();
   modules_.clear();
   stacks_.clear();
+  call_counts_.clear();
   drops_.reset();
   totals_.reset();
 }

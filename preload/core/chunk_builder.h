@@ -152,6 +152,8 @@ class ChunkBuilder {
   void set_device_collection(DeviceCollectionData d) { device_collection_ = std::move(d); }
   void add_module(ModuleDescription module) { modules_.push_back(std::move(module)); }
   void add_stack(StackDescription stack) { stacks_.push_back(std::move(stack)); }
+  // Not a record (events_written leaves it out): counted nested calls.
+  void add_call_count(const fb::CallCount& count) { call_counts_.push_back(count); }
 
   size_t record_count() const;
   size_t approximate_bytes() const;
@@ -176,6 +178,7 @@ class ChunkBuilder {
   std::optional<DeviceCollectionData> device_collection_;
   std::vector<ModuleDescription> modules_;
   std::vector<StackDescription> stacks_;
+  std::vector<fb::CallCount> call_counts_;
   std::optional<ProcessMetadata> metadata_;
   std::vector<std::pair<uint32_t, std::string>> strings_;
   std::optional<DropCounts> drops_;

@@ -43,16 +43,19 @@ bool tsc_timestamps_usable();
 
 // A hot-path timestamp: TSC ticks or CLOCK_MONOTONIC ns, per
 // hot_timestamps_are_ticks().
-inline uint64_t hot_timestamp() noexcept {
+inline bool hot_timestamps_are_ticks() noexcept {
+  return detail::g_timestamps_in_ticks.load(std::memory_order_relaxed);
+}
+
+// Same, for a caller that already read hot_timestamps_are_ticks().
+inline uint64_t hot_timestamp(bool ticks) noexcept {
 #if defined(__x86_64__)
-  if (detail::g_timestamps_in_ticks.load(std::memory_order_relaxed)) return __rdtsc();
+  if (ticks) return __rdtsc();
 #endif
   return monotonic_ns();
 }
 
-inline bool hot_timestamps_are_ticks() noexcept {
-  return detail::g_timestamps_in_ticks.load(std::memory_order_relaxed);
-}
+inline uint64_t hot_timestamp() noexcept { return hot_timestamp(hot_timestamps_are_ticks()); }
 
 // Writer side: turns TSC ticks into CLOCK_MONOTONIC ns. Each calibrate()
 // takes a (ticks, ns) pair; conversion anchors at the latest pair and uses

@@ -42,7 +42,8 @@ struct ThreadContext {
 namespace detail {
 extern std::atomic<Phase> g_phase;
 extern std::atomic<uint32_t> g_generation;
-extern thread_local ThreadContext t_context __attribute__((tls_model("initial-exec")));
+// constinit: no dynamic initialization, so an access needs no TLS wrapper check.
+extern thread_local constinit ThreadContext t_context __attribute__((tls_model("initial-exec")));
 ThreadSlot* attach_current_thread() noexcept;
 }  // namespace detail
 
@@ -98,22 +99,30 @@ template <class T> inline bool record(const T& r) noexcept {
 // Typed records (Copy, Sync, ...) for the same call reuse correlation_id().
 class ApiCallScope {
  public:
-  explicit ApiCallScope(uint32_t function_id) noexcept
-      : ApiCallScope([function_id] { return function_id; }) {}
+  explicit ApiCallScope(uint32_t function_id, uint16_t nested_counter = 0) noexcept
+      : ApiCallScope([function_id] { return function_id; }, [nested_counter] { return nested_counter; }) {}
 
   // `function_id()` is evaluated only when recording, so a lazily interned
-  // name costs nothing while gpuscope is idle or disabled.
-  template <class IdFn>
-    requires std::is_invocable_r_v<uint32_t, IdFn>
-  explicit ApiCallScope(IdFn&& function_id) noexcept : slot_(recording_slot()) {
+  // name costs nothing while gpuscope is idle or disabled. `nested_counter()`
+  // only for a nested call (depth > 0): where it is counted if it succeeds
+  // (call_counts.h), 0 to record it in full.
+  template <class IdFn, class CounterFn>
+    requires std::is_invocable_r_v<uint32_t, IdFn> && std::is_invocable_r_v<uint16_t, CounterFn>
+  ApiCallScope(IdFn&& function_id, CounterFn&& nested_counter) noexcept : slot_(recording_slot()) {
     if (slot_ == nullptr) return;
-    ThreadContext& t = detail::t_context;
-    depth_ = t.depth++;
+    depth_ = detail::t_context.depth++;
     function_id_ = function_id();
-    correlation_id_ = slot_->next_correlation_id();
-    if (depth_ == 0) t.outer_correlation = correlation_id_;  // one TLS store
+    if (depth_ == 0) {
+      correlation_id_ = slot_->next_correlation_id();
+      detail::t_context.outer_correlation = correlation_id_;  // one TLS store
+    } else {
+      counter_ = nested_counter();
+    }
     ticks_ = hot_timestamps_are_ticks();
-    start_ = hot_timestamp();
+    // A call that will most likely only be counted takes no clock reading
+    // (~12 ns each on a VM's TSC); if it fails after all, finish() records
+    // it with no duration: the outer call carries it.
+    if (counter_ == 0) start_ = hot_timestamp(ticks_);
   }
   ~ApiCallScope() {
     if (slot_ == nullptr) return;
@@ -132,18 +141,30 @@ class ApiCallScope {
   // Takes the start time again: for work done after the scope opened that is
   // gpuscope's, not the call's (unwinding the call stack).
   void restart_clock() noexcept {
-    if (slot_ != nullptr) start_ = hot_timestamp();
+    if (slot_ != nullptr && counter_ == 0) start_ = hot_timestamp(ticks_);
   }
   // Start and end in the hot-path timebase; typed records that copy them
   // must be recorded with record_flags().
   uint64_t start() const noexcept { return start_; }
   uint8_t record_flags() const noexcept { return ticks_ ? kRecordInTicks : 0; }
 
-  // Records the call; returns its end timestamp (0 when inactive).
+  // A nested call with a counter that succeeds is counted, not recorded.
+  bool counts_on_success() const noexcept { return counter_ != 0; }
+  // finish(0) for such a call, short enough to inline into every hook.
+  void count_success() noexcept { bump_call_counter(slot_->counters, counter_); }
+
+  // Records the call, or counts it; returns its end timestamp (0 when
+  // inactive or counted).
   uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0, int16_t device = -1,
                   uint32_t stack_id = 0) noexcept {
     if (slot_ == nullptr) return 0;
-    const uint64_t end = hot_timestamp();
+    if (result == 0 && counter_ != 0) {
+      bump_call_counter(slot_->counters, counter_);
+      return 0;
+    }
+    const uint64_t end = hot_timestamp(ticks_);
+    if (counter_ != 0) start_ = end;  // not timed: see the constructor
+    if (depth_ != 0) correlation_id_ = slot_->next_correlation_id();
     const fb::ApiCall rec(start_, end - start_, correlation_id_, stream, slot_->tid, stack_id,
                           result, function_id_, depth_, flags, device, 0);
     record(slot_, rec, record_flags());
@@ -156,6 +177,7 @@ class ApiCallScope {
   bool ticks_ = false;
   uint64_t correlation_id_ = 0;
   uint32_t function_id_ = 0;
+  uint16_t counter_ = 0;
   uint8_t depth_ = 0;
 };
 

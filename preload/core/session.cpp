@@ -14,7 +14,7 @@ namespace gpuscope::capture {
 namespace detail {
 std::atomic<Phase> g_phase{Phase::Idle};
 std::atomic<uint32_t> g_generation{0};
-thread_local ThreadContext t_context __attribute__((tls_model("initial-exec"))) = {};
+thread_local constinit ThreadContext t_context __attribute__((tls_model("initial-exec"))) = {};
 }  // namespace detail
 
 namespace {

@@ -12,7 +12,7 @@ SlotPool::~SlotPool() {
 
 bool SlotPool::create(uint32_t slots, size_t ring_bytes) {
   ring_bytes_ = std::bit_ceil(std::max<size_t>(ring_bytes, 4096));
-  mapped_bytes_ = ring_bytes_ * slots;
+  mapped_bytes_ = (ring_bytes_ + sizeof(CallCounterPage)) * slots;
   // MAP_NORESERVE: reserve address space for every possible thread, but only
   // the pages a thread actually writes cost memory.
   void* mem = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
@@ -21,7 +21,11 @@ bool SlotPool::create(uint32_t slots, size_t ring_bytes) {
   memory_ = static_cast<std::byte*>(mem);
   slots_ = std::make_unique<ThreadSlot[]>(slots);
   count_ = slots;
-  for (uint32_t i = 0; i < slots; ++i) slots_[i].ring.attach(memory_ + i * ring_bytes_, ring_bytes_);
+  auto* counters = reinterpret_cast<CallCounterPage*>(memory_ + ring_bytes_ * slots);
+  for (uint32_t i = 0; i < slots; ++i) {
+    slots_[i].ring.attach(memory_ + i * ring_bytes_, ring_bytes_);
+    slots_[i].counters = counters + i;
+  }
   return true;
 }
 
@@ -50,6 +54,7 @@ void SlotPool::recycle(ThreadSlot& slot, uint64_t* retired_drops) noexcept {
   // leave the process holding one ring per thread it ever had.
   madvise(memory_ + index * ring_bytes_, ring_bytes_, MADV_DONTNEED);
   slot.ring.attach(memory_ + index * ring_bytes_, ring_bytes_);
+  madvise(slot.counters, sizeof(CallCounterPage), MADV_DONTNEED);  // zero again: the next thread starts at 0
   slot.tid = 0;
   // Release: the next owner's acquire CAS sees the reset ring and counters.
   slot.state.store(SlotState::Free, std::memory_order_release);

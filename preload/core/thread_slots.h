@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "gpuscope_generated.h"
+#include "call_counts.h"
 #include "ring.h"
 
 namespace gpuscope::capture {
@@ -39,6 +40,7 @@ struct ThreadSlot {
   uint64_t correlation_prefix = 0;  // thread ordinal << 40
   uint64_t next_sequence = 0;       // producer-owned
   SingleWriterCounter drops[kDropReasonCount];
+  CallCounterPage* counters = nullptr;  // successful nested calls (call_counts.h)
 
   uint64_t next_correlation_id() noexcept { return correlation_prefix | ++next_sequence; }
 };
@@ -50,7 +52,8 @@ class SlotPool {
   SlotPool& operator=(const SlotPool&) = delete;
   ~SlotPool();
 
-  // Maps `slots` rings of `ring_bytes` (rounded up to a power of two).
+  // Maps `slots` rings of `ring_bytes` (rounded up to a power of two), and
+  // a page of call counters for each.
   bool create(uint32_t slots, size_t ring_bytes);
 
   // Hot-path-safe: claims a free slot for the calling thread or returns null.

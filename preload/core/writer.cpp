@@ -116,13 +116,33 @@ void Writer::drain_all() {
     const SlotState state = slot.state.load(std::memory_order_acquire);
     if (state == SlotState::Free) continue;
     drain_ring(slot.ring);
-    // Retired was stored after the thread's last push, so the drain above
-    // has emptied it for good.
+    add_call_counts(slot);
+    // Retired was stored after the thread's last push (and count), so the
+    // drain above has emptied it for good.
     if (state == SlotState::Retired) pool_.recycle(slot, retired_drops_);
   }
   // Strings after records: every string a drained record refers to was
   // interned before that record was pushed, so it is in this chunk or earlier.
   if (!output_dead_) builder_.add_strings(strings_.take_pending());
+}
+
+// What the slot's thread counted since the last drain, one CallCount per
+// function whose counter moved. Each function's name was interned before
+// its counter index was assigned, so the strings taken after the drain
+// cover it.
+void Writer::add_call_counts(ThreadSlot& slot) {
+  const uint16_t assigned = call_counters_assigned();
+  CallCounterPage& page = *slot.counters;
+  for (uint16_t i = 1; i < assigned; ++i) {
+    const uint64_t now = std::atomic_ref<uint64_t>(page.counts[i]).load(std::memory_order_relaxed);
+    if (now == page.written[i]) continue;
+    const CountedFunction f = counted_function(i);
+    if (f.function_id == 0) continue;  // being assigned: next drain
+    if (!output_dead_)
+      builder_.add_call_count(fb::CallCount(monotonic_ns(), now - page.written[i], slot.tid, f.function_id, f.flags,
+                                            0, 0, 0));
+    page.written[i] = now;
+  }
 }
 
 // Whole runs of ring records go to the builder at once, kDrainBatch records

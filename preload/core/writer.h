@@ -54,6 +54,7 @@ class Writer {
   void run();
   void drain_all();
   void drain_ring(SpscRing& ring);
+  void add_call_counts(ThreadSlot& slot);
   void poll_sources(uint64_t now);
   bool capture_end_wanted() const;
   bool write_chunk(const TotalsInfo* totals);

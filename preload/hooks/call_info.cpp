@@ -206,17 +206,4 @@ AllocCall unregistration(const void* address) noexcept {
   return c;
 }
 
-LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
-                  uint32_t shared, const void* stream) noexcept {
-  LaunchCall c;
-  c.stream = stream_id(stream);
-  c.wants_stack = true;
-  c.sample_stack = true;
-  c.function = function;
-  c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
-  c.block[0] = bx, c.block[1] = by, c.block[2] = bz;
-  c.shared_bytes = shared;
-  return c;
-}
-
 }  // namespace gpuscope::hooks

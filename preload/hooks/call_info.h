@@ -1,9 +1,10 @@
 // What a hooked call means, built from its arguments before the call and
 // turned into records after it. One type per family; the runtime and driver
-// tables share them. `after()` always records the ApiCall; the typed record
-// (Copy, Memset, Alloc, Sync, Kernel) is written only for the outermost
-// gpuscope-visible call on the thread, so a runtime call and the driver call
-// it makes count once.
+// tables share them. `after()` always records the ApiCall (a nested one that
+// succeeds is only counted: call_counts.h); the typed record (Copy, Memset,
+// Alloc, Sync, Kernel) is written only for the outermost gpuscope-visible
+// call on the thread, so a runtime call and the driver call it makes count
+// once.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,9 @@ inline constexpr uint32_t kLaunchStackEvery = 64;
 
 // Plain API call: just the ApiCall record.
 struct CallInfo {
+  // after() must run for nested calls that succeed too (traced_nested).
+  static constexpr bool kNestedSideEffects = false;
+
   uint64_t stream = 0;
   bool wants_stack = false;
   bool sample_stack = false;  // launches: unwind only every kLaunchStackEvery-th one
@@ -78,6 +82,7 @@ struct MemsetCall : CallInfo {
 // Allocations read their result (the new address, a pitch) after the call
 // through these pointers; frees say which address went away.
 struct AllocCall : CallInfo {
+  static constexpr bool kNestedSideEffects = true;  // the registry follows every level
   fb::AllocOp op = fb::AllocOp::Alloc;
   fb::MemoryKind kind = fb::MemoryKind::Device;
   void* const* out_pointer = nullptr;      // runtime allocations: void**
@@ -125,7 +130,18 @@ AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, cons
 AllocCall release(const void* address, fb::MemoryKind kind, const void* stream = nullptr, bool async = false) noexcept;
 AllocCall registration(const void* address, uint64_t bytes) noexcept;
 AllocCall unregistration(const void* address) noexcept;
-LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
-                  uint32_t shared, const void* stream) noexcept;
+// Inline: built on every launch, in the hook's own frame.
+inline LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
+                         uint32_t bz, uint32_t shared, const void* stream) noexcept {
+  LaunchCall c;
+  c.stream = stream_id(stream);
+  c.wants_stack = true;
+  c.sample_stack = true;
+  c.function = function;
+  c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
+  c.block[0] = bx, c.block[1] = by, c.block[2] = bz;
+  c.shared_bytes = shared;
+  return c;
+}
 
 }  // namespace gpuscope::hooks

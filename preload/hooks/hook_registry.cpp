@@ -2,6 +2,7 @@
 #include <cstring>
 #include <vector>
 
+#include "call_counts.h"
 #include "hook_support.h"
 
 namespace gpuscope::hooks {
@@ -38,12 +39,19 @@ void* HookSlot::resolve_next() noexcept {
   return real.load(std::memory_order_acquire);
 }
 
-uint32_t HookSlot::id() {
-  uint32_t v = function_id.load(std::memory_order_relaxed);
-  if (__builtin_expect(v != 0, 1)) return v;
-  v = capture::session_strings().intern(name);  // once per function: interning is idempotent
+uint32_t HookSlot::intern_name() {
+  const uint32_t v = capture::session_strings().intern(name);  // once per function: interning is idempotent
   function_id.store(v, std::memory_order_relaxed);
   return v;
+}
+
+uint16_t HookSlot::assign_counter() {
+  const uint16_t assigned = capture::assign_call_counter(id(), flags);
+  uint16_t expected = 0;
+  // A racing thread may have assigned one first: use its index (ours stays unused).
+  if (!counter.compare_exchange_strong(expected, assigned != 0 ? assigned : kNoCounter, std::memory_order_relaxed))
+    return expected == kNoCounter ? 0 : expected;
+  return assigned;
 }
 
 namespace {

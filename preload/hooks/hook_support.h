@@ -33,6 +33,9 @@ struct HookSlot {
   uint8_t flags;
   std::atomic<void*> real{nullptr};
   std::atomic<uint32_t> function_id{0};
+  std::atomic<uint16_t> counter{0};  // call_counts.h index; kNoCounter when none was free
+
+  static constexpr uint16_t kNoCounter = 0xFFFF;
 
   HookSlot(const char* n, void* w, uint8_t f) : name(n), wrapper(w), flags(f) {}
 
@@ -44,10 +47,22 @@ struct HookSlot {
   // Takes `p` as the real function unless one is known already; false when
   // `p` is our own wrapper or a different implementation than the one held.
   bool adopt(void* p) noexcept;
-  uint32_t id();
+  uint32_t id() {
+    const uint32_t v = function_id.load(std::memory_order_relaxed);
+    return __builtin_expect(v != 0, 1) ? v : intern_name();
+  }
+  // Where this function's successful nested calls are counted; 0: nowhere,
+  // record them in full.
+  uint16_t counter_index() {
+    const uint16_t v = counter.load(std::memory_order_relaxed);
+    if (__builtin_expect(v != 0, 1)) return v == kNoCounter ? 0 : v;
+    return assign_counter();
+  }
 
  private:
   void* resolve_next() noexcept;
+  uint16_t assign_counter();
+  uint32_t intern_name();
 };
 
 // Every hook of every family, sorted by name, for the dlsym and
@@ -78,6 +93,24 @@ std::span<HookSlot* const> driver_entry_hooks();  // cuGetProcAddress, v1 and v2
 // loaded): "symbol not found", 500 in both the runtime and the driver API.
 template <class Ret> Ret not_found() noexcept { return static_cast<Ret>(500); }
 
+// A call made inside another hooked call on this thread (the driver call
+// under a runtime call): counted when it succeeds, so unless the family must
+// see every level (Info::kNestedSideEffects: the allocation registry) its
+// arguments are not even described; recorded in full when it fails.
+template <class Call, class Describe>
+inline auto traced_nested(HookSlot& slot, capture::ApiCallScope& scope, Call& call, Describe& describe)
+    -> decltype(call()) {
+  const auto result = call();
+  using Info = decltype(describe());
+  if (!Info::kNestedSideEffects && result == 0 && scope.counts_on_success()) {
+    scope.count_success();
+    return result;
+  }
+  auto info = describe();
+  info.after(scope, static_cast<int32_t>(result), slot.flags);
+  return result;
+}
+
 // Records one call: the ApiCall, and the family's typed record when this is
 // the outermost gpuscope-visible call on the thread.
 // A family whose CallInfo has static `before_any()` / `after_any()` (the
@@ -89,9 +122,14 @@ template <class Call, class Describe>
 inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype(call()) {
   using Info = decltype(describe());
   if constexpr (CaptureTrigger<Info>) Info::before_any();
-  capture::ApiCallScope scope([&] { return slot.id(); });
+  capture::ApiCallScope scope([&] { return slot.id(); }, [&] { return slot.counter_index(); });
   if (!scope.active()) {
     const auto result = call();
+    if constexpr (CaptureTrigger<Info>) Info::after_any();
+    return result;
+  }
+  if (scope.depth() != 0) {
+    const auto result = traced_nested(slot, scope, call, describe);
     if constexpr (CaptureTrigger<Info>) Info::after_any();
     return result;
   }

@@ -15,6 +15,7 @@ constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
 
 // cudaSetDevice: remember the device for this thread's later records.
 struct SetDeviceCall : CallInfo {
+  static constexpr bool kNestedSideEffects = true;
   int device = 0;
   void after(gpuscope::capture::ApiCallScope& s, int32_t result, uint8_t flags) {
     if (result == 0) gpuscope::hooks::set_current_device(device);

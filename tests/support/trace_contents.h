@@ -31,6 +31,7 @@ inline TraceContents read_trace(reader::TraceReader& r) {
     t.cpu_samples.insert(t.cpu_samples.end(), v.cpu_samples.begin(), v.cpu_samples.end());
     t.markers.insert(t.markers.end(), v.markers.begin(), v.markers.end());
     t.gpu_samples.insert(t.gpu_samples.end(), v.gpu_samples.begin(), v.gpu_samples.end());
+    t.call_counts.insert(t.call_counts.end(), v.call_counts.begin(), v.call_counts.end());
   });
   return t;
 }

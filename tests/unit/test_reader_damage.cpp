@@ -171,7 +171,9 @@ TEST(ReaderDamage, NewerMajorVersionIsRefusedNamingBoth) {
   std::memcpy(bytes.data(), &h, sizeof h);
   const auto r = read_bytes(bytes);
   EXPECT_FALSE(r.opened);
-  EXPECT_EQ(r.error, "trace: trace format 2.3 is newer than this gpuscope supports (1.1); read it with a newer gpuscope");
+  EXPECT_EQ(r.error, "trace: trace format 2.3 is newer than this gpuscope supports (" +
+                         std::to_string(container::kFormatMajor) + "." + std::to_string(container::kFormatMinor) +
+                         "); read it with a newer gpuscope");
 }
 
 TEST(ReaderDamage, NewerMinorVersionIsReadWithANote) {

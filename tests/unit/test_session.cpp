@@ -241,6 +241,78 @@ TEST_F(SessionTest, NestedCallsCarryTheirDepth) {
   EXPECT_GE(t.api_calls[0].start_ns(), t.api_calls[1].start_ns());
 }
 
+// A runtime call making its driver call, as the hooks see them.
+void call_with_nested(uint32_t outer, uint32_t inner, uint16_t counter, int32_t result) {
+  ApiCallScope runtime_call(outer);
+  {
+    ApiCallScope driver_call(inner, counter);
+    driver_call.finish(result);
+  }
+  runtime_call.finish(result);
+}
+
+// The driver call under a runtime call: counted when it succeeds (the
+// outer ApiCall says the rest), recorded in full when it fails.
+TEST_F(SessionTest, SuccessfulNestedCallsAreCountedFailedOnesRecorded) {
+  start(quiet_options());
+  const uint32_t outer = session_strings().intern("cudaLaunchKernel");
+  const uint32_t inner = session_strings().intern("cuLaunchKernel");
+  const uint16_t counter = assign_call_counter(inner, 1);
+  ASSERT_NE(counter, 0);
+  for (int result : {0, 0, 0, 719}) call_with_nested(outer, inner, counter, result);
+  const auto t = stop_and_read();
+  ASSERT_EQ(t.api_calls.size(), 5u);  // four outer calls, the failed inner one
+  EXPECT_EQ(t.api_calls[3].function_id(), inner);
+  EXPECT_EQ(t.api_calls[3].result(), 719);
+  EXPECT_EQ(t.api_calls[3].depth(), 1);
+  EXPECT_EQ(t.api_calls[3].duration_ns(), 0u);  // not timed: the outer call has the duration
+  EXPECT_GE(t.api_calls[3].start_ns(), t.api_calls[2].start_ns());
+  uint64_t counted = 0;
+  for (const auto& c : t.call_counts) {
+    EXPECT_EQ(c.function_id(), inner);
+    EXPECT_EQ(c.flags(), 1);
+    EXPECT_NE(c.tid(), 0u);
+    counted += c.count();
+  }
+  EXPECT_EQ(counted, 3u);
+  EXPECT_EQ(t.summary.counted_calls, 3u);
+  EXPECT_EQ(t.summary.calls_by_function.at("cuLaunchKernel"), 4u);
+  EXPECT_EQ(t.summary.calls_by_function.at("cudaLaunchKernel"), 4u);
+}
+
+// Counts of a thread that exits are written before its slot is reused, and
+// a thread that takes the slot over starts from zero.
+TEST_F(SessionTest, CountsOfExitedThreadsAreKeptOnce) {
+  start(quiet_options());
+  const uint32_t outer = session_strings().intern("cudaMemcpy");
+  const uint32_t inner = session_strings().intern("cuMemcpyHtoD_v2");
+  const uint16_t counter = assign_call_counter(inner, 1);
+  for (int round = 0; round < 3; ++round) {
+    std::thread([&] {
+      for (int i = 0; i < 10; ++i) call_with_nested(outer, inner, counter, 0);
+    }).join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));  // the writer recycles the slot
+  }
+  const auto t = stop_and_read();
+  EXPECT_EQ(t.summary.calls_by_function.at("cuMemcpyHtoD_v2"), 30u);
+  EXPECT_EQ(t.summary.counted_calls, 30u);
+  EXPECT_EQ(t.api_calls.size(), 30u);  // the outer calls only
+}
+
+// An outermost call is always recorded, counter or not.
+TEST_F(SessionTest, OutermostCallsAreNeverOnlyCounted) {
+  start(quiet_options());
+  const uint32_t fid = session_strings().intern("cuMemAlloc_v2");
+  const uint16_t counter = assign_call_counter(fid, 1);
+  {
+    ApiCallScope call(fid, counter);
+    call.finish(0);
+  }
+  const auto t = stop_and_read();
+  EXPECT_EQ(t.api_calls.size(), 1u);
+  EXPECT_TRUE(t.call_counts.empty());
+}
+
 TEST_F(SessionTest, InternalCodeIsNotRecorded) {
   start(quiet_options());
   {
