@@ -158,8 +158,8 @@ class ApiCallScope {
   uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0, int16_t device = -1,
                   uint32_t stack_id = 0) noexcept {
     if (slot_ == nullptr) return 0;
-    if (result == 0 && counter_ != 0) {
-      bump_call_counter(slot_->counters, counter_);
+    if (result == 0 && counts_on_success()) {
+      count_success();
       return 0;
     }
     const uint64_t end = hot_timestamp(ticks_);

@@ -111,32 +111,34 @@ inline auto traced_nested(HookSlot& slot, capture::ApiCallScope& scope, Call& ca
   return result;
 }
 
-// Records one call: the ApiCall, and the family's typed record when this is
-// the outermost gpuscope-visible call on the thread.
-// A family whose CallInfo has static `before_any()` / `after_any()` (the
-// profiler API: capture-range triggers) gets them around every call,
-// recorded or not: they are what starts and stops recording.
+// A CallInfo with static `before_any()` / `after_any()`: the profiler API's
+// capture-range triggers.
 template <class Info> concept CaptureTrigger = requires { Info::before_any(); Info::after_any(); };
 
+// The call itself, recorded at its level: not at all when not recording,
+// counted or recorded when nested (traced_nested), in full when outermost.
+template <class Call, class Describe>
+inline auto record_call(HookSlot& slot, capture::ApiCallScope& scope, Call& call, Describe& describe)
+    -> decltype(call()) {
+  if (!scope.active()) return call();
+  if (scope.depth() != 0) return traced_nested(slot, scope, call, describe);
+  auto info = describe();
+  info.before(scope);
+  const auto result = call();
+  info.after(scope, static_cast<int32_t>(result), slot.flags);
+  return result;
+}
+
+// Records one call: the ApiCall, and the family's typed record when this is
+// the outermost gpuscope-visible call on the thread. Capture-range triggers
+// run around every call, recorded or not: they are what starts and stops
+// recording.
 template <class Call, class Describe>
 inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype(call()) {
   using Info = decltype(describe());
   if constexpr (CaptureTrigger<Info>) Info::before_any();
   capture::ApiCallScope scope([&] { return slot.id(); }, [&] { return slot.counter_index(); });
-  if (!scope.active()) {
-    const auto result = call();
-    if constexpr (CaptureTrigger<Info>) Info::after_any();
-    return result;
-  }
-  if (scope.depth() != 0) {
-    const auto result = traced_nested(slot, scope, call, describe);
-    if constexpr (CaptureTrigger<Info>) Info::after_any();
-    return result;
-  }
-  auto info = describe();
-  info.before(scope);
-  const auto result = call();
-  info.after(scope, static_cast<int32_t>(result), slot.flags);
+  const auto result = record_call(slot, scope, call, describe);
   if constexpr (CaptureTrigger<Info>) Info::after_any();
   return result;
 }
