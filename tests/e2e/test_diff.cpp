@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_support.h"
+#include "../support/simgpu_segment.h"
 
 namespace gpuscope::test {
 namespace {
@@ -19,7 +20,12 @@ class Diff : public ::testing::Test {
     slow_ = trace("slow.gpuscope", {"--iters", "3000"});
     fixed_ = trace("fixed.gpuscope", {"--iters", "3000", "--fixed"});
   }
-  static void TearDownTestSuite() { delete dir_; }
+  static void TearDownTestSuite() {
+    delete dir_;
+    remove_simgpu_segment(shared_id());
+  }
+  // The verdicts read simgpu's NVML: other tests' kernels stay out of it.
+  static std::string shared_id() { return "gpuscope-e2e-diff-" + std::to_string(getpid()); }
   void SetUp() override {
     if (!simgpu_built()) GTEST_SKIP() << "simgpu not built";
   }
@@ -27,7 +33,7 @@ class Diff : public ::testing::Test {
     const std::string path = dir_->file(name);
     std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", path, "--", bin("sync_bound")};
     argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+    const auto r = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR), "SIMGPU_SHARED_ID=" + shared_id()}));
     EXPECT_EQ(r.exit_code(), 0) << r.err;
     return path;
   }

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "e2e_support.h"
+#include "../support/simgpu_segment.h"
 
 namespace gpuscope::test {
 namespace {
@@ -67,11 +68,7 @@ class GpuMetricsTest : public ::testing::Test {
 
   // simgpu leaves its shared-memory segment behind (by design): ours go.
   void TearDown() override {
-    if (shared_id_.empty()) return;
-    const std::string suffix = "-" + std::to_string(getuid()) + "-" + shared_id_;
-    for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
-      if (e.path().filename().string().starts_with("simgpu") && e.path().filename().string().ends_with(suffix))
-        std::filesystem::remove(e.path());
+    if (!shared_id_.empty()) remove_simgpu_segment(shared_id_);
   }
 
   TempDir dir_;

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "recorder.h"
 #include "session.h"
+#include "../support/simgpu_segment.h"
 #include "../support/temp_dir.h"
 #include "../support/trace_contents.h"
 
@@ -58,12 +59,7 @@ class GpuSourceTest : public ::testing::Test {
 
   // simgpu leaves its shared-memory segment behind (by design); ours goes.
   // NVML keeps its mapping, so later tests of this process still see it.
-  void TearDown() override {
-    const std::string suffix = "-" + std::to_string(getuid()) + "-" + shared_id();
-    for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
-      if (e.path().filename().string().starts_with("simgpu") && e.path().filename().string().ends_with(suffix))
-        std::filesystem::remove(e.path());
-  }
+  void TearDown() override { test::remove_simgpu_segment(shared_id()); }
 
   static std::string shared_id() { return "gpuscope-preload-test-" + std::to_string(getpid()); }
 
