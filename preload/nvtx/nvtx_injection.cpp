@@ -128,12 +128,16 @@ nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
 void NVTX_API domain_destroy(nvtxDomainHandle_t) {}  // ids stay valid: records may still name the domain
 void NVTX_API initialize(const void*) {}
 
+// Constant-initialized: NVTX may call the entry point from a constructor
+// that runs before ours. A handler's address is returned by a function
+// because casting it to NvtxFunctionPointer is not a constant expression.
 struct Entry {
   unsigned id;
-  NvtxFunctionPointer handler;
+  NvtxFunctionPointer (*handler)() noexcept;
 };
-#define GPUSCOPE_NVTX_ENTRY(cbid, fn) Entry{cbid, reinterpret_cast<NvtxFunctionPointer>(&fn)}
-const Entry kCoreEntries[] = {
+#define GPUSCOPE_NVTX_ENTRY(cbid, fn) \
+  Entry { cbid, []() noexcept { return reinterpret_cast<NvtxFunctionPointer>(&fn); } }
+constinit const Entry kCoreEntries[] = {
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_MarkEx, mark_ex),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_MarkA, mark_a),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_MarkW, mark_w),
@@ -148,7 +152,7 @@ const Entry kCoreEntries[] = {
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_NameOsThreadA, name_os_thread_a),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_NameOsThreadW, name_os_thread_w),
 };
-const Entry kCore2Entries[] = {
+constinit const Entry kCore2Entries[] = {
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE2_DomainMarkEx, domain_mark_ex),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE2_DomainRangeStartEx, domain_range_start_ex),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE2_DomainRangeEnd, domain_range_end),
@@ -170,7 +174,7 @@ bool install(const NvtxExportTableCallbacks* callbacks, NvtxCallbackModule modul
   unsigned size = 0;
   if (callbacks->GetModuleFunctionTable(module, &table, &size) == 0 || table == nullptr) return false;
   for (const Entry& e : entries)
-    if (e.id < size && table[e.id] != nullptr) *table[e.id] = e.handler;
+    if (e.id < size && table[e.id] != nullptr) *table[e.id] = e.handler();
   return true;
 }
 
