@@ -17,6 +17,7 @@
 #undef cuGetProcAddress  // cuda.h maps it to _v2; the v1 entry point is exported too
 
 #include "hooks/hook_support.h"
+#include "instance.h"
 
 GPUSCOPE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
 GPUSCOPE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
@@ -51,9 +52,11 @@ Interception intercept(void* handle, const char* name, void* caller) {
   if (handle == RTLD_NEXT) return {};
   HookSlot* slot = find_hook(name);
   if (slot == nullptr || called_from_cupti(caller)) return {};
+  // A copy standing down (instance.h) is glibc's dlsym and nothing else.
+  if (!preload::is_primary_instance()) return {};
   if (handle != RTLD_DEFAULT) remember_library_handle(handle);
   void* real = handle == RTLD_DEFAULT ? nullptr : preload::real_dlsym()(handle, name);
-  if (real == nullptr || real == slot->wrapper()) real = preload::next_symbol(name);
+  if (real == nullptr || real == slot->wrapper()) real = preload::next_definition(name);
   if (real == nullptr) return {true, nullptr};
   return {true, slot->adopt(real) ? slot->wrapper() : real};  // a second, different implementation stays unhooked
 }

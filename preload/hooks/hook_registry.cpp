@@ -1,10 +1,14 @@
 #include "call_counts.h"
 #include "hook_support.h"
+#include "instance.h"
 
 namespace gpuscope::hooks {
 
 bool HookSlot::adopt(void* p) noexcept {
   if (p == nullptr || p == wrapper()) return false;
+  if (void* held = real.load(std::memory_order_acquire); held != nullptr) return held == p;
+  // Another copy's hook hands the call back to the primary: never chain to it.
+  if (preload::is_primary_instance() && preload::in_other_instance(p)) return false;
   void* expected = nullptr;
   if (real.compare_exchange_strong(expected, p, std::memory_order_acq_rel)) return true;
   return expected == p;
@@ -25,7 +29,10 @@ void remember_library_handle(void* handle) noexcept {
 
 void* HookSlot::resolve_next() noexcept {
   void* const own = wrapper();
-  void* p = preload::next_symbol(name);
+  // A copy standing down passes every call to the primary's hook (instance.h).
+  const preload::InstanceMarker* primary = preload::primary_instance_marker();
+  void* p = primary != nullptr ? primary->hook_address(name) : nullptr;
+  if (p == nullptr) p = preload::next_definition(name);
   for (size_t i = 0; (p == nullptr || p == own) && i < kMaxHandles; ++i) {
     void* handle = g_handles[i].load(std::memory_order_acquire);
     if (handle == nullptr) break;
@@ -71,3 +78,8 @@ HookSlot* find_hook(std::string_view name) {
 }
 
 }  // namespace gpuscope::hooks
+
+void* gpuscope::preload::hook_address(const char* name) {
+  hooks::HookSlot* slot = name != nullptr ? hooks::find_hook(name) : nullptr;
+  return slot != nullptr ? slot->wrapper() : nullptr;
+}

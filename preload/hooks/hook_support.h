@@ -7,7 +7,9 @@
 // Where the real function comes from, in order of arrival:
 //  - dlsym(handle, name) or cuGetProcAddress handing it out (the override in
 //    preload/driver/ adopts it and returns our wrapper instead);
-//  - otherwise, on first call, the next definition after libgpuscope.so.
+//  - otherwise, on first call, the next definition after libgpuscope.so that
+//    is not another copy of it; in a copy standing down, the primary copy's
+//    hook (instance.h).
 #pragma once
 
 #include <atomic>
@@ -165,12 +167,17 @@ inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype
 
 }  // namespace gpuscope::hooks
 
-// The slot of the exported hook `name` (declared before), constant-initialized.
-// Hand-written hooks declare theirs with it too.
+// The slot of the exported hook `name` (declared before and defined in the
+// same file), constant-initialized. Hand-written hooks declare theirs with it
+// too. The wrapper's address is taken through a hidden alias: `&::name`
+// would bind to the first definition of `name` in the global scope, which is
+// another copy's hook, or the CUDA library's own function, when this copy is
+// not first (instance.h).
 #define GPUSCOPE_HOOK_SLOT(name, flags)                                                         \
+  extern "C" __attribute__((visibility("hidden"), alias(#name))) decltype(::name) gpuscope_own_##name; \
   namespace gpuscope::hooks::slots {                                                            \
   constinit HookSlot name{                                                                      \
-      #name, []() noexcept -> void* { return reinterpret_cast<void*>(&::name); }, flags};       \
+      #name, []() noexcept -> void* { return reinterpret_cast<void*>(&::gpuscope_own_##name); }, flags}; \
   }
 
 // One table row -> one exported hook. `describe` builds the CallInfo from the

@@ -18,6 +18,7 @@
 #include <cwchar>
 
 #include "hooks/hook_support.h"
+#include "instance.h"
 #include "nvtx_capture.h"
 #include "nvtx_record.h"
 
@@ -183,7 +184,7 @@ bool install(const NvtxExportTableCallbacks* callbacks, NvtxCallbackModule modul
 
 // 1 = attached, 0 = not (NVTX then unloads nothing of ours that matters:
 // the library is preloaded, and its functions become no-ops).
-GPUSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+int gpuscope::preload::initialize_injection_nvtx2(NvtxGetExportTableFunc_t get_export_table) {
   using namespace gpuscope::nvtx;
   if (get_export_table == nullptr) return 0;
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
@@ -193,4 +194,13 @@ GPUSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export
   const bool core = install(callbacks, NVTX_CB_MODULE_CORE, kCoreEntries);
   install(callbacks, NVTX_CB_MODULE_CORE2, kCore2Entries);  // absent in very old NVTX: core still works
   return core ? 1 : 0;
+}
+
+// A copy that stands down (instance.h) hands the call to the primary, so
+// NVTX_INJECTION64_PATH naming another copy still records into the primary.
+GPUSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+  using namespace gpuscope::preload;
+  if (const InstanceMarker* primary = primary_instance_marker())
+    return primary->initialize_injection_nvtx2(get_export_table);
+  return is_primary_instance() ? initialize_injection_nvtx2(get_export_table) : 0;
 }

@@ -13,6 +13,8 @@
 //            (joined by early_finish_LABEL, from main)
 //   inject   calls InitializeInjection of CUDA_INJECTION64_PATH, as the
 //            CUDA driver does at CUDA initialization
+//   copy     dlopens EARLY_COPY (another copy of libgpuscope.so) and calls
+//            cudaGetDeviceCount through dlsym of that handle
 // Every line printed is the same with and without gpuscope.
 #include <dlfcn.h>
 #include <pthread.h>
@@ -113,12 +115,22 @@ void inject() {
   std::printf("%s: InitializeInjection: %d\n", EARLY_NAME, init != nullptr ? init() : -1);
 }
 
+void copy_handle_call() {
+  const char* path = std::getenv("EARLY_COPY");
+  const auto count = symbol<CountFn>(path != nullptr ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr,
+                                     "cudaGetDeviceCount");
+  int devices = -1;
+  const int rc = count != nullptr ? count(&devices) : -1;
+  std::printf("%s: cudaGetDeviceCount through another copy's handle: %d (%d devices)\n", EARLY_NAME, rc, devices);
+}
+
 EARLY_CONSTRUCTOR void early() {
   if (wanted("lookup")) lookup();
   if (wanted("runtime")) runtime_calls();
   if (wanted("driver")) driver_calls();
   if (wanted("thread")) g_worker_started = pthread_create(&g_worker, nullptr, worker, nullptr) == 0;
   if (wanted("inject")) inject();
+  if (wanted("copy")) copy_handle_call();
   std::fflush(stdout);
 }
 
