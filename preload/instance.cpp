@@ -57,15 +57,33 @@ link_map* object_of(const void* address) {
 // is another copy's when this one is not first.
 const void* own_address() { return reinterpret_cast<const void*>(&object_of); }
 
+// glibc's dlclose, from the object that defines dlmopen (libc, or libdl
+// before glibc 2.34). A plain dlclose() binds to the first dlclose in the
+// global scope: a copy's override, which would record the close as the
+// program's.
+using DlcloseFn = int (*)(void*);
+DlcloseFn glibc_dlclose() {
+  static const DlcloseFn fn = [] {
+    Dl_info info{};
+    void* defining = dladdr(reinterpret_cast<void*>(&dlmopen), &info) != 0 && info.dli_fname != nullptr
+                         ? dlmopen(LM_ID_BASE, info.dli_fname, RTLD_NOLOAD | RTLD_LAZY)
+                         : nullptr;
+    void* found = defining != nullptr ? real_dlsym()(defining, "dlclose") : nullptr;
+    return found != nullptr ? reinterpret_cast<DlcloseFn>(found) : &dlclose;
+  }();
+  return fn;
+}
+
 // The marker `object` exports itself (a handle's lookup also searches its
 // dependencies), or null. dlmopen into the base namespace is dlopen without
-// passing through any copy's dlopen override; RTLD_NOLOAD never loads.
+// passing through any copy's dlopen override; RTLD_NOLOAD never loads, and
+// the reference it takes is given back at once.
 const InstanceMarker* marker_of(const LoadedObject& object) {
   void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) return nullptr;
   const auto* marker = static_cast<const InstanceMarker*>(real_dlsym()(handle, kInstanceSymbol));
   const link_map* map = marker != nullptr ? object_of(marker) : nullptr;
-  dlclose(handle);
+  glibc_dlclose()(handle);
   if (map == nullptr || map->l_addr != object.load_bias) return nullptr;
   return std::memcmp(marker->magic, kInstanceMagic, sizeof kInstanceMagic) == 0 ? marker : nullptr;
 }
@@ -91,6 +109,7 @@ bool has_entry_points(const InstanceMarker* m) {
 
 // The marker of the other copy `address` lies in, or null.
 const InstanceMarker* other_instance_at(const void* address) {
+  capture::InternalScope internal;
   const link_map* map = object_of(address);
   if (map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0' || map == object_of(own_address()))
     return nullptr;

@@ -54,6 +54,8 @@ void expect_same_program(const Compared& c) {
   ASSERT_EQ(c.traces, 1u) << c.traced.err;
   ASSERT_TRUE(c.trace.summary.end.has_value()) << c.traced.err;
   EXPECT_EQ(c.trace.summary.end->kind, fb::EndKind::ReturnFromMain);
+  // The program unloads nothing; neither may gpuscope's own lookups.
+  for (const auto& load : c.trace.summary.loads) EXPECT_FALSE(load.unload) << load.path;
 }
 
 class EarlyInit : public ::testing::Test {
