@@ -4,6 +4,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -33,6 +34,23 @@ namespace {
 enum Role : int { kUndecided = 0, kPrimary = 1, kSecondary = 2 };
 std::atomic<int> g_role{kUndecided};
 std::atomic<const InstanceMarker*> g_primary{nullptr};
+
+// Looking at the loaded objects is gpuscope's own business: the hooks it
+// runs under must not record it, and the program's errno stays as it was
+// (its dlerror() state too: the last loader call made is always one that
+// succeeds, glibc_dlclose, which leaves no error pending, as the program's
+// own successful lookup would).
+class OwnLookups {
+ public:
+  OwnLookups() : saved_errno_(errno) {}
+  ~OwnLookups() { errno = saved_errno_; }
+  OwnLookups(const OwnLookups&) = delete;
+  OwnLookups& operator=(const OwnLookups&) = delete;
+
+ private:
+  capture::InternalScope internal_;
+  int saved_errno_;
+};
 
 struct LoadedObject {
   std::string name;
@@ -89,7 +107,7 @@ const InstanceMarker* marker_of(const LoadedObject& object) {
 }
 
 Role decide() {
-  capture::InternalScope internal;  // the loads and lookups below are gpuscope's own
+  const OwnLookups own;
   std::vector<LoadedObject> objects;
   dl_iterate_phdr(collect, &objects);  // in load order
   const link_map* self = object_of(own_address());
@@ -109,7 +127,7 @@ bool has_entry_points(const InstanceMarker* m) {
 
 // The marker of the other copy `address` lies in, or null.
 const InstanceMarker* other_instance_at(const void* address) {
-  capture::InternalScope internal;
+  const OwnLookups own;
   const link_map* map = object_of(address);
   if (map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0' || map == object_of(own_address()))
     return nullptr;

@@ -204,8 +204,14 @@ TEST_F(TwoInstances, StandbyOnAProgramThatAlreadyPreloadsACopy) {
   }
   ASSERT_EQ(sockets.size(), 1u);
   const std::string attached = dir_.path() + "/attached.gpuscope";
-  const ProcessResult a = run({gpuscope_exe(), "attach", sockets.front(), "--duration", "0.3", "-o", attached},
-                              env({"GPUSCOPE_CONTROL_DIR=" + ctl}));
+  // The socket file appears at bind(), a moment before the process listens.
+  ProcessResult a;
+  for (int i = 0; i < 100; ++i) {
+    a = run({gpuscope_exe(), "attach", sockets.front(), "--duration", "0.3", "-o", attached},
+            env({"GPUSCOPE_CONTROL_DIR=" + ctl}));
+    if (a.err.find("cannot connect") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   EXPECT_EQ(a.exit_code(), 0) << a.err;
   const ProcessResult r = finish(s), plain_run = finish(reference);
   ASSERT_EQ(plain_run.exit_code(), 0) << plain_run.err;
