@@ -1,13 +1,17 @@
 // The trace file is created safely and fails safely.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <fstream>
 #include <thread>
 
+#include "container.h"
+#include "trace_lock.h"
 #include "trace_output.h"
 #include "../support/temp_dir.h"
 
@@ -96,6 +100,87 @@ TEST(TraceOutput, AWriteFailureCutsBackToTheLastCompleteAppend) {
   EXPECT_FALSE(ok_second);
   EXPECT_NE(failure.find("File too large"), std::string::npos) << failure;
   EXPECT_EQ(std::filesystem::file_size(path), 3000u);
+}
+
+// The appends a trace starts with, under a file-size limit of `limit`
+// bytes, on a thread that does NOT block SIGXFSZ (the thread that loads the
+// library does not): whether each landed, and the failure.
+struct LimitedStart {
+  bool header = false, frame = false;
+  std::string failure;
+  bool signal_pending = false;
+};
+
+LimitedStart start_under_file_size_limit(const std::string& path, rlim_t limit) {
+  LimitedStart r;
+  std::thread writer([&] {
+    rlimit old{};
+    getrlimit(RLIMIT_FSIZE, &old);
+    rlimit small = old;
+    small.rlim_cur = limit;
+    setrlimit(RLIMIT_FSIZE, &small);
+    TraceOutput out;
+    std::string error;
+    if (out.create(path, &error)) {
+      r.header = out.append(bytes_of(std::string(sizeof(container::FileHeader), 'h')));
+      r.frame = r.header && out.append(bytes_of(std::string(200, 'f')));
+      r.failure = out.failure();
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    sigset_t pending;
+    sigpending(&pending);
+    r.signal_pending = sigismember(&pending, SIGXFSZ) == 1;
+  });
+  writer.join();
+  return r;
+}
+
+TEST(TraceOutput, AHeaderThatCannotBeWrittenLeavesNoFileAndNoSignal) {
+  test::TempDir dir;
+  const std::string path = dir.file("t.gpuscope");
+  const LimitedStart r = start_under_file_size_limit(path, 16);  // the process survives: no SIGXFSZ
+  EXPECT_FALSE(r.header);
+  EXPECT_FALSE(r.signal_pending);
+  EXPECT_NE(r.failure.find("File too large"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("the file was removed"), std::string::npos) << r.failure;
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(TraceOutput, AFirstFrameThatCannotBeWrittenLeavesNoFile) {
+  test::TempDir dir;
+  const std::string path = dir.file("t.gpuscope");
+  const LimitedStart r = start_under_file_size_limit(path, 100);
+  EXPECT_TRUE(r.header);
+  EXPECT_FALSE(r.frame);
+  EXPECT_FALSE(r.signal_pending);
+  EXPECT_NE(r.failure.find("the file was removed"), std::string::npos) << r.failure;
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// What another process (`gpuscope run --force`) sees: 1 when the trace is
+// locked as being written, 0 when not, 2 when it cannot look.
+int live_as_seen_from_another_process(const std::string& path) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    pid_t writer = 0;
+    _exit(fd < 0 ? 2 : container::trace_is_being_written(fd, &writer) && writer == getppid() ? 1 : 0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
+TEST(TraceOutput, ATraceIsLockedAsLiveUntilClosed) {
+  test::TempDir dir;
+  const std::string path = dir.file("t.gpuscope");
+  TraceOutput out;
+  std::string error;
+  ASSERT_TRUE(out.create(path, &error)) << error;
+  ASSERT_TRUE(out.append(bytes_of(std::string(100, 'a'))));
+  EXPECT_EQ(live_as_seen_from_another_process(path), 1);
+  out.close();
+  EXPECT_EQ(live_as_seen_from_another_process(path), 0);
 }
 
 }  // namespace
