@@ -2,6 +2,7 @@
 
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -81,8 +82,17 @@ CaptureConfig read_capture_config() {
   return c;
 }
 
-std::string exec_successor_path(const std::string& path, int pid, const std::string& exe) {
-  return with_suffix(path, "-" + std::to_string(pid) + "-" + exe);
+std::string exec_successor_path(const std::string& path) {
+  // Images of one process run one after the other: probing cannot race
+  // with a sibling. The bound only stops a directory stuffed with names.
+  constexpr int kMaxImages = 10'000;
+  std::string candidate = path;
+  for (int image = 2; image <= kMaxImages; ++image) {
+    struct stat st{};
+    if (lstat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) return candidate;
+    candidate = with_suffix(path, "-exec" + std::to_string(image));
+  }
+  return candidate;
 }
 
 std::string expand_name_pattern(const std::string& pattern, const NameFields& f) {

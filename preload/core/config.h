@@ -78,9 +78,14 @@ struct NameFields {
 // a file is there already (a helper of the same rank), then it adds -<pid>.
 std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& fields);
 
-// The run's root process replaced itself with exec after its first image
-// had created the trace file: the new image writes NAME-<pid>-<exe>.EXT.
-std::string exec_successor_path(const std::string& path, int pid, const std::string& exe);
+// For an image that replaced a traced image of the same process by exec
+// (`env env true`, pyenv's shims): `path` as resolve_output_path gave it if
+// it is free, else NAME-exec2.EXT, NAME-exec3.EXT, ...: the first free one,
+// so the k-th image of a process that would write NAME.EXT writes
+// NAME-exec<k>.EXT. Only a regular file of this user counts as an earlier
+// image's; anything else at a candidate is returned as it is, for the
+// creation to refuse with the usual message.
+std::string exec_successor_path(const std::string& path);
 
 std::string expand_name_pattern(const std::string& pattern, const NameFields& fields);
 
