@@ -146,6 +146,7 @@ void initialize_capture() {
   const ParentLink link = pass_parent_link_down(metadata.pid);
   if (!capture::start_session(options, path, metadata, &error, sources)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());
+    capture::note_for_run(config.run_notes, metadata.pid, metadata.exe, error);
     link.restore();  // our children link to the nearest ancestor that is traced
     capture::disable_capture();
     return;

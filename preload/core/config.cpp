@@ -63,6 +63,7 @@ CaptureConfig read_capture_config() {
   const char* disable = std::getenv("GPUSCOPE_DISABLE");
   c.disabled = disable != nullptr && std::string_view(disable) == "1";
   if (const char* out = std::getenv("GPUSCOPE_OUTPUT")) c.output = out;
+  if (const char* notes = std::getenv("GPUSCOPE_RUN_NOTES")) c.run_notes = notes;
   if (const char* mode = std::getenv("GPUSCOPE_MODE")) c.mode = mode;
   read_number("GPUSCOPE_ROOT_PID", &c.root_pid, 0, 1 << 30);
   SessionOptions& o = c.options;

@@ -6,6 +6,8 @@
 //                            processes of the run derive their own file name
 //   GPUSCOPE_PARENT_PID      pid of the nearest traced ancestor (recorded, then
 //                            replaced by our own pid for our children)
+//   GPUSCOPE_RUN_NOTES       file of `gpuscope run` that hears why a process
+//                            has no trace (diag.h, note_for_run)
 //   GPUSCOPE_DISABLE=1       load inert
 //   GPUSCOPE_MODE=standby    load idle; trace only while `gpuscope attach`
 //                            asks (preload/control/standby.h)
@@ -46,6 +48,7 @@ struct CaptureConfig {
   bool secure_execution = false;
   std::string mode;    // GPUSCOPE_MODE: "" or "standby"
   std::string output;  // GPUSCOPE_OUTPUT as given
+  std::string run_notes;  // GPUSCOPE_RUN_NOTES
   int root_pid = 0;
   SessionOptions options;
   bool stacks = true;

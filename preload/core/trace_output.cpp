@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 
 #include "container.h"
 #include "trace_lock.h"
+#include "write_signals.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -26,37 +25,6 @@ std::string describe_create_error(const std::string& path, int err) {
   if (st.st_uid != geteuid()) return prefix + "a file of another user already exists there (refused)";
   return prefix + "a file already exists there (refused, never overwritten)";
 }
-
-// A write past RLIMIT_FSIZE fails with EFBIG and sends SIGXFSZ to the
-// writing thread, and its default action kills the program: for gpuscope
-// that limit is a full disk, so the signal is blocked during the writes and
-// one they raised is consumed. The writer thread blocks every signal
-// already; this matters for the header and first frame, written by the
-// thread that loads the library.
-class FileSizeSignalGuard {
- public:
-  FileSizeSignalGuard() {
-    sigemptyset(&xfsz_);
-    sigaddset(&xfsz_, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz_, &old_);
-  }
-  ~FileSizeSignalGuard() {
-    if (sigismember(&old_, SIGXFSZ) == 1) return;  // the caller's own block: leave its signals alone
-    if (raised_) {
-      timespec zero{};
-      while (sigtimedwait(&xfsz_, nullptr, &zero) == SIGXFSZ) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  FileSizeSignalGuard(const FileSizeSignalGuard&) = delete;
-  FileSizeSignalGuard& operator=(const FileSizeSignalGuard&) = delete;
-  void note_error(int err) { raised_ |= err == EFBIG; }
-
- private:
-  sigset_t xfsz_, old_;
-  bool raised_ = false;
-};
 
 }  // namespace
 
@@ -92,7 +60,7 @@ void TraceOutput::adopt(int fd, std::string path) {
 }
 
 bool TraceOutput::write_all(std::span<const std::byte> bytes) {
-  FileSizeSignalGuard guard;
+  WriteSignalGuard guard;  // SIGXFSZ: the header and first frame are written by the thread loading us
   const std::byte* p = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
