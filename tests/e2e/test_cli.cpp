@@ -50,7 +50,7 @@ TEST(Cli, RunReportsDeathBySignalAs128PlusN) {
   TempDir dir;
   const auto r = gpuscope({"run", "-o", dir.path(), "--", bin("behave"), "spin:300", "signal:9"});
   EXPECT_EQ(r.exit_code(), 128 + SIGKILL);
-  EXPECT_NE(r.err.find("killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was killed by SIGKILL (signal 9)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no end record"), std::string::npos) << r.err;
 }
 
@@ -93,7 +93,7 @@ TEST(Cli, RunWithAFileAndAnExecingWrapperKeepsBothImages) {
   EXPECT_EQ(r.out, "app\n");
   EXPECT_EQ(r.err, "");
   const auto traces = traces_in(dir.path());
-  ASSERT_EQ(traces.size(), 2u);  // run.gpuscope (sh) and run-<pid>-behave.gpuscope
+  ASSERT_EQ(traces.size(), 2u);  // run.gpuscope (sh) and run-exec2.gpuscope (behave)
   const TraceContents app = read_trace_file(traces[0] == out ? traces[1] : traces[0]);
   ASSERT_TRUE(app.summary.process.has_value());
   EXPECT_NE(app.summary.process->exe.find("behave"), std::string::npos);
