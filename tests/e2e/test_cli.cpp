@@ -113,6 +113,22 @@ TEST(Cli, InfoShowsMetadataCountsAndEnd) {
   EXPECT_NE(r.out.find("end:         returned from main, exit status 5"), std::string::npos) << r.out;
 }
 
+// The case: "run without --no-stacks" for a run that never had it.
+TEST(Cli, AnalyzeSaysWhyARunHasNoCallStacks) {
+  TempDir dir;
+  const std::string on = dir.file("on.gpuscope"), off = dir.file("off.gpuscope");
+  ASSERT_EQ(gpuscope({"run", "-q", "-o", on, "--", bin("behave"), "return:0"}).exit_code(), 0);
+  ASSERT_EQ(gpuscope({"run", "-q", "--no-stacks", "-o", off, "--", bin("behave"), "return:0"}).exit_code(), 0);
+  const auto with_stacks = gpuscope({"analyze", on});
+  EXPECT_NE(with_stacks.out.find("  - call stacks: on, none recorded: the program made no hooked CUDA call\n"),
+            std::string::npos)
+      << with_stacks.out;
+  EXPECT_EQ(with_stacks.out.find("--no-stacks"), std::string::npos) << with_stacks.out;
+  const auto without = gpuscope({"analyze", off});
+  EXPECT_NE(without.out.find("  - call stacks: off (--no-stacks or GPUSCOPE_STACKS=0)"), std::string::npos)
+      << without.out;
+}
+
 TEST(Cli, InfoOnANonTraceIsOneLineAndExit2) {
   TempDir dir;
   std::ofstream(dir.file("notes.txt")) << "hello, not a trace at all";
