@@ -172,7 +172,8 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   _exit(err == ENOENT ? 127 : 126);
 }
 
-// Starts the child; *exec_errno is 0 once it runs its program.
+// Starts the child (the target of forwarded signals); *exec_errno is 0 once
+// it runs its program.
 pid_t start_child(const std::vector<std::string>& command, const std::vector<std::string>& env, int* exec_errno) {
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return -1;
@@ -181,7 +182,14 @@ pid_t start_child(const std::vector<std::string>& command, const std::vector<std
     close(report[0]);
     exec_child(command, env, report[1]);
   }
+  const int fork_errno = errno;
   close(report[1]);
+  if (child < 0) {
+    close(report[0]);
+    errno = fork_errno;
+    return -1;
+  }
+  g_child_pid = child;  // forwarded signals reach it from now on
   *exec_errno = 0;
   ssize_t n;
   while ((n = read(report[0], exec_errno, sizeof *exec_errno)) < 0 && errno == EINTR) {
@@ -334,7 +342,6 @@ int run_command(const RunOptions& o) {
     spdlog::error("cannot start {}: {}", o.command[0], std::strerror(errno));
     return 2;
   }
-  g_child_pid = child;
   if (exec_errno != 0)  // printed even with -q: nothing ran
     fmt::print(stderr, "gpuscope: cannot run {}: {}\n", o.command[0], exec_failure_cause(o.command[0], exec_errno));
   else if (o.standby && !o.quiet)
