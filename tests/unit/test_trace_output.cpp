@@ -111,9 +111,15 @@ struct LimitedStart {
   bool signal_pending = false;
 };
 
-LimitedStart start_under_file_size_limit(const std::string& path, rlim_t limit) {
+LimitedStart start_under_file_size_limit(const std::string& path, rlim_t limit, bool thread_blocks_sigxfsz = false) {
   LimitedStart r;
   std::thread writer([&] {
+    if (thread_blocks_sigxfsz) {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGXFSZ);
+      pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    }
     rlimit old{};
     getrlimit(RLIMIT_FSIZE, &old);
     rlimit small = old;
@@ -155,6 +161,15 @@ TEST(TraceOutput, AFirstFrameThatCannotBeWrittenLeavesNoFile) {
   EXPECT_FALSE(r.signal_pending);
   EXPECT_NE(r.failure.find("the file was removed"), std::string::npos) << r.failure;
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// A thread that blocks SIGXFSZ itself (the writer thread does) must not be
+// left with one pending: it would strike when the thread unblocks it.
+TEST(TraceOutput, AThreadBlockingSigxfszIsLeftNonePending) {
+  test::TempDir dir;
+  const LimitedStart r = start_under_file_size_limit(dir.file("t.gpuscope"), 16, /*thread_blocks_sigxfsz=*/true);
+  EXPECT_FALSE(r.header);
+  EXPECT_FALSE(r.signal_pending);
 }
 
 // What another process (`gpuscope run --force`) sees: 1 when the trace is
