@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "container.h"
@@ -67,44 +68,58 @@ TEST(TraceOutput, UnwritableDirectoryIsAClearError) {
   EXPECT_NE(error.find("/proc/no-such-dir/t.gpuscope"), std::string::npos) << error;
 }
 
-// RLIMIT_FSIZE makes the kernel refuse writes past a size (EFBIG) and send
-// SIGXFSZ, which this thread blocks: the same failure a full disk gives.
+// Runs `body` on a thread of its own under RLIMIT_FSIZE = `limit` bytes:
+// past it the kernel refuses writes (EFBIG) and sends the thread SIGXFSZ,
+// the same failure a full disk gives. The thread blocks SIGXFSZ when asked
+// (the writer thread does; the thread that loads the library does not, and
+// the signal would end this test program). Returns whether a SIGXFSZ is
+// left pending.
+bool on_thread_under_file_size_limit(rlim_t limit, bool block_sigxfsz, const std::function<void()>& body) {
+  bool pending_after = false;
+  std::thread writer([&] {
+    sigset_t xfsz;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    if (block_sigxfsz) pthread_sigmask(SIG_BLOCK, &xfsz, nullptr);
+    rlimit old{};
+    getrlimit(RLIMIT_FSIZE, &old);
+    rlimit small = old;
+    small.rlim_cur = limit;
+    setrlimit(RLIMIT_FSIZE, &small);
+    body();
+    setrlimit(RLIMIT_FSIZE, &old);
+    sigset_t pending;
+    sigpending(&pending);
+    pending_after = sigismember(&pending, SIGXFSZ) == 1;
+    timespec zero{};
+    if (pending_after) sigtimedwait(&xfsz, nullptr, &zero);  // not into the next test
+  });
+  writer.join();
+  return pending_after;
+}
+
 TEST(TraceOutput, AWriteFailureCutsBackToTheLastCompleteAppend) {
   test::TempDir dir;
   const std::string path = dir.file("t.gpuscope");
   bool ok_first = false, ok_second = true;
   std::string failure;
-  std::thread writer([&] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    rlimit old{};
-    getrlimit(RLIMIT_FSIZE, &old);
-    rlimit small = old;
-    small.rlim_cur = 4096;
-    setrlimit(RLIMIT_FSIZE, &small);
+  const bool pending = on_thread_under_file_size_limit(4096, true, [&] {
     TraceOutput out;
     std::string error;
-    if (out.create(path, &error)) {
-      ok_first = out.append(bytes_of(std::string(3000, 'a')));
-      ok_second = out.append(bytes_of(std::string(3000, 'b')));  // would end at 6000
-      failure = out.failure();
-    }
-    setrlimit(RLIMIT_FSIZE, &old);
-    timespec zero{};
-    sigtimedwait(&set, nullptr, &zero);  // consume the SIGXFSZ
+    if (!out.create(path, &error)) return;
+    ok_first = out.append(bytes_of(std::string(3000, 'a')));
+    ok_second = out.append(bytes_of(std::string(3000, 'b')));  // would end at 6000
+    failure = out.failure();
   });
-  writer.join();
   EXPECT_TRUE(ok_first);
   EXPECT_FALSE(ok_second);
+  EXPECT_FALSE(pending);
   EXPECT_NE(failure.find("File too large"), std::string::npos) << failure;
   EXPECT_EQ(std::filesystem::file_size(path), 3000u);
 }
 
-// The appends a trace starts with, under a file-size limit of `limit`
-// bytes, on a thread that does NOT block SIGXFSZ (the thread that loads the
-// library does not): whether each landed, and the failure.
+// The appends a trace starts with under a file-size limit: whether each
+// landed, the failure, and whether a SIGXFSZ was left pending.
 struct LimitedStart {
   bool header = false, frame = false;
   std::string failure;
@@ -113,31 +128,14 @@ struct LimitedStart {
 
 LimitedStart start_under_file_size_limit(const std::string& path, rlim_t limit, bool thread_blocks_sigxfsz = false) {
   LimitedStart r;
-  std::thread writer([&] {
-    if (thread_blocks_sigxfsz) {
-      sigset_t set;
-      sigemptyset(&set);
-      sigaddset(&set, SIGXFSZ);
-      pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    }
-    rlimit old{};
-    getrlimit(RLIMIT_FSIZE, &old);
-    rlimit small = old;
-    small.rlim_cur = limit;
-    setrlimit(RLIMIT_FSIZE, &small);
+  r.signal_pending = on_thread_under_file_size_limit(limit, thread_blocks_sigxfsz, [&] {
     TraceOutput out;
     std::string error;
-    if (out.create(path, &error)) {
-      r.header = out.append(bytes_of(std::string(sizeof(container::FileHeader), 'h')));
-      r.frame = r.header && out.append(bytes_of(std::string(200, 'f')));
-      r.failure = out.failure();
-    }
-    setrlimit(RLIMIT_FSIZE, &old);
-    sigset_t pending;
-    sigpending(&pending);
-    r.signal_pending = sigismember(&pending, SIGXFSZ) == 1;
+    if (!out.create(path, &error)) return;
+    r.header = out.append(bytes_of(std::string(sizeof(container::FileHeader), 'h')));
+    r.frame = r.header && out.append(bytes_of(std::string(200, 'f')));
+    r.failure = out.failure();
   });
-  writer.join();
   return r;
 }
 
