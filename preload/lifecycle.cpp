@@ -9,7 +9,6 @@
 //              fatal signal, SIGKILL -> nothing runs; the reader reports the
 //                                   trace as truncated after its last flush
 #include <pthread.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -129,13 +128,9 @@ void initialize_capture() {
   const capture::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
                                    metadata.start_realtime_ns, metadata.rank};
   std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
-  // `gpuscope run -o FILE -- sh -c 'exec app'`: the run's root pid is the
-  // shell and then the app. The CLI made sure FILE did not exist when the run
-  // began, so an existing FILE here is the previous image's trace.
-  struct stat st{};
-  if (config.root_pid == metadata.pid && path == config.output && lstat(path.c_str(), &st) == 0 &&
-      S_ISREG(st.st_mode))
-    path = capture::exec_successor_path(path, metadata.pid, fields.exe);
+  // A traced image of this process exec'd us (it passed its pid down, see
+  // pass_parent_link_down): its trace may hold our name (`env env true`).
+  if (metadata.trace_parent_pid == metadata.pid) path = capture::exec_successor_path(path);
   // Sources live as long as the process: the writer may poll them during exit.
   std::vector<capture::TraceSource*> sources;
   for (auto& source : make_sources(config)) sources.push_back(source.release());
@@ -153,6 +148,7 @@ void initialize_capture() {
   const ParentLink link = pass_parent_link_down(metadata.pid);
   if (!capture::start_session(options, path, metadata, &error, sources)) {
     capture::diag_line("%s; the program runs untraced", error.c_str());
+    capture::note_for_run(config.run_notes, metadata.pid, metadata.exe, error);
     link.restore();  // our children link to the nearest ancestor that is traced
     capture::disable_capture();
     return;

@@ -65,6 +65,16 @@ struct DeviceCollectionData {
   uint32_t calibration_pairs = 0;
 };
 
+// Call-stack capture status (format 1.3); `state` holds a
+// fb::StackCaptureState value.
+struct StackCaptureData {
+  uint8_t state = 0;
+  std::string reason;
+  uint32_t depth = 0;
+  uint64_t unwind_failures = 0, table_full = 0;
+  bool operator==(const StackCaptureData&) const = default;
+};
+
 // A loaded object, for turning return addresses into module + offset.
 struct ModuleDescription {
   uint32_t id = 0;

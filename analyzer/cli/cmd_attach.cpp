@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "output_paths.h"
 #include "control_paths.h"
 #include "control_protocol.h"
 
@@ -125,9 +126,9 @@ bool attach_output(const std::string& output, pid_t pid, std::string* path, std:
         return false;
       }
       *path = requested.lexically_normal().string();
-      return true;
+      return make_private_directories(requested.parent_path(), error);
     }
-    fs::create_directories(requested, ec);
+    if (!make_private_directories(requested, error)) return false;
     dir = requested;
   }
   const std::string stem = fmt::format("gpuscope-{}-{}", process_exe(pid), pid);

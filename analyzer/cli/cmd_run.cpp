@@ -1,6 +1,7 @@
 // gpuscope run: start a program with libgpuscope.so preloaded, stay out of
 // its way (signals forwarded, exit status passed through), then say where
 // its traces are.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,12 +13,15 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "output_paths.h"
+#include "run_diagnosis.h"
 #include "trace_summary.h"
 
 extern char** environ;
@@ -51,6 +55,10 @@ struct OutputPlan {
   fs::path directory;     // where the traces will be
 };
 
+// -o DIR/ (or an existing directory), -o FILE, or -o PATTERN: the last
+// component names the file, and the directory above it is made (0700) when
+// missing. Patterns expand per process in the library, so they may name
+// the file only.
 bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
   std::error_code ec;
   if (o.output.empty()) {
@@ -58,31 +66,28 @@ bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
     plan->env_value = plan->directory.string() + "/";
     return true;
   }
-  const fs::path requested = fs::absolute(o.output);
-  const bool wants_directory = o.output.back() == '/' || fs::is_directory(requested, ec);
-  if (wants_directory) {
-    fs::create_directories(requested, ec);
-    if (!fs::is_directory(requested)) {
-      *error = "cannot create output directory " + requested.string() + ": " + ec.message();
-      return false;
-    }
-    plan->directory = requested;
-    plan->env_value = requested.string() + "/";
-    return true;
+  const fs::path requested = fs::absolute(o.output).lexically_normal();
+  if (o.output.back() == '/' || fs::is_directory(requested, ec)) {
+    plan->directory = requested.has_filename() ? requested : requested.parent_path();
+    plan->env_value = plan->directory.string() + "/";
+    return make_private_directories(plan->directory, error);
   }
   plan->directory = requested.parent_path();
   plan->env_value = requested.string();
+  if (plan->directory.string().find('%') != std::string::npos) {
+    *error = "-o " + o.output + ": a pattern (%p %h %n %t %r) may name the file, not its directory";
+    return false;
+  }
+  if (!make_private_directories(plan->directory, error)) return false;
   if (o.output.find('%') != std::string::npos) return true;
   const auto status = fs::symlink_status(requested, ec);
-  if (fs::exists(status)) {
-    if (!o.force || !fs::is_regular_file(status)) {
-      *error = requested.string() + " already exists" +
-               (fs::is_regular_file(status) ? "; pass --force to replace it" : " and is not a regular file");
-      return false;
-    }
-    fs::remove(requested, ec);
+  if (!fs::exists(status)) return true;
+  if (!o.force || !fs::is_regular_file(status)) {
+    *error = requested.string() + " already exists" +
+             (fs::is_regular_file(status) ? "; pass --force to replace it" : " and is not a regular file");
+    return false;
   }
-  return true;
+  return remove_unless_live(requested, error);
 }
 
 std::string make_run_id() {
@@ -107,7 +112,8 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
 }
 
 std::vector<std::string> child_environment(const std::string& library, const OutputPlan& plan,
-                                           const std::string& run_id, const std::vector<std::string>& settings) {
+                                           const std::string& run_id, const std::string& notes,
+                                           const std::vector<std::string>& settings) {
   std::vector<std::string> env;
   std::string preload = library;
   bool nvtx_injection_set = false;
@@ -121,7 +127,8 @@ std::vector<std::string> child_environment(const std::string& library, const Out
       continue;
     }
     if (entry.starts_with("GPUSCOPE_OUTPUT=") || entry.starts_with("GPUSCOPE_RUN_ID=") ||
-        entry.starts_with("GPUSCOPE_ROOT_PID=") || entry.starts_with("GPUSCOPE_PARENT_PID="))
+        entry.starts_with("GPUSCOPE_ROOT_PID=") || entry.starts_with("GPUSCOPE_PARENT_PID=") ||
+        entry.starts_with("GPUSCOPE_RUN_NOTES="))
       continue;
     bool overridden = false;
     for (const auto& s : settings) overridden |= entry.starts_with(s.substr(0, s.find('=') + 1));
@@ -139,6 +146,7 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   if (std::getenv("CUDA_INJECTION64_PATH") == nullptr) env.push_back("CUDA_INJECTION64_PATH=" + library);
   env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
   env.push_back("GPUSCOPE_RUN_ID=" + run_id);
+  if (!notes.empty()) env.push_back("GPUSCOPE_RUN_NOTES=" + notes);
   // The root has no traced parent; each traced process replaces the value
   // with its own pid for its children (preload/lifecycle.cpp). Present from
   // the start so that replacing it never grows the environment array.
@@ -147,7 +155,10 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   return env;
 }
 
-[[noreturn]] void exec_child(const std::vector<std::string>& command, std::vector<std::string> env) {
+// exec's errno goes back to the parent through a close-on-exec pipe: an
+// empty read means the program is running.
+[[noreturn]] void exec_child(const std::vector<std::string>& command, std::vector<std::string> env,
+                             int report_fd) {
   env.push_back("GPUSCOPE_ROOT_PID=" + std::to_string(getpid()));
   std::vector<char*> argv, envp;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -156,39 +167,76 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   envp.push_back(nullptr);
   execvpe(argv[0], argv.data(), envp.data());
   const int err = errno;
-  fmt::print(stderr, "gpuscope: cannot run {}: {}\n", command[0], std::strerror(err));
+  while (write(report_fd, &err, sizeof err) < 0 && errno == EINTR) {
+  }
   _exit(err == ENOENT ? 127 : 126);
 }
 
+// Starts the child (the target of forwarded signals); *exec_errno is 0 once
+// it runs its program.
+pid_t start_child(const std::vector<std::string>& command, const std::vector<std::string>& env, int* exec_errno) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(report[0]);
+    exec_child(command, env, report[1]);
+  }
+  const int fork_errno = errno;
+  close(report[1]);
+  if (child < 0) {
+    close(report[0]);
+    errno = fork_errno;
+    return -1;
+  }
+  g_child_pid = child;  // forwarded signals reach it from now on
+  *exec_errno = 0;
+  ssize_t n;
+  while ((n = read(report[0], exec_errno, sizeof *exec_errno)) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof *exec_errno)) *exec_errno = 0;
+  close(report[0]);
+  return child;
+}
+
+// The child's wait status (-1 if waiting failed).
 int wait_for(pid_t child) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return 1;
+    if (errno != EINTR) return -1;
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return status;
+}
+
+// The shell's convention: the exit status, or 128+N after signal N.
+int exit_code_of(int wait_status) {
+  if (wait_status >= 0 && WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (wait_status >= 0 && WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 1;
 }
 
 // Traces of this run: files in the output directory whose metadata carries
-// our run id. Reading only the first frame of each candidate keeps it cheap.
+// our run id, in the order their processes started (an exec chain's images
+// in turn). Reading only the first frame of each candidate keeps it cheap.
 std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& run_id) {
-  std::vector<fs::path> found;
+  std::vector<std::pair<uint64_t, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file(ec)) continue;
     reader::TraceReader r;
     std::string error;
     if (!r.open_file(entry.path().string(), &error)) continue;
-    bool ours = false;
+    std::optional<uint64_t> start;
     r.read([&](const reader::ChunkView& v) {
       const auto* m = v.chunk->metadata();
-      ours = m != nullptr && m->run_id() != nullptr && m->run_id()->str() == run_id;
+      if (m != nullptr && m->run_id() != nullptr && m->run_id()->str() == run_id) start = m->start_monotonic_ns();
     }, 1);
-    if (ours) found.push_back(entry.path());
+    if (start) found.emplace_back(*start, entry.path());
   }
   std::sort(found.begin(), found.end());
-  return found;
+  std::vector<fs::path> paths;
+  for (auto& f : found) paths.push_back(std::move(f.second));
+  return paths;
 }
 
 // One analysis gives both lines: what the trace holds, and the verdict
@@ -228,6 +276,38 @@ void report_tree(const analyzer::ProcessTree& t, const fs::path& dir) {
   fmt::print(stderr, "gpuscope: details: gpuscope analyze {}\n", dir.string());
 }
 
+// After the run: what became of the traces, in words. A process that could
+// not create its trace said why in the notes; with no trace and no note,
+// what the executable is says why.
+void report_missing_traces(const RunOptions& o, const RunNotes& notes, bool any_trace, int wait_status) {
+  const auto lines = notes.read();
+  for (const auto& n : lines)
+    fmt::print(stderr, "gpuscope: no trace was written for pid {} ({}): {}\n", n.pid, n.exe, n.why);
+  if (!any_trace && lines.empty() && !o.standby)
+    fmt::print(stderr, "gpuscope: no trace was written for {}: {}\n", o.command[0],
+               no_trace_cause(o.command[0], wait_status));
+}
+
+void report_run(const RunOptions& o, const OutputPlan& plan, const std::string& run_id, const RunNotes& notes,
+                int wait_status) {
+  if (wait_status >= 0 && WIFSIGNALED(wait_status))
+    fmt::print(stderr, "gpuscope: {} was killed by {}\n", o.command[0], signal_text(WTERMSIG(wait_status)));
+  const auto traces = find_run_traces(plan.directory, run_id);
+  report_missing_traces(o, notes, !traces.empty(), wait_status);
+  std::vector<analyzer::ProcessEntry> processes;
+  for (const auto& t : traces) report_one(t.string(), false, &processes);
+  // Several processes: the tree says each verdict. One process (one image,
+  // an exec chain, or several attach windows): a verdict line per trace.
+  for (const auto& tree : analyzer::build_process_trees(processes)) {
+    if (tree.process_count() > 1) {
+      report_tree(tree, plan.directory);
+      continue;
+    }
+    for (const auto& p : tree.processes)
+      fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", p.verdict_headline, p.trace_path);
+  }
+}
+
 }  // namespace
 
 void report_trace(const std::string& path) {
@@ -253,41 +333,24 @@ int run_command(const RunOptions& o) {
     return 2;
   }
   const std::string run_id = make_run_id();
-  const auto env = child_environment(library, plan, run_id, settings_environment(o));
+  const RunNotes notes;
+  const auto env = child_environment(library, plan, run_id, notes.path(), settings_environment(o));
   install_forwarding();
-  const pid_t child = fork();
+  int exec_errno = 0;
+  const pid_t child = start_child(o.command, env, &exec_errno);
   if (child < 0) {
-    spdlog::error("fork failed: {}", std::strerror(errno));
+    spdlog::error("cannot start {}: {}", o.command[0], std::strerror(errno));
     return 2;
   }
-  if (child == 0) exec_child(o.command, env);
-  g_child_pid = child;
-  if (o.standby && !o.quiet)
+  if (exec_errno != 0)  // printed even with -q: nothing ran
+    fmt::print(stderr, "gpuscope: cannot run {}: {}\n", o.command[0], exec_failure_cause(o.command[0], exec_errno));
+  else if (o.standby && !o.quiet)
     fmt::print(stderr, "gpuscope: {} (pid {}) is in standby: `gpuscope attach {} [--duration S]` records a trace\n",
                o.command[0], child, child);
-  const int status = wait_for(child);
+  const int wait_status = wait_for(child);
   g_child_pid = 0;
-  if (o.quiet) return status;
-  if (status > 128) fmt::print(stderr, "gpuscope: {} was killed by signal {} ({})\n", o.command[0],
-                               status - 128, strsignal(status - 128));
-  const auto traces = find_run_traces(plan.directory, run_id);
-  if (traces.empty() && !o.standby)
-    fmt::print(stderr, "gpuscope: no trace was written for {} (a statically linked program cannot be "
-                       "traced through LD_PRELOAD; any reason the library gave is printed above)\n",
-               o.command[0]);
-  std::vector<analyzer::ProcessEntry> processes;
-  for (const auto& t : traces) report_one(t.string(), false, &processes);
-  // Several processes: the tree says each verdict. One process (one image,
-  // an exec chain, or several attach windows): a verdict line per trace.
-  for (const auto& tree : analyzer::build_process_trees(processes)) {
-    if (tree.process_count() > 1) {
-      report_tree(tree, plan.directory);
-      continue;
-    }
-    for (const auto& p : tree.processes)
-      fmt::print(stderr, "gpuscope: verdict: {} -- details: gpuscope analyze {}\n", p.verdict_headline, p.trace_path);
-  }
-  return status;
+  if (!o.quiet && exec_errno == 0) report_run(o, plan, run_id, notes, wait_status);
+  return exit_code_of(wait_status);
 }
 
 }  // namespace gpuscope::cli

@@ -32,9 +32,11 @@ int main(int argc, char** argv) {
   gpuscope::cli::RunOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Run a program under gpuscope and write its trace");
   run->add_option("-o,--output", run_options.output,
-                  "Trace directory, file, or pattern (%p pid, %h host, %n program, %t start time, %r rank); "
+                  "Trace directory (ending in /), file, or file-name pattern (%p pid, %h host, %n program, "
+                  "%t start time, %r rank); missing directories are made (mode 0700); "
                   "default: the current directory");
-  run->add_flag("--force", run_options.force, "Replace an existing trace file named by -o");
+  run->add_flag("--force", run_options.force,
+                "Replace an existing trace file named by -o (never one a running capture is writing)");
   run->add_flag("-q,--quiet", run_options.quiet, "Print nothing after the program ends");
   run->add_flag("--no-stacks", run_options.no_stacks, "Do not record call stacks of hooked calls");
   run->add_option("--stack-depth", run_options.stack_depth, "Frames per call stack (default 32)")

@@ -223,6 +223,34 @@ void environment_metrics(const TraceModel& m, Metrics& x) {
   }
 }
 
+// Why a trace has no call stacks, or which calls lack one; "" when every
+// call that records a call site has its stack.
+std::string stack_capture_note(const reader::TraceSummary& s) {
+  uint64_t calls = 0;
+  for (const auto& [name, n] : s.calls_by_function) calls += n;
+  if (!s.stack_capture) {  // a trace from before format 1.3
+    if (!s.stacks.empty()) return "";
+    for (const auto& [key, value] : s.process ? s.process->environment : decltype(s.process->environment){})
+      if (key == "GPUSCOPE_STACKS" && value == "0") return "off (GPUSCOPE_STACKS=0): findings have no call sites";
+    return "none in this trace, which does not record whether they were on (format 1.3 does)";
+  }
+  const capture::StackCaptureData& c = *s.stack_capture;
+  switch (static_cast<fb::StackCaptureState>(c.state)) {
+    case fb::StackCaptureState::Off: return "off (--no-stacks or GPUSCOPE_STACKS=0): findings have no call sites";
+    case fb::StackCaptureState::Unavailable: return "unavailable: " + c.reason;
+    case fb::StackCaptureState::Active: break;
+    default: return fmt::format("unknown capture state {}", c.state);
+  }
+  std::string gaps;
+  if (c.unwind_failures != 0) gaps = fmt::format("{} calls could not be unwound", c.unwind_failures);
+  if (c.table_full != 0)
+    gaps += fmt::format("{}{} calls came after the stack table filled", gaps.empty() ? "" : ", ", c.table_full);
+  if (!s.stacks.empty()) return gaps.empty() ? "" : "some calls have none: " + gaps;
+  if (!gaps.empty()) return "on, none recorded: " + gaps;
+  if (calls == 0) return "on, none recorded: the program made no hooked CUDA call";
+  return fmt::format("on, none recorded: none of the {} hooked calls is one that records its call site", calls);
+}
+
 void coverage_metrics(const TraceModel& m, Metrics& x) {
   const reader::TraceSummary& s = m.summary;
   x.device_collection = device_collection_text(s);
@@ -232,7 +260,7 @@ void coverage_metrics(const TraceModel& m, Metrics& x) {
   x.corrupt_frames = s.stats.frames_corrupt;
   for (const auto& p : s.problems)
     if (p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::NoTotals) x.truncated = true;
-  x.stacks_present = !s.stacks.empty();
+  x.stacks_note = stack_capture_note(s);
 }
 
 }  // namespace

@@ -105,7 +105,9 @@ struct Metrics {
   uint64_t dropped = 0;
   bool truncated = false;
   uint64_t corrupt_frames = 0;
-  bool stacks_present = false;
+  // Call stacks: why the trace has none, or which calls lack one (format
+  // 1.3 records it); empty when there is nothing to say.
+  std::string stacks_note;
 };
 
 Metrics compute_metrics(const TraceModel& model);

@@ -115,6 +115,9 @@ void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
     for (const auto* l : *c.loads()) s->loads.push_back(to_load(*l));
   if (c.probe() != nullptr) s->probe = to_probe(*c.probe());
   if (c.device_collection() != nullptr) s->device_collection = to_device_collection(*c.device_collection());
+  if (const auto* st = c.stack_capture(); st != nullptr)
+    s->stack_capture = capture::StackCaptureData{static_cast<uint8_t>(st->state()), str(st->reason()), st->depth(),
+                                                 st->unwind_failures(), st->table_full()};
   if (c.modules() != nullptr)
     for (const auto* m : *c.modules()) {
       capture::ModuleDescription d;

@@ -85,6 +85,7 @@ struct TraceSummary {
   std::vector<capture::LibraryLoadEvent> loads;
   std::optional<capture::EnvironmentProbeData> probe;
   std::optional<capture::DeviceCollectionData> device_collection;  // the latest one (format 1.1)
+  std::optional<capture::StackCaptureData> stack_capture;          // the latest one (format 1.3)
   std::vector<capture::ModuleDescription> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
   ReadStats stats;

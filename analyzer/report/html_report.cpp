@@ -375,11 +375,7 @@ json devices_json(const reader::TraceSummary& s) {
 // symbolization line the text report adds to the coverage.
 json analysis_json(const ReportInput& in) {
   json a = json_report(in);
-  const uint64_t unsym = in.symbols.unsymbolized(), sym = in.symbols.symbolized();
-  if (sym + unsym > 0)
-    a["coverage"].push_back(fmt::format("call stacks: {} frames shown symbolized, {} as module+offset", sym, unsym));
-  else if (!in.metrics.stacks_present)
-    a["coverage"].push_back("call stacks: none recorded (run without --no-stacks to get call sites)");
+  if (const std::string stacks = stacks_coverage_line(in); !stacks.empty()) a["coverage"].push_back(stacks);
   return a;
 }
 

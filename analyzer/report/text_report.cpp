@@ -161,14 +161,19 @@ void nvtx_ranges(std::string& out, const ReportInput& in) {
 void coverage(std::string& out, const ReportInput& in) {
   out += "COVERAGE\n";
   for (const auto& line : in.analysis.coverage) out += fmt::format("  - {}\n", line);
-  const uint64_t unsym = in.symbols.unsymbolized(), sym = in.symbols.symbolized();
-  if (sym + unsym > 0)
-    out += fmt::format("  - call stacks: {} frames shown symbolized, {} as module+offset\n", sym, unsym);
-  else if (!in.metrics.stacks_present)
-    out += "  - call stacks: none recorded (run without --no-stacks to get call sites)\n";
+  if (const std::string stacks = stacks_coverage_line(in); !stacks.empty()) out += fmt::format("  - {}\n", stacks);
 }
 
 }  // namespace
+
+std::string stacks_coverage_line(const ReportInput& in) {
+  const uint64_t unsym = in.symbols.unsymbolized(), sym = in.symbols.symbolized();
+  const std::string& note = in.metrics.stacks_note;
+  if (sym + unsym > 0)
+    return fmt::format("call stacks: {} frames shown symbolized, {} as module+offset{}", sym, unsym,
+                       note.empty() ? "" : "; " + note);
+  return note.empty() ? "" : "call stacks: " + note;
+}
 
 std::string text_report(const ReportInput& in) {
   std::string out;

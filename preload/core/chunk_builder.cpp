@@ -72,6 +72,12 @@ Offset<flatbuffers::Vector<Offset<fb::LibraryLoad>>> build_loads(FlatBufferBuild
   return fbb.CreateVector(out);
 }
 
+Offset<fb::StackCapture> build_stack_capture(FlatBufferBuilder& fbb, const StackCaptureData& d) {
+  return fb::CreateStackCaptureDirect(fbb, static_cast<fb::StackCaptureState>(d.state),
+                                      d.reason.empty() ? nullptr : d.reason.c_str(), d.depth, d.unwind_failures,
+                                      d.table_full);
+}
+
 Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const DeviceCollectionData& d) {
   return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
                                           d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
@@ -209,7 +215,7 @@ size_t ChunkBuilder::approximate_bytes() const {
 bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
          loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty() &&
-         call_counts_.empty();
+         call_counts_.empty() && !stack_capture_;
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
@@ -233,6 +239,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto modules_v = modules_.empty() ? 0 : build_modules(fbb_, modules_);
   auto stacks_v = stacks_.empty() ? 0 : build_stacks(fbb_, stacks_);
   auto counts_v = call_counts_.empty() ? 0 : fbb_.CreateVectorOfStructs(call_counts_);
+  auto stack_capture_v = stack_capture_ ? build_stack_capture(fbb_, *stack_capture_) : 0;
   Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
   if (!strings_.empty()) {
     std::vector<Offset<fb::InternedString>> s;
@@ -265,6 +272,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!probe_v.IsNull()) c.add_probe(probe_v);
   if (!collection_v.IsNull()) c.add_device_collection(collection_v);
   if (!counts_v.IsNull()) c.add_call_counts(counts_v);
+  if (!stack_capture_v.IsNull()) c.add_stack_capture(stack_capture_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -277,6 +285,7 @@ void ChunkBuilder::clear() {
   loads_.clear();
   probe_.reset();
   device_collection_.reset();
+  stack_capture_.reset();
   modules_.clear();
   stacks_.clear();
   call_counts_.clear();

@@ -150,6 +150,7 @@ class ChunkBuilder {
   void add_loads(std::vector<LibraryLoadEvent> loads);
   void set_probe(EnvironmentProbeData probe) { probe_ = std::move(probe); }
   void set_device_collection(DeviceCollectionData d) { device_collection_ = std::move(d); }
+  void set_stack_capture(StackCaptureData d) { stack_capture_ = std::move(d); }
   void add_module(ModuleDescription module) { modules_.push_back(std::move(module)); }
   void add_stack(StackDescription stack) { stacks_.push_back(std::move(stack)); }
   // Not a record (events_written leaves it out): counted nested calls.
@@ -176,6 +177,7 @@ class ChunkBuilder {
   std::vector<LibraryLoadEvent> loads_;
   std::optional<EnvironmentProbeData> probe_;
   std::optional<DeviceCollectionData> device_collection_;
+  std::optional<StackCaptureData> stack_capture_;
   std::vector<ModuleDescription> modules_;
   std::vector<StackDescription> stacks_;
   std::vector<fb::CallCount> call_counts_;

@@ -51,6 +51,7 @@ constexpr Setting kSettings[] = {
     {"GPUSCOPE_ROOT_PID", Kind::Number, 0, kMaxPid},
     {"GPUSCOPE_PARENT_PID", Kind::Number, 0, kMaxPid, {}, "recording no traced parent"},
     {"GPUSCOPE_RUN_ID", Kind::Text},
+    {"GPUSCOPE_RUN_NOTES", Kind::Text},
     {"GPUSCOPE_DISABLE", Kind::Flag},
     {"GPUSCOPE_MODE", Kind::Choice, 0, 0, "standby", "tracing the whole run"},
     {"GPUSCOPE_CONTROL_DIR", Kind::Path, 0, 0, {}, "using the default control directory"},
@@ -286,6 +287,7 @@ CaptureConfig read_capture_config() {
   Reader r(&c.problems);
   r.flag("GPUSCOPE_DISABLE", &c.disabled);
   c.output = r.text("GPUSCOPE_OUTPUT");
+  c.run_notes = r.text("GPUSCOPE_RUN_NOTES");
   c.mode = r.choice("GPUSCOPE_MODE");
   r.number("GPUSCOPE_ROOT_PID", &c.root_pid);
   SessionOptions& o = c.options;
@@ -304,8 +306,17 @@ CaptureConfig read_capture_config() {
   return c;
 }
 
-std::string exec_successor_path(const std::string& path, int pid, const std::string& exe) {
-  return with_suffix(path, "-" + std::to_string(pid) + "-" + exe);
+std::string exec_successor_path(const std::string& path) {
+  // Images of one process run one after the other: probing cannot race
+  // with a sibling. The bound only stops a directory stuffed with names.
+  constexpr int kMaxImages = 10'000;
+  std::string candidate = path;
+  for (int image = 2; image <= kMaxImages; ++image) {
+    struct stat st{};
+    if (lstat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) return candidate;
+    candidate = with_suffix(path, "-exec" + std::to_string(image));
+  }
+  return candidate;
 }
 
 std::string expand_name_pattern(const std::string& pattern, const NameFields& f) {

@@ -7,6 +7,8 @@
 //   GPUSCOPE_PARENT_PID      pid of the nearest traced ancestor (recorded, then
 //                            replaced by our own pid for our children)
 //   GPUSCOPE_RUN_ID          shared by the processes of one `gpuscope run` (recorded)
+//   GPUSCOPE_RUN_NOTES       file of `gpuscope run` that hears why a process
+//                            has no trace (diag.h, note_for_run)
 //   GPUSCOPE_DISABLE=1       load inert (1/yes/true/on; 0/no/false/off)
 //   GPUSCOPE_MODE=standby    load idle; trace only while `gpuscope attach`
 //                            asks (preload/control/standby.h)
@@ -56,6 +58,7 @@ struct CaptureConfig {
   bool secure_execution = false;
   std::string mode;    // GPUSCOPE_MODE: "" or "standby"
   std::string output;  // GPUSCOPE_OUTPUT as given
+  std::string run_notes;  // GPUSCOPE_RUN_NOTES
   int root_pid = 0;
   SessionOptions options;
   bool stacks = true;
@@ -95,9 +98,14 @@ struct NameFields {
 // a file is there already (a helper of the same rank), then it adds -<pid>.
 std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& fields);
 
-// The run's root process replaced itself with exec after its first image
-// had created the trace file: the new image writes NAME-<pid>-<exe>.EXT.
-std::string exec_successor_path(const std::string& path, int pid, const std::string& exe);
+// For an image that replaced a traced image of the same process by exec
+// (`env env true`, pyenv's shims): `path` as resolve_output_path gave it if
+// it is free, else NAME-exec2.EXT, NAME-exec3.EXT, ...: the first free one,
+// so the k-th image of a process that would write NAME.EXT writes
+// NAME-exec<k>.EXT. Only a regular file of this user counts as an earlier
+// image's; anything else at a candidate is returned as it is, for the
+// creation to refuse with the usual message.
+std::string exec_successor_path(const std::string& path);
 
 std::string expand_name_pattern(const std::string& pattern, const NameFields& fields);
 

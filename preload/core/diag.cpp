@@ -1,39 +1,29 @@
 #include "diag.h"
 
 #include <errno.h>
-#include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
+#include "write_signals.h"
+
 namespace gpuscope::capture {
 namespace {
 
-// Writes with SIGPIPE blocked on this thread; a SIGPIPE the write raised is
-// consumed so it never reaches the program, one that was already pending is
-// left alone.
-void write_without_sigpipe(const char* data, size_t size) {
-  sigset_t pipe_set, old_set, pending;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  sigpending(&pending);
-  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+void write_fully(int fd, const char* data, size_t size) {
+  WriteSignalGuard guard;  // a closed pipe or a file at its size limit
   while (size > 0) {
-    const ssize_t n = write(STDERR_FILENO, data, size);
+    const ssize_t n = write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0) guard.note_error(errno);
     if (n <= 0) break;
     data += n;
     size -= static_cast<size_t>(n);
   }
-  if (!was_pending) {
-    timespec zero{};
-    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
 }
 
 }  // namespace
@@ -48,7 +38,20 @@ void diag_line(const char* format, ...) {
   va_end(args);
   if (n > static_cast<int>(sizeof buf) - 2) n = sizeof buf - 2;
   buf[n++] = '\n';
-  write_without_sigpipe(buf, static_cast<size_t>(n));
+  write_fully(STDERR_FILENO, buf, static_cast<size_t>(n));
+  errno = saved_errno;
+}
+
+void note_for_run(const std::string& notes_path, int pid, const std::string& exe, const std::string& why) {
+  if (notes_path.empty()) return;
+  const int saved_errno = errno;
+  const int fd = open(notes_path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st{};
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+    const std::string line = std::to_string(pid) + "\t" + exe + "\t" + why + "\n";
+    write_fully(fd, line.data(), line.size());  // one write: O_APPEND keeps lines of processes apart
+  }
+  if (fd >= 0) close(fd);
   errno = saved_errno;
 }
 

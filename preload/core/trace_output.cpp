@@ -7,6 +7,10 @@
 
 #include <cstring>
 
+#include "container.h"
+#include "trace_lock.h"
+#include "write_signals.h"
+
 namespace gpuscope::capture {
 namespace {
 
@@ -45,6 +49,8 @@ bool TraceOutput::create(const std::string& path, std::string* error) {
     close();
     return false;
   }
+  created_ = true;
+  container::lock_trace_for_writing(fd_);  // best effort: only `run --force` asks
   return true;
 }
 
@@ -54,12 +60,14 @@ void TraceOutput::adopt(int fd, std::string path) {
 }
 
 bool TraceOutput::write_all(std::span<const std::byte> bytes) {
+  WriteSignalGuard guard;  // SIGXFSZ: the header and first frame are written by the thread loading us
   const std::byte* p = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
     const ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
+      guard.note_error(errno);
       failure_ = "writing trace " + path_ + " failed: " + std::strerror(errno);
       return false;
     }
@@ -80,10 +88,27 @@ bool TraceOutput::append(std::span<const std::byte> bytes) {
     return true;
   }
   failed_ = true;
-  // A half-written frame would read as corruption; cut it off so the file
-  // ends on a frame boundary and reads as merely truncated.
-  if (ftruncate(fd_, static_cast<off_t>(good_size_)) == 0) lseek(fd_, 0, SEEK_END);
+  if (remove_if_empty()) failure_ += " (nothing readable was written: the file was removed)";
+  else cut_back();
   return false;
+}
+
+// A half-written frame would read as corruption; cut it off so the file
+// ends on a frame boundary and reads as merely truncated.
+void TraceOutput::cut_back() {
+  if (ftruncate(fd_, static_cast<off_t>(good_size_)) == 0) lseek(fd_, 0, SEEK_END);
+}
+
+// O_EXCL made the file ours; the inode check makes sure the name still is.
+bool TraceOutput::remove_if_empty() {
+  if (!created_ || good_size_ > sizeof(container::FileHeader)) return false;
+  struct stat ours{}, named{};
+  if (fstat(fd_, &ours) != 0 || lstat(path_.c_str(), &named) != 0 || ours.st_dev != named.st_dev ||
+      ours.st_ino != named.st_ino)
+    return false;
+  if (unlink(path_.c_str()) != 0) return false;
+  created_ = false;
+  return true;
 }
 
 bool TraceOutput::append_after_failure(std::span<const std::byte> bytes) {
@@ -95,7 +120,7 @@ bool TraceOutput::append_after_failure(std::span<const std::byte> bytes) {
     good_size_ += bytes.size();
     return true;
   }
-  if (ftruncate(fd_, static_cast<off_t>(good_size_)) == 0) lseek(fd_, 0, SEEK_END);
+  cut_back();
   return false;
 }
 

@@ -3,6 +3,8 @@
 // stays readable. A failure here costs the trace, never the program.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -19,7 +21,8 @@ class TraceOutput {
 
   // Creates `path` with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0600:
   // an existing file, symlink or FIFO at the path is refused, never followed
-  // or overwritten. On failure returns false and sets *error to a sentence.
+  // or overwritten. The file stays locked as live (schemas/trace_lock.h)
+  // until close(). On failure returns false and sets *error to a sentence.
   bool create(const std::string& path, std::string* error);
 
   // Takes an already-open descriptor (tests, and callers that opened it).
@@ -27,7 +30,10 @@ class TraceOutput {
 
   // Appends bytes in full (retrying EINTR and short writes). On failure the
   // output is marked failed, cut back to the last complete append, and
-  // every later call returns false at once.
+  // every later call returns false at once. A file that created() made and
+  // that holds no frame yet (nothing past the file header) is removed
+  // instead: a reader could use nothing in it. A failed write never
+  // raises SIGXFSZ in the program (a file-size limit is a full disk here).
   bool append(std::span<const std::byte> bytes);
 
   // After a failure: one best-effort append of a small final frame, so the
@@ -42,10 +48,13 @@ class TraceOutput {
 
  private:
   bool write_all(std::span<const std::byte> bytes);
+  void cut_back();
+  bool remove_if_empty();
 
   int fd_ = -1;
   std::string path_;
   uint64_t good_size_ = 0;  // file size after the last complete append
+  bool created_ = false;    // made by create(): ours to remove
   bool failed_ = false;
   std::string failure_;
 };

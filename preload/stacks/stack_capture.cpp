@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,8 @@ StackTable* g_table = nullptr;  // never freed, for the same reason
 // per-thread cache, which the interrupted walk is using.
 thread_local bool t_unwinding __attribute__((tls_model("initial-exec"))) = false;
 
-// Why stacks are off, for the trace (written by configure_stacks only).
+// Why stacks are off although wanted, for the trace (written by
+// configure_stacks only; empty when the configuration switched them off).
 std::string* g_off_reason = nullptr;
 
 }  // namespace
@@ -115,6 +117,21 @@ void note_modules_changed() noexcept {
 
 namespace {
 
+// What the trace says about stack capture (Chunk.stack_capture).
+capture::StackCaptureData capture_status() {
+  capture::StackCaptureData d;
+  const bool active = g_backtrace.load(std::memory_order_acquire) != nullptr;
+  const bool wanted = active || (g_off_reason != nullptr && !g_off_reason->empty());
+  d.state = static_cast<uint8_t>(active   ? fb::StackCaptureState::Active
+                                 : wanted ? fb::StackCaptureState::Unavailable
+                                          : fb::StackCaptureState::Off);
+  if (!active && wanted) d.reason = *g_off_reason;
+  if (active) d.depth = g_depth.load(std::memory_order_relaxed);
+  d.unwind_failures = g_unwind_failures.load(std::memory_order_relaxed);
+  d.table_full = g_table != nullptr ? g_table->full_drops() : 0;
+  return d;
+}
+
 // Writer thread: at begin(), the module map and whatever stacks exist; at
 // every poll, the module map again if the loader's list changed, and every
 // stack published since. Ids are settled out of order (an insert may still
@@ -123,6 +140,7 @@ namespace {
 class StackSource final : public capture::TraceSource {
  public:
   void begin(capture::ChunkBuilder& out) override {
+    write_status(out);
     if (g_backtrace.load(std::memory_order_acquire) == nullptr) {
       if (g_off_reason != nullptr && !g_off_reason->empty())
         note(out, "gpuscope: call stacks off: " + *g_off_reason);
@@ -136,6 +154,7 @@ class StackSource final : public capture::TraceSource {
 
   void poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) override {
     if (!active_) return;
+    write_status(out);
     if (g_modules_changed.exchange(false, std::memory_order_acq_rel) ||
         loader_generation() != generation_)
       emit_modules(out);
@@ -171,8 +190,17 @@ class StackSource final : public capture::TraceSource {
     while (low_water_ < reserved && settled_[low_water_ + 1] != 0) ++low_water_;
   }
 
-  // A process-wide instant marker in the "gpuscope" domain: the trace has
-  // no dedicated field for the state of stack capture.
+  // The status when it changed since the last one written (the counts
+  // only grow, so the last chunk holds the final one).
+  void write_status(capture::ChunkBuilder& out) {
+    capture::StackCaptureData now = capture_status();
+    if (written_ && *written_ == now) return;
+    written_ = now;
+    out.set_stack_capture(std::move(now));
+  }
+
+  // A process-wide instant marker in the "gpuscope" domain, on the timeline
+  // (Chunk.stack_capture has the same facts as counts).
   static void note(capture::ChunkBuilder& out, const std::string& text) {
     capture::StringTable& strings = capture::session_strings();
     const uint32_t name = strings.intern(text);
@@ -182,6 +210,7 @@ class StackSource final : public capture::TraceSource {
   }
 
   bool active_ = false;
+  std::optional<capture::StackCaptureData> written_;
   bool noted_full_ = false;    // each note once: the trace has no counter for them
   bool noted_unwind_ = false;
   LoaderGeneration generation_;

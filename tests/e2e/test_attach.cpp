@@ -216,10 +216,13 @@ TEST_F(Attach, GarbageOnTheSocketLeavesTheProcessRunningAndAttachable) {
   EXPECT_NE(raw_exchange(pid, future).out.find("version"), std::string::npos);
   raw_exchange(pid, {}, /*close_write=*/false);  // silent: dropped after the read timeout
 
-  const std::string path = dir_.path() + "/after-garbage.gpuscope";
+  // Into directories attach makes: private, whatever the umask.
+  const std::string path = dir_.path() + "/made/by-attach/after-garbage.gpuscope";
   const ProcessResult a = cli({"attach", std::to_string(pid), "--duration", "0.3", "-o", path});
   EXPECT_EQ(a.exit_code(), 0) << a.err;
   expect_valid_window_trace(path);
+  for (const char* made : {"/made", "/made/by-attach"})
+    EXPECT_EQ(fs::status(dir_.path() + made).permissions(), fs::perms::owner_all) << made;
   // Attached when the program ends: the trace ends with the program.
   const std::string last = dir_.path() + "/to-the-end.gpuscope";
   const ProcessResult b = cli({"attach", std::to_string(pid), "-o", last});

@@ -50,7 +50,7 @@ TEST(Cli, RunReportsDeathBySignalAs128PlusN) {
   TempDir dir;
   const auto r = gpuscope({"run", "-o", dir.path(), "--", bin("behave"), "spin:300", "signal:9"});
   EXPECT_EQ(r.exit_code(), 128 + SIGKILL);
-  EXPECT_NE(r.err.find("killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was killed by SIGKILL (signal 9)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no end record"), std::string::npos) << r.err;
 }
 
@@ -93,7 +93,7 @@ TEST(Cli, RunWithAFileAndAnExecingWrapperKeepsBothImages) {
   EXPECT_EQ(r.out, "app\n");
   EXPECT_EQ(r.err, "");
   const auto traces = traces_in(dir.path());
-  ASSERT_EQ(traces.size(), 2u);  // run.gpuscope (sh) and run-<pid>-behave.gpuscope
+  ASSERT_EQ(traces.size(), 2u);  // run.gpuscope (sh) and run-exec2.gpuscope (behave)
   const TraceContents app = read_trace_file(traces[0] == out ? traces[1] : traces[0]);
   ASSERT_TRUE(app.summary.process.has_value());
   EXPECT_NE(app.summary.process->exe.find("behave"), std::string::npos);
@@ -111,6 +111,22 @@ TEST(Cli, InfoShowsMetadataCountsAndEnd) {
   EXPECT_NE(r.out.find("CPU samples"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dropped:     none"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("end:         returned from main, exit status 5"), std::string::npos) << r.out;
+}
+
+// The case: "run without --no-stacks" for a run that never had it.
+TEST(Cli, AnalyzeSaysWhyARunHasNoCallStacks) {
+  TempDir dir;
+  const std::string on = dir.file("on.gpuscope"), off = dir.file("off.gpuscope");
+  ASSERT_EQ(gpuscope({"run", "-q", "-o", on, "--", bin("behave"), "return:0"}).exit_code(), 0);
+  ASSERT_EQ(gpuscope({"run", "-q", "--no-stacks", "-o", off, "--", bin("behave"), "return:0"}).exit_code(), 0);
+  const auto with_stacks = gpuscope({"analyze", on});
+  EXPECT_NE(with_stacks.out.find("  - call stacks: on, none recorded: the program made no hooked CUDA call\n"),
+            std::string::npos)
+      << with_stacks.out;
+  EXPECT_EQ(with_stacks.out.find("--no-stacks"), std::string::npos) << with_stacks.out;
+  const auto without = gpuscope({"analyze", off});
+  EXPECT_NE(without.out.find("  - call stacks: off (--no-stacks or GPUSCOPE_STACKS=0)"), std::string::npos)
+      << without.out;
 }
 
 TEST(Cli, InfoOnANonTraceIsOneLineAndExit2) {

@@ -75,6 +75,38 @@ TEST(OutputFailures, FileSizeLimitStopsTheTraceNotTheProgram) {
   EXPECT_LE(std::filesystem::file_size(trace), 1024u);
 }
 
+// A file-size limit stands in for a disk that is full when the trace is
+// created: under 1 block the file header fails, under 512 bytes the first
+// frame. The write must not raise SIGXFSZ in the program (the thread loading
+// the library writes them), and no file a reader could not use is left.
+TEST(OutputFailures, AFullDiskAtCreationLeavesNoFileAndTheProgramUnchanged) {
+  for (const char* blocks : {"0", "1"}) {
+    TempDir dir;
+    const std::string trace = dir.file("t.gpuscope");
+    const std::string script = std::string("ulimit -f ") + blocks + " && exec env LD_PRELOAD='" + capture_library() +
+                               "' GPUSCOPE_OUTPUT='" + trace + "' " + quoted(behave_argv());
+    const ProcessResult r = run({"sh", "-c", script}, clean_env());
+    expect_program_unchanged(r);
+    EXPECT_EQ(count_lines_with(r.err, "gpuscope:"), 1) << r.err;
+    EXPECT_EQ(count_lines_with(r.err, "File too large (nothing readable was written: the file was removed); "
+                                      "the program runs untraced"),
+              1)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(trace)) << blocks;
+  }
+}
+
+// gpuscope's own line to a stderr that is a file at its size limit costs
+// the line, never the program (no SIGXFSZ from gpuscope's write).
+TEST(OutputFailures, ALineToAStderrFileAtItsSizeLimitCostsOnlyTheLine) {
+  TempDir dir;
+  const std::string script = "ulimit -f 0 && exec env LD_PRELOAD='" + capture_library() +
+                             "' GPUSCOPE_OUTPUT=/proc/1/ " + quoted(behave_argv()) + " 2>'" + dir.file("err") + "'";
+  const ProcessResult r = run({"sh", "-c", script}, clean_env());
+  expect_program_unchanged(r);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("err")), 0u);
+}
+
 TEST(OutputFailures, UnwritableDirectoryLeavesTheProgramUntraced) {
   const ProcessResult plain = run(behave_argv(), clean_env());
   const ProcessResult r = run(behave_argv(), preload_env("/proc/1/"));

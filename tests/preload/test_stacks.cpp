@@ -263,9 +263,23 @@ TEST_F(StacksTest, DisabledStacksGiveZeroAndEmitNothing) {
   const auto out = run_source(*source, true);
   EXPECT_TRUE(out.stacks.empty());
   EXPECT_TRUE(out.modules.empty());
-  EXPECT_TRUE(out.markers.empty());  // off by choice: nothing to explain
+  EXPECT_TRUE(out.markers.empty());  // off by choice: nothing to explain on the timeline
+  ASSERT_TRUE(out.status.has_value());  // ... but the trace says they were off
+  EXPECT_EQ(out.status->state, static_cast<uint8_t>(fb::StackCaptureState::Off));
+  EXPECT_EQ(out.status->reason, "");
   configure_stacks(true, 32);
   EXPECT_NE(site_a(), 0u);
+}
+
+TEST_F(StacksTest, TheTraceSaysStacksWereOnAndOnlyWhatChanged) {
+  configure_stacks(true, 24);
+  auto source = make_stack_source();
+  const auto first = run_source(*source, true);
+  ASSERT_TRUE(first.status.has_value());
+  EXPECT_EQ(first.status->state, static_cast<uint8_t>(fb::StackCaptureState::Active));
+  EXPECT_EQ(first.status->depth, 24u);
+  EXPECT_FALSE(run_source(*source, false).status.has_value());  // unchanged: not repeated
+  configure_stacks(true, 32);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct SourceOutput {
   std::map<uint32_t, std::vector<uint64_t>> stacks;
   std::vector<capture::ModuleDescription> modules;
   std::vector<fb::Marker> markers;
+  std::optional<capture::StackCaptureData> status;  // Chunk.stack_capture
 };
 
 // Runs begin() (when asked) and one poll() of `source` into a fresh chunk and
@@ -48,6 +50,10 @@ inline SourceOutput run_source(capture::TraceSource& source, bool begin) {
       d.high_address = m->high_address();
       out.modules.push_back(d);
     }
+  if (const auto* st = chunk->stack_capture(); st != nullptr)
+    out.status = capture::StackCaptureData{static_cast<uint8_t>(st->state()),
+                                           st->reason() != nullptr ? st->reason()->str() : "", st->depth(),
+                                           st->unwind_failures(), st->table_full()};
   reader::DecodedRecords records;
   reader::decode_records(*chunk, true, &records);
   out.markers = records.markers;

@@ -163,6 +163,9 @@ TEST(StacksOff, MissingLibunwindTurnsStacksOffAndSaysSo) {
     for (const auto& [id, s] : capture::session_strings().take_pending())
       if (id == out.markers[0].name_id()) text = s;
     EXPECT_EQ(text.rfind("gpuscope: call stacks off: libunwind.so.8 not loaded", 0), 0u) << text;
+    ASSERT_TRUE(out.status.has_value());
+    EXPECT_EQ(out.status->state, static_cast<uint8_t>(fb::StackCaptureState::Unavailable));
+    EXPECT_EQ(out.status->reason.rfind("libunwind.so.8 not loaded", 0), 0u) << out.status->reason;
     return;
   }
   gpuscope::test::TempDir dir;

@@ -85,9 +85,19 @@ TEST(Rank, FromTheLaunchersVariablesInOrder) {
   EXPECT_EQ(r.source, "PMI_RANK");
 }
 
-TEST(OutputPath, ExecSuccessorAddsPidAndProgram) {
-  EXPECT_EQ(exec_successor_path("/t/run.gpuscope", 7, "python3"), "/t/run-7-python3.gpuscope");
-  EXPECT_EQ(exec_successor_path("/t.d/run", 7, "python3"), "/t.d/run-7-python3");
+TEST(OutputPath, ExecSuccessorsNumberTheImagesOfAName) {
+  test::TempDir dir;
+  const std::string name = dir.file("run.gpuscope");
+  EXPECT_EQ(exec_successor_path(name), name);  // free: the natural name
+  std::ofstream(name) << "image 1";
+  EXPECT_EQ(exec_successor_path(name), dir.file("run-exec2.gpuscope"));
+  std::ofstream(dir.file("run-exec2.gpuscope")) << "image 2";
+  EXPECT_EQ(exec_successor_path(name), dir.file("run-exec3.gpuscope"));
+  std::ofstream(dir.file("trace")) << "image 1";
+  EXPECT_EQ(exec_successor_path(dir.file("trace")), dir.file("trace-exec2"));
+  // Not an earlier image's trace: returned for the creation to refuse.
+  ASSERT_EQ(symlink("/etc/passwd", dir.file("run-exec3.gpuscope").c_str()), 0);
+  EXPECT_EQ(exec_successor_path(name), dir.file("run-exec3.gpuscope"));
 }
 
 // Each test starts from an environment without GPUSCOPE_* variables (the
