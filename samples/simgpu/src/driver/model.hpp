@@ -57,6 +57,8 @@ struct CUfunc_st {
   CUmod_st* module = nullptr;
   std::string name;  // as given (mangled for C++ kernels)
   simgpu::KernelCost cost;  // the node's entry for this kernel, over the default
+  int max_dynamic_shared = -1;  // cuFuncSetAttribute's opt-in; -1: the 48 KiB default
+  int carveout = -1;            // preferred shared memory carveout, percent
 };
 
 namespace simgpu::drv {
@@ -118,6 +120,30 @@ struct DeviceState {
 // Operations a device accepts before submitting more blocks the host, as a
 // real GPU's launch queue does once it is full.
 constexpr size_t kQueueDepth = 1024;
+
+// What one SM of a Hopper-class GPU offers thread blocks (compute capability
+// 9.0; the node gives the SM count and threads per SM), as the device
+// attributes report it and the occupancy calculator uses it.
+namespace sm {
+constexpr int kWarpSize = 32, kMaxThreadsPerBlock = 1024, kMaxBlocks = 32;
+constexpr int kRegisters = 65536, kMaxRegistersPerThread = 255, kRegisterAllocUnit = 256;
+constexpr int kSharedBytes = 233472;           // 228 KiB usable per SM
+constexpr int kSharedPerBlockOptin = 232448;   // 227 KiB with cuFuncSetAttribute
+constexpr int kSharedPerBlock = 49152;         // without opting in
+constexpr int kReservedSharedPerBlock = 1024;  // the system's share of each block
+constexpr int kSharedAllocUnit = 128;
+}  // namespace sm
+
+// A kernel's resources after the node's defaults: registers per thread,
+// static and dynamic shared memory per block, threads per block.
+struct FunctionResources {
+  int registers = 32, shared_bytes = 0, local_bytes = 0, max_threads = sm::kMaxThreadsPerBlock;
+  int max_dynamic_shared = sm::kSharedPerBlock;
+};
+FunctionResources function_resources(const CUfunc_st& f);
+// Thread blocks of `block_size` threads and `dynamic_shared` bytes that fit
+// on one SM at once; 0 when one does not fit.
+int blocks_per_sm(const FunctionResources& r, int max_threads_per_sm, int block_size, size_t dynamic_shared);
 
 // How long kernel `f` runs when launched with this many blocks and threads.
 KernelTiming kernel_timing(const NodeDesc& node, const DeviceDesc& dev, const KernelCost& cost,
@@ -185,6 +211,12 @@ class Model {
   CUresult function_name(CUfunction f, const char** name);
   CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
                   CUstream s, bool per_thread);
+
+  // Kernel attributes and occupancy (model_occupancy.cpp).
+  CUresult function_attribute(CUfunction f, CUfunction_attribute attr, int* value);
+  CUresult set_function_attribute(CUfunction f, CUfunction_attribute attr, int value);
+  CUresult occupancy(CUfunction f, int block_size, size_t dynamic_shared, int* blocks);
+  CUresult occupancy_dynamic_shared(CUfunction f, int blocks, int block_size, size_t* bytes);
 
  private:
   explicit Model(const NodeDesc& node, std::vector<int> visible);
