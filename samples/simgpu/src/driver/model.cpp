@@ -176,6 +176,7 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
     until = device_idle_time(ctx->device);
   }
   wait_until(until);
+  HostWorker::instance().wait_bytes_through(until);
   spend_host_time(us_to_ns(node_.costs.sync));
   return CUDA_SUCCESS;
 }
@@ -237,18 +238,27 @@ void Model::wait_for_queue_slot() {
   }
 }
 
-int64_t Model::enqueue(CUstream_st& s, const Work& work) {
+Slot Model::enqueue(CUstream_st& s, Work work) {
   DeviceState& d = devices_[s.device];
   const int64_t ready = stream_ready(s, now_ns() + work.start_latency);
   int64_t& engine = d.engine_free[static_cast<size_t>(work.engine)];
-  const int64_t start = std::max(ready, engine);
-  const int64_t end = start + std::max<int64_t>(work.duration, 0);
-  engine = end;
-  s.tail = end;
-  if (!s.legacy && s.blocking()) d.blocking_tail = std::max(d.blocking_tail, end);
-  d.in_flight.insert(end);
-  shared_.record(d.node_index, work.activity, start, end, work.bytes, work.sm_fraction);
-  return end;
+  Slot slot;
+  slot.start = std::max(ready, engine);
+  slot.end = slot.start + std::max<int64_t>(work.duration, 0);
+  engine = slot.end;
+  s.tail = slot.end;
+  if (!s.legacy && s.blocking()) d.blocking_tail = std::max(d.blocking_tail, slot.end);
+  d.in_flight.insert(slot.end);
+  shared_.record(d.node_index, work.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
+  // Queued under the lock, so byte tasks are ordered as the model scheduled them.
+  if (work.move) slot.task = HostWorker::instance().push_bytes(slot.start, std::move(work.move));
+  return slot;
+}
+
+int64_t Model::max_idle_time() const {
+  int64_t t = 0;
+  for (int dev = 0; dev < device_count(); ++dev) t = std::max(t, device_idle_time(dev));
+  return t;
 }
 
 // --- streams --------------------------------------------------------------------
@@ -276,10 +286,14 @@ CUresult Model::stream_destroy(CUstream s) {
 }
 
 CUresult Model::stream_query(CUstream s, bool per_thread) {
-  std::lock_guard lock(mu_);
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  return now_ns() >= stream_ready(*st, 0) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  int64_t ready = 0;
+  {
+    std::lock_guard lock(mu_);
+    CUstream_st* st = nullptr;
+    if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    ready = stream_ready(*st, 0);
+  }
+  return now_ns() >= ready && HostWorker::instance().bytes_done_through(ready) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
@@ -291,6 +305,7 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
     until = stream_ready(*st, 0);
   }
   wait_until(until);
+  HostWorker::instance().wait_bytes_through(until);
   spend_host_time(us_to_ns(node_.costs.sync));
   return CUDA_SUCCESS;
 }
@@ -352,9 +367,14 @@ CUresult Model::event_record(CUevent e, CUstream s, bool per_thread) {
 }
 
 CUresult Model::event_query(CUevent e) {
-  std::lock_guard lock(mu_);
-  if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
-  return !e->recorded || now_ns() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  int64_t time = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e->recorded) return CUDA_SUCCESS;
+    time = e->time;
+  }
+  return now_ns() >= time && HostWorker::instance().bytes_done_through(time) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult Model::event_synchronize(CUevent e) {
@@ -365,6 +385,7 @@ CUresult Model::event_synchronize(CUevent e) {
     if (e->recorded) until = e->time;
   }
   wait_until(until);
+  HostWorker::instance().wait_bytes_through(until);
   spend_host_time(us_to_ns(node_.costs.sync));
   return CUDA_SUCCESS;
 }

@@ -4,12 +4,13 @@
 // (compute, host-to-device copy, device-to-host copy) in simulated time, which
 // is CLOCK_MONOTONIC: an operation completes at an absolute instant and a
 // synchronize sleeps until then, so wall-clock timings match the model.
-// Device memory is ordinary host memory; copies and memsets move real bytes at
-// enqueue time (stream order is enqueue order), kernels compute nothing.
+// Device memory is ordinary host memory; copies and memsets move real bytes
+// when their stream reaches them (host_worker.hpp), kernels compute nothing.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 
 #include "../common/node.hpp"
 #include "../common/shared_state.hpp"
+#include "host_worker.hpp"
 
 // The driver's opaque handle types, defined here: a handle is a pointer to
 // one of these, validated against the model's registries before use.
@@ -95,13 +97,23 @@ struct KernelTiming {
 };
 
 // One operation for a device engine: how long it runs once started, the
-// least time between its submission and its start, and what NVML sees.
+// least time between its submission and its start, what NVML sees, and the
+// bytes it moves when its stream reaches it (copies and memsets; run by the
+// HostWorker).
 struct Work {
   Engine engine = Engine::Compute;
   Activity activity = Activity::KernelCompute;
   int64_t duration = 0, start_latency = 0;
   uint64_t bytes = 0;
   double sm_fraction = 1.0;
+  std::function<void()> move;
+};
+
+// Where the model put an operation: its modeled start and end, and the
+// HostWorker task that moves its bytes (when it has any).
+struct Slot {
+  int64_t start = 0, end = 0;
+  TaskKey task;
 };
 
 struct DeviceState {
@@ -229,11 +241,12 @@ class Model {
   CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out);
   CUstream_st* per_thread_stream(int dev);
   int64_t stream_ready(const CUstream_st& s, int64_t submit) const;
-  int64_t enqueue(CUstream_st& s, const Work& work);
+  Slot enqueue(CUstream_st& s, Work work);
   int64_t device_idle_time(int dev) const;
   CUresult free_locked(void* p, bool host, Allocation* freed);
   bool find_locked(const void* p, size_t bytes, Allocation* out) const;
-  CUresult plan_copy(const CopyRequest& req, int64_t* complete_at, int64_t* host_until);
+  CUresult plan_copy(const CopyRequest& req, Slot* slot, int64_t* host_until, bool* caller_moves);
+  int64_t max_idle_time() const;
 
   NodeDesc node_;
   SharedState& shared_;

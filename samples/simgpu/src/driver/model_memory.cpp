@@ -162,16 +162,19 @@ CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
 }
 
 CUresult Model::mem_free(void* p, bool host) {
-  int64_t idle = 0;
+  int64_t idle = 0, bytes_idle = 0;
   {
     std::lock_guard lock(mu_);
     Allocation a;
     if (!find_locked(p, 1, &a) || a.base != reinterpret_cast<uintptr_t>(p)) return CUDA_ERROR_INVALID_VALUE;
     idle = device_idle_time(a.device);
+    // Pinned memory may be any device's copy source or destination.
+    bytes_idle = host ? max_idle_time() : idle;
   }
   // cudaFree / cudaFreeHost wait for the whole device to drain, as on real
   // hardware: the page tables cannot change under running work.
   wait_until(idle);
+  HostWorker::instance().wait_bytes_through(bytes_idle);
   Allocation freed;
   {
     std::lock_guard lock(mu_);
@@ -184,17 +187,17 @@ CUresult Model::mem_free(void* p, bool host) {
 }
 
 CUresult Model::mem_free_async(void* p, CUstream s, bool per_thread) {
-  Allocation freed;
   {
     std::lock_guard lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    Allocation freed;
     if (CUresult r = free_locked(p, false, &freed)) return r;
+    // The pages go when the stream reaches the free: copies queued before it
+    // may still move bytes there.
+    HostWorker::instance().push_bytes(stream_ready(*st, now_ns()), [freed] { unmap_memory(freed); });
   }
-  // Copies already moved their bytes at enqueue, so nothing queued can still
-  // touch this memory: returning it now is indistinguishable from the pool.
   spend_host_time(us_to_ns(node_.costs.async_alloc));
-  unmap_memory(freed);
   return CUDA_SUCCESS;
 }
 
@@ -215,11 +218,17 @@ CUresult Model::host_register(void* p, size_t bytes, unsigned flags) {
 }
 
 CUresult Model::host_unregister(void* p) {
-  std::lock_guard lock(mu_);
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
-  if (it == allocations_.end() || it->second.kind != MemKind::HostRegistered)
-    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-  allocations_.erase(it);
+  int64_t idle = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == allocations_.end() || it->second.kind != MemKind::HostRegistered)
+      return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    allocations_.erase(it);
+    idle = max_idle_time();
+  }
+  // The program may free the memory next: no queued copy may still write there.
+  HostWorker::instance().wait_bytes_through(idle);
   return CUDA_SUCCESS;
 }
 
@@ -243,8 +252,10 @@ CUresult Model::mem_info(size_t* free_bytes, size_t* total_bytes) {
   return CUDA_SUCCESS;
 }
 
-// Validates a copy, queues it and says until when the caller is held.
-CUresult Model::plan_copy(const CopyRequest& req, int64_t* complete_at, int64_t* host_until) {
+// Validates a copy, queues it and says until when the caller is held and
+// whether it moves the bytes itself (when it waits for them anyway, or the
+// source is pageable memory the program may reuse as soon as the call returns).
+CUresult Model::plan_copy(const CopyRequest& req, Slot* slot, int64_t* host_until, bool* caller_moves) {
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
   const size_t bytes = req.width * req.height;
@@ -283,15 +294,17 @@ CUresult Model::plan_copy(const CopyRequest& req, int64_t* complete_at, int64_t*
     staged = req.async && to_device && !pinned;
     holds = !req.async || !pinned;
   }
-  *complete_at = enqueue(*st, w);
-  *host_until = staged ? now_ns() + w.duration : holds ? *complete_at : 0;
+  w.move = [req] { move_bytes(req); };
+  *slot = enqueue(*st, std::move(w));
+  *host_until = staged ? now_ns() + w.duration : holds ? slot->end : 0;
+  *caller_moves = staged || holds;
   return CUDA_SUCCESS;
 }
 
 CUresult Model::copy(const CopyRequest& req) {
   if (req.width * req.height == 0) return CUDA_SUCCESS;
   if (!req.dst || !req.src) return CUDA_ERROR_INVALID_VALUE;
-  int64_t complete_at = 0, host_until = 0;
+  int64_t host_until = 0;
   if (req.dir == CopyDir::HostToHost) {
     // Fully synchronous: waits for the stream, then the CPU copies.
     CUresult r = stream_synchronize(req.stream, req.per_thread);
@@ -299,11 +312,15 @@ CUresult Model::copy(const CopyRequest& req) {
     return r;
   }
   wait_for_queue_slot();
+  Slot slot;
+  bool caller_moves = false;
   {
     std::lock_guard lock(mu_);
-    if (CUresult r = plan_copy(req, &complete_at, &host_until)) return r;
+    if (CUresult r = plan_copy(req, &slot, &host_until, &caller_moves)) return r;
   }
-  move_bytes(req);
+  // An asynchronous copy from pinned memory returns at once: the byte mover
+  // copies when the stream reaches it, and a synchronize waits for it.
+  if (caller_moves) HostWorker::instance().run_through(slot.task);
   wait_until(host_until);
   return CUDA_SUCCESS;
 }
@@ -323,12 +340,14 @@ CUresult Model::memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size
     // Device memsets are asynchronous to the host, even the "synchronous" API.
     Work w{Engine::Compute, Activity::Memset,
            static_cast<int64_t>(static_cast<double>(bytes) / desc(st->device).dram_gbps),
-           us_to_ns(node_.costs.kernel_start_latency), bytes, 1.0};
-    enqueue(*st, w);
+           us_to_ns(node_.costs.kernel_start_latency), bytes, 1.0, nullptr};
+    w.move = [p, value, elem_size, count] {
+      if (elem_size == 1) std::memset(p, static_cast<int>(value & 0xff), count);
+      if (elem_size == 2) fill<uint16_t>(p, static_cast<uint16_t>(value), count);
+      if (elem_size == 4) fill<uint32_t>(p, value, count);
+    };
+    enqueue(*st, std::move(w));
   }
-  if (elem_size == 1) std::memset(p, static_cast<int>(value & 0xff), count);
-  if (elem_size == 2) fill<uint16_t>(p, static_cast<uint16_t>(value), count);
-  if (elem_size == 4) fill<uint32_t>(p, value, count);
   return CUDA_SUCCESS;
 }
 
