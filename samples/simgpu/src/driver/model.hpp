@@ -8,9 +8,7 @@
 // when their stream reaches them (host_worker.hpp), kernels compute nothing.
 #pragma once
 
-#include <array>
-#include <cstdint>
-#include <functional>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,116 +16,9 @@
 #include <string>
 #include <vector>
 
-#include <cuda.h>
-
-#include "../common/node.hpp"
-#include "../common/shared_state.hpp"
-#include "host_worker.hpp"
-
-// The driver's opaque handle types, defined here: a handle is a pointer to
-// one of these, validated against the model's registries before use.
-struct CUctx_st {
-  int device;
-  bool primary;
-};
-
-struct CUstream_st {
-  int device = 0;
-  unsigned flags = 0;
-  int priority = 0;
-  bool legacy = false;      // the device's NULL stream
-  bool per_thread = false;  // a thread's per-thread default stream
-  int64_t tail = 0;         // modeled completion of everything queued here
-  bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
-};
-
-struct CUevent_st {
-  int device = 0;
-  unsigned flags = 0;
-  bool recorded = false;
-  int64_t time = 0;  // modeled instant the recorded work completes
-};
-
-struct CUfunc_st;
-struct CUmod_st {
-  const void* image = nullptr;
-  bool is_ptx = false;
-  std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
-};
-
-struct CUfunc_st {
-  CUmod_st* module = nullptr;
-  std::string name;  // as given (mangled for C++ kernels)
-  simgpu::KernelCost cost;  // the node's entry for this kernel, over the default
-  int max_dynamic_shared = -1;  // cuFuncSetAttribute's opt-in; -1: the 48 KiB default
-  int carveout = -1;            // preferred shared memory carveout, percent
-};
+#include "model_types.hpp"
 
 namespace simgpu::drv {
-
-enum class Engine { Compute, HostToDevice, DeviceToHost, Count };
-enum class MemKind { Device, Managed, HostPinned, HostRegistered };
-enum class CopyDir { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
-
-struct Allocation {
-  uintptr_t base = 0;
-  size_t size = 0;
-  int device = 0;
-  MemKind kind = MemKind::Device;
-  unsigned flags = 0;
-  bool mapped = true;  // false for cuMemHostRegister'ed user memory
-};
-
-// One copy, 1D or 2D (height rows of `width` bytes at the given pitches).
-struct CopyRequest {
-  CopyDir dir = CopyDir::HostToDevice;
-  void* dst = nullptr;
-  const void* src = nullptr;
-  size_t width = 0, height = 1, dst_pitch = 0, src_pitch = 0;
-  CUstream stream = nullptr;
-  bool per_thread = false;  // the _ptsz/_ptds entry point was called
-  bool async = false;       // the *Async entry point was called
-};
-
-struct KernelTiming {
-  int64_t duration_ns = 0;
-  Activity activity = Activity::KernelCompute;
-  uint64_t dram_bytes = 0;
-  double sm_fraction = 1.0;
-};
-
-// One operation for a device engine: how long it runs once started, the
-// least time between its submission and its start, what NVML sees, and the
-// bytes it moves when its stream reaches it (copies and memsets; run by the
-// HostWorker).
-struct Work {
-  Engine engine = Engine::Compute;
-  Activity activity = Activity::KernelCompute;
-  int64_t duration = 0, start_latency = 0;
-  uint64_t bytes = 0;
-  double sm_fraction = 1.0;
-  std::function<void()> move;
-};
-
-// Where the model put an operation: its modeled start and end, and the
-// HostWorker task that moves its bytes (when it has any).
-struct Slot {
-  int64_t start = 0, end = 0;
-  TaskKey task;
-};
-
-struct DeviceState {
-  const DeviceDesc* desc = nullptr;
-  int node_index = 0;
-  std::array<int64_t, static_cast<size_t>(Engine::Count)> engine_free{};
-  CUstream_st legacy;
-  int64_t blocking_tail = 0;  // newest completion queued on any blocking stream
-  uint64_t memory_used = 0;
-  CUctx_st primary;
-  int primary_refs = 0;
-  unsigned primary_flags = 0;
-  std::multiset<int64_t> in_flight;  // completion times of queued operations
-};
 
 // Operations a device accepts before submitting more blocks the host, as a
 // real GPU's launch queue does once it is full.
@@ -187,7 +78,7 @@ class Model {
   CUresult context_device(CUcontext ctx, int* dev);
   CUresult ctx_synchronize(CUcontext ctx);
 
-  // Streams and events.
+  // Streams, events and host functions (model_streams.cpp).
   CUresult stream_create(unsigned flags, int priority, CUstream* out);
   CUresult stream_destroy(CUstream s);
   CUresult stream_query(CUstream s, bool per_thread);
@@ -200,6 +91,9 @@ class Model {
   CUresult event_query(CUevent e);
   CUresult event_synchronize(CUevent e);
   CUresult event_elapsed(float* ms, CUevent start, CUevent end);
+  // Runs fn on simgpu's host thread when the stream reaches it; the stream's
+  // later work waits for its return (cuStreamAddCallback, cuLaunchHostFunc).
+  CUresult host_function(CUstream s, bool per_thread, std::function<void()> fn);
 
   // Memory (model_memory.cpp).
   CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
@@ -241,16 +135,30 @@ class Model {
   CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out);
   CUstream_st* per_thread_stream(int dev);
   int64_t stream_ready(const CUstream_st& s, int64_t submit) const;
-  Slot enqueue(CUstream_st& s, Work work);
+  // Submits an operation to s: scheduled at once when s and the streams it
+  // implicitly follows are resolved, else queued on s's backlog.
+  std::shared_ptr<Scheduled> submit(CUstream_st& s, StreamOp op);
+  void add_implicit_waits(CUstream_st& s, int64_t submit);
+  void schedule(CUstream_st& s, StreamOp& op);
+  void drain_backlogs();
+  void host_function_returned(CUstream_st* s);
+  void advance_tail(CUstream_st& s, int64_t t);
+  // Whether stream_ready(s) is final: nothing it follows is still unresolved.
+  bool ready_known(const CUstream_st& s) const;
+  void wait_until_ready_known(std::unique_lock<std::mutex>& lock, const CUstream_st& s);
+  void wait_until_scheduled(const std::shared_ptr<Scheduled>& op);
+  Slot enqueue(CUstream_st& s, Work work, int64_t submit);
   int64_t device_idle_time(int dev) const;
   CUresult free_locked(void* p, bool host, Allocation* freed);
   bool find_locked(const void* p, size_t bytes, Allocation* out) const;
-  CUresult plan_copy(const CopyRequest& req, Slot* slot, int64_t* host_until, bool* caller_moves);
+  enum class HostHold { None, Staging, UntilDone };
+  CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
   int64_t max_idle_time() const;
 
   NodeDesc node_;
   SharedState& shared_;
   mutable std::mutex mu_;
+  std::condition_variable resolved_;  // a backlog drained or a host function returned
   std::vector<DeviceState> devices_;
   std::set<CUctx_st*> contexts_;
   std::set<CUstream_st*> streams_;

@@ -182,8 +182,10 @@ CUresult Model::launch(CUfunction f, const unsigned grid[3], const unsigned bloc
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
   const KernelTiming t = kernel_timing(node_, desc(st->device), f->cost, blocks, threads_per_block);
-  enqueue(*st, Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
-                    t.dram_bytes, t.sm_fraction});
+  submit(*st, StreamOp{StreamOp::Kind::Work,
+                       Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
+                            t.dram_bytes, t.sm_fraction, nullptr},
+                       {}, nullptr, nullptr, now_ns()});
   return CUDA_SUCCESS;
 }
 

@@ -164,9 +164,12 @@ CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
 CUresult Model::mem_free(void* p, bool host) {
   int64_t idle = 0, bytes_idle = 0;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     Allocation a;
     if (!find_locked(p, 1, &a) || a.base != reinterpret_cast<uintptr_t>(p)) return CUDA_ERROR_INVALID_VALUE;
+    resolved_.wait(lock, [&] {
+      return std::all_of(devices_.begin(), devices_.end(), [](const DeviceState& d) { return d.unresolved.empty(); });
+    });
     idle = device_idle_time(a.device);
     // Pinned memory may be any device's copy source or destination.
     bytes_idle = host ? max_idle_time() : idle;
@@ -195,7 +198,7 @@ CUresult Model::mem_free_async(void* p, CUstream s, bool per_thread) {
     if (CUresult r = free_locked(p, false, &freed)) return r;
     // The pages go when the stream reaches the free: copies queued before it
     // may still move bytes there.
-    HostWorker::instance().push_bytes(stream_ready(*st, now_ns()), [freed] { unmap_memory(freed); });
+    submit(*st, StreamOp{StreamOp::Kind::Task, {}, [freed] { unmap_memory(freed); }, nullptr, nullptr, now_ns()});
   }
   spend_host_time(us_to_ns(node_.costs.async_alloc));
   return CUDA_SUCCESS;
@@ -252,12 +255,12 @@ CUresult Model::mem_info(size_t* free_bytes, size_t* total_bytes) {
   return CUDA_SUCCESS;
 }
 
-// Validates a copy, queues it and says until when the caller is held and
-// whether it moves the bytes itself (when it waits for them anyway, or the
-// source is pageable memory the program may reuse as soon as the call returns).
-CUresult Model::plan_copy(const CopyRequest& req, Slot* slot, int64_t* host_until, bool* caller_moves) {
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
+// Validates a copy and says what it costs, how long it holds the caller
+// (`host_hold`: until the copy ends, or for its own duration while the CPU
+// stages a pageable upload) and whether the caller moves the bytes itself
+// (when it waits for them anyway, or the source is pageable memory the
+// program may reuse as soon as the call returns).
+CUresult Model::plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold) {
   const size_t bytes = req.width * req.height;
   const size_t dst_len = extent(req.width, req.height, req.dst_pitch);
   const size_t src_len = extent(req.width, req.height, req.src_pitch);
@@ -295,16 +298,14 @@ CUresult Model::plan_copy(const CopyRequest& req, Slot* slot, int64_t* host_unti
     holds = !req.async || !pinned;
   }
   w.move = [req] { move_bytes(req); };
-  *slot = enqueue(*st, std::move(w));
-  *host_until = staged ? now_ns() + w.duration : holds ? slot->end : 0;
-  *caller_moves = staged || holds;
+  *hold = staged ? HostHold::Staging : holds ? HostHold::UntilDone : HostHold::None;
+  *work = std::move(w);
   return CUDA_SUCCESS;
 }
 
 CUresult Model::copy(const CopyRequest& req) {
   if (req.width * req.height == 0) return CUDA_SUCCESS;
   if (!req.dst || !req.src) return CUDA_ERROR_INVALID_VALUE;
-  int64_t host_until = 0;
   if (req.dir == CopyDir::HostToHost) {
     // Fully synchronous: waits for the stream, then the CPU copies.
     CUresult r = stream_synchronize(req.stream, req.per_thread);
@@ -312,16 +313,25 @@ CUresult Model::copy(const CopyRequest& req) {
     return r;
   }
   wait_for_queue_slot();
-  Slot slot;
-  bool caller_moves = false;
+  std::shared_ptr<Scheduled> scheduled;
+  HostHold hold = HostHold::None;
+  int64_t duration = 0;
+  const int64_t submitted = now_ns();
   {
     std::lock_guard lock(mu_);
-    if (CUresult r = plan_copy(req, &slot, &host_until, &caller_moves)) return r;
+    CUstream_st* st = nullptr;
+    if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
+    Work w;
+    if (CUresult r = plan_copy(req, st, &w, &hold)) return r;
+    duration = w.duration;
+    scheduled = submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   }
   // An asynchronous copy from pinned memory returns at once: the byte mover
   // copies when the stream reaches it, and a synchronize waits for it.
-  if (caller_moves) HostWorker::instance().run_through(slot.task);
-  wait_until(host_until);
+  if (hold == HostHold::None) return CUDA_SUCCESS;
+  wait_until_scheduled(scheduled);
+  HostWorker::instance().run_through(scheduled->slot.task);
+  wait_until(hold == HostHold::Staging ? submitted + duration : scheduled->slot.end);
   return CUDA_SUCCESS;
 }
 
@@ -337,6 +347,7 @@ CUresult Model::memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
     Allocation a;
     if (!find_locked(p, bytes, &a) || !is_device_kind(a.kind)) return CUDA_ERROR_INVALID_VALUE;
+    const int64_t submitted = now_ns();
     // Device memsets are asynchronous to the host, even the "synchronous" API.
     Work w{Engine::Compute, Activity::Memset,
            static_cast<int64_t>(static_cast<double>(bytes) / desc(st->device).dram_gbps),
@@ -346,7 +357,7 @@ CUresult Model::memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size
       if (elem_size == 2) fill<uint16_t>(p, static_cast<uint16_t>(value), count);
       if (elem_size == 4) fill<uint32_t>(p, value, count);
     };
-    enqueue(*st, std::move(w));
+    submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   }
   return CUDA_SUCCESS;
 }

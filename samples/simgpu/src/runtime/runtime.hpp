@@ -43,7 +43,8 @@ namespace simgpu::rt {
   X(cuLaunchKernelEx, 11060) X(cuFuncGetName, 12030) X(cuProfilerStart, 4000)                    \
   X(cuProfilerStop, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
   X(cuFuncSetCacheConfig, 3000) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)    \
-  X(cuOccupancyAvailableDynamicSMemPerBlock, 10020)
+  X(cuOccupancyAvailableDynamicSMemPerBlock, 10020) X(cuStreamAddCallback, 5000)                 \
+  X(cuLaunchHostFunc, 10000)
 
 // Field names go through cuda.h's renaming macros (cuMemAlloc -> cuMemAlloc_v2)
 // both where they are declared and where they are used, so they stay in step.
