@@ -20,6 +20,10 @@
 
 namespace simgpu::drv {
 
+inline bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
+inline bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
+void unmap_memory(const Allocation& a);
+
 // Operations a device accepts before submitting more blocks the host, as a
 // real GPU's launch queue does once it is full.
 constexpr size_t kQueueDepth = 1024;
@@ -103,9 +107,12 @@ class Model {
   CUresult host_register(void* p, size_t bytes, unsigned flags);
   CUresult host_unregister(void* p);
   CUresult mem_info(size_t* free_bytes, size_t* total_bytes);
+  CUresult mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch);
+
+  // Copies and memsets (model_copies.cpp).
   CUresult copy(const CopyRequest& req);
-  CUresult memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size_t count, CUstream s,
-                  bool per_thread, bool async);
+  CUresult copy_3d(const CUDA_MEMCPY3D& c, CUstream s, bool per_thread, bool async);
+  CUresult memset(const MemsetRequest& req);
   CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr p);
   bool find_allocation(const void* p, size_t bytes, Allocation* out);
   CUresult host_flags(void* p, unsigned* flags);
@@ -152,7 +159,9 @@ class Model {
   CUresult free_locked(void* p, bool host, Allocation* freed);
   bool find_locked(const void* p, size_t bytes, Allocation* out) const;
   enum class HostHold { None, Staging, UntilDone };
+  CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
+  CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
   int64_t max_idle_time() const;
 
   NodeDesc node_;

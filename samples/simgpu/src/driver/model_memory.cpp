@@ -1,7 +1,6 @@
-// Device model: allocations, copies and memsets.  Device memory is anonymous
-// host memory (MAP_NORESERVE, so a 100 GiB cudaMalloc costs nothing until
-// touched); the model charges host time for allocation and copies occupy the
-// copy engines for bytes / bandwidth.
+// Device model: allocations.  Device memory is anonymous host memory
+// (MAP_NORESERVE, so a 100 GiB cudaMalloc costs nothing until touched); the
+// model charges host time for allocation.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -25,58 +24,19 @@ void* map_memory(size_t bytes, bool populate = false) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
+}  // namespace
+
 void unmap_memory(const Allocation& a) {
   if (a.mapped) munmap(reinterpret_cast<void*>(a.base), (a.size + kPage - 1) / kPage * kPage);
 }
 
-bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
-bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
+namespace {
+
 
 int64_t alloc_cost(const HostCosts& c, MemKind kind, size_t bytes) {
   const double mib = static_cast<double>(bytes) / kMiB;
   if (kind == MemKind::HostPinned) return us_to_ns(c.host_alloc + c.host_alloc_per_mib * mib);
   return us_to_ns(c.malloc + c.malloc_per_mib * mib);
-}
-
-size_t extent(size_t width, size_t height, size_t pitch) {
-  return height == 0 ? 0 : (height - 1) * pitch + width;
-}
-
-// memmove, minus a host-CPU pathology: glibc's "rep movsb" runs at a tenth
-// of its speed on some x86 parts (AMD EPYC here) when the destination sits
-// just past the source modulo 4 KiB -- which is exactly how a malloc'ed host
-// buffer (page + 16) lines up with page-aligned device memory.  Those copies
-// go through 64-byte chunks instead, so host memory speed never overrides
-// the modeled PCIe time.
-void copy_bytes(char* dst, const char* src, size_t n) {
-  const uintptr_t skew = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & 4095;
-  const bool overlap = dst < src + n && src < dst + n;
-  if (overlap || skew == 0 || skew >= 256 || n < 4096) {
-    std::memmove(dst, src, n);
-    return;
-  }
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    char chunk[64];
-    std::memcpy(chunk, src + i, 64);
-    std::memcpy(dst + i, chunk, 64);
-  }
-  std::memcpy(dst + i, src + i, n - i);
-}
-
-void move_bytes(const CopyRequest& r) {
-  auto* dst = static_cast<char*>(r.dst);
-  const auto* src = static_cast<const char*>(r.src);
-  if (r.height == 1 || (r.dst_pitch == r.width && r.src_pitch == r.width)) {
-    copy_bytes(dst, src, r.width * r.height);
-    return;
-  }
-  for (size_t row = 0; row < r.height; ++row) copy_bytes(dst + row * r.dst_pitch, src + row * r.src_pitch, r.width);
-}
-
-template <class T>
-void fill(void* dst, T value, size_t count) {
-  std::fill_n(static_cast<T*>(dst), count, value);
 }
 
 }  // namespace
@@ -118,6 +78,15 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
     shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
   }
   *out = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch) {
+  constexpr size_t kPitchAlignment = 512;
+  if (!out || !pitch || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  const size_t padded = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  if (CUresult r = mem_alloc(padded * height, MemKind::Device, 0, out)) return r;
+  *pitch = padded;
   return CUDA_SUCCESS;
 }
 
@@ -252,113 +221,6 @@ CUresult Model::mem_info(size_t* free_bytes, size_t* total_bytes) {
   for (const ProcessUsage& p : shared_.processes(devices_[dev].node_index)) used += p.memory_bytes;
   if (total_bytes) *total_bytes = d.memory_bytes;
   if (free_bytes) *free_bytes = d.memory_bytes > used ? d.memory_bytes - used : 0;
-  return CUDA_SUCCESS;
-}
-
-// Validates a copy and says what it costs, how long it holds the caller
-// (`host_hold`: until the copy ends, or for its own duration while the CPU
-// stages a pageable upload) and whether the caller moves the bytes itself
-// (when it waits for them anyway, or the source is pageable memory the
-// program may reuse as soon as the call returns).
-CUresult Model::plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold) {
-  const size_t bytes = req.width * req.height;
-  const size_t dst_len = extent(req.width, req.height, req.dst_pitch);
-  const size_t src_len = extent(req.width, req.height, req.src_pitch);
-  Allocation dst, src;
-  const bool dst_dev = find_locked(req.dst, dst_len, &dst) && is_device_kind(dst.kind);
-  const bool src_dev = find_locked(req.src, src_len, &src) && is_device_kind(src.kind);
-  const DeviceDesc& d = desc(st->device);
-  Work w;
-  w.bytes = bytes;
-  bool staged = false, holds = false;  // device-to-device copies never hold the host
-  if (req.dir == CopyDir::DeviceToDevice) {
-    if (!dst_dev || !src_dev) return CUDA_ERROR_INVALID_VALUE;
-    w.engine = Engine::Compute;
-    w.activity = Activity::CopyD2D;
-    w.bytes = 2 * bytes;  // read and written once each
-    w.duration = static_cast<int64_t>(2.0 * bytes / d.dram_gbps);
-    w.start_latency = us_to_ns(node_.costs.kernel_start_latency);
-  } else {
-    const bool to_device = req.dir == CopyDir::HostToDevice;
-    if (to_device ? !dst_dev : !src_dev) return CUDA_ERROR_INVALID_VALUE;
-    Allocation host;
-    const bool pinned = find_locked(to_device ? req.src : req.dst, to_device ? src_len : dst_len, &host) &&
-                        is_pinned_kind(host.kind);
-    w.engine = to_device ? Engine::HostToDevice : Engine::DeviceToHost;
-    w.activity = to_device ? Activity::CopyH2D : Activity::CopyD2H;
-    const double gbps = pinned ? d.pinned_gbps : d.pageable_gbps;
-    const double latency = pinned ? node_.costs.copy_latency_pinned : node_.costs.copy_latency_pageable;
-    w.duration = us_to_ns(latency) + static_cast<int64_t>(static_cast<double>(bytes) / gbps);
-    // When the caller gets control back, as on real hardware: the synchronous
-    // API and device-to-host copies into pageable memory return once the
-    // bytes have landed; a pageable "async" upload returns once the CPU has
-    // staged it (its full duration, but not the wait for earlier work in the
-    // stream); a pinned async copy returns at once.
-    staged = req.async && to_device && !pinned;
-    holds = !req.async || !pinned;
-  }
-  w.move = [req] { move_bytes(req); };
-  *hold = staged ? HostHold::Staging : holds ? HostHold::UntilDone : HostHold::None;
-  *work = std::move(w);
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::copy(const CopyRequest& req) {
-  if (req.width * req.height == 0) return CUDA_SUCCESS;
-  if (!req.dst || !req.src) return CUDA_ERROR_INVALID_VALUE;
-  if (req.dir == CopyDir::HostToHost) {
-    // Fully synchronous: waits for the stream, then the CPU copies.
-    CUresult r = stream_synchronize(req.stream, req.per_thread);
-    if (r == CUDA_SUCCESS) move_bytes(req);
-    return r;
-  }
-  wait_for_queue_slot();
-  std::shared_ptr<Scheduled> scheduled;
-  HostHold hold = HostHold::None;
-  int64_t duration = 0;
-  const int64_t submitted = now_ns();
-  {
-    std::lock_guard lock(mu_);
-    CUstream_st* st = nullptr;
-    if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
-    Work w;
-    if (CUresult r = plan_copy(req, st, &w, &hold)) return r;
-    duration = w.duration;
-    scheduled = submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
-  }
-  // An asynchronous copy from pinned memory returns at once: the byte mover
-  // copies when the stream reaches it, and a synchronize waits for it.
-  if (hold == HostHold::None) return CUDA_SUCCESS;
-  wait_until_scheduled(scheduled);
-  HostWorker::instance().run_through(scheduled->slot.task);
-  wait_until(hold == HostHold::Staging ? submitted + duration : scheduled->slot.end);
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size_t count, CUstream s,
-                       bool per_thread, bool /*async*/) {
-  void* p = reinterpret_cast<void*>(dst);
-  const size_t bytes = count * elem_size;
-  if (bytes == 0) return CUDA_SUCCESS;
-  wait_for_queue_slot();
-  {
-    std::lock_guard lock(mu_);
-    CUstream_st* st = nullptr;
-    if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-    Allocation a;
-    if (!find_locked(p, bytes, &a) || !is_device_kind(a.kind)) return CUDA_ERROR_INVALID_VALUE;
-    const int64_t submitted = now_ns();
-    // Device memsets are asynchronous to the host, even the "synchronous" API.
-    Work w{Engine::Compute, Activity::Memset,
-           static_cast<int64_t>(static_cast<double>(bytes) / desc(st->device).dram_gbps),
-           us_to_ns(node_.costs.kernel_start_latency), bytes, 1.0, nullptr};
-    w.move = [p, value, elem_size, count] {
-      if (elem_size == 1) std::memset(p, static_cast<int>(value & 0xff), count);
-      if (elem_size == 2) fill<uint16_t>(p, static_cast<uint16_t>(value), count);
-      if (elem_size == 4) fill<uint32_t>(p, value, count);
-    };
-    submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
-  }
   return CUDA_SUCCESS;
 }
 

@@ -132,16 +132,35 @@ struct Allocation {
   bool mapped = true;  // false for cuMemHostRegister'ed user memory
 };
 
-// One copy, 1D or 2D (height rows of `width` bytes at the given pitches).
+// One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows
+// `pitch` bytes apart and slices `slice` bytes apart on each side.
 struct CopyRequest {
   CopyDir dir = CopyDir::HostToDevice;
   void* dst = nullptr;
   const void* src = nullptr;
-  size_t width = 0, height = 1, dst_pitch = 0, src_pitch = 0;
+  size_t width = 0, height = 1, depth = 1;
+  size_t dst_pitch = 0, src_pitch = 0, dst_slice = 0, src_slice = 0;
   CUstream stream = nullptr;
   bool per_thread = false;  // the _ptsz/_ptds entry point was called
   bool async = false;       // the *Async entry point was called
+  size_t bytes() const { return width * height * depth; }
 };
+
+// One memset of `elem_size`-byte elements: height rows of `width` elements,
+// rows `pitch` bytes apart.
+struct MemsetRequest {
+  void* dst = nullptr;
+  unsigned value = 0, elem_size = 1;
+  size_t width = 0, height = 1, pitch = 0;
+  CUstream stream = nullptr;
+  bool per_thread = false;
+  size_t bytes() const { return width * elem_size * height; }
+};
+
+// Bytes from the first to the last byte a strided region touches.
+inline size_t span(size_t width, size_t height, size_t depth, size_t pitch, size_t slice) {
+  return height == 0 || depth == 0 ? 0 : (depth - 1) * slice + (height - 1) * pitch + width;
+}
 
 struct KernelTiming {
   int64_t duration_ns = 0;

@@ -44,7 +44,8 @@ namespace simgpu::rt {
   X(cuProfilerStop, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
   X(cuFuncSetCacheConfig, 3000) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)    \
   X(cuOccupancyAvailableDynamicSMemPerBlock, 10020) X(cuStreamAddCallback, 5000)                 \
-  X(cuLaunchHostFunc, 10000)
+  X(cuLaunchHostFunc, 10000) X(cuMemAllocPitch, 3020) X(cuMemcpy3D, 3020) X(cuMemcpy3DAsync, 3020)   \
+  X(cuMemsetD2D8, 3020) X(cuMemsetD2D8Async, 3020)
 
 // Field names go through cuda.h's renaming macros (cuMemAlloc -> cuMemAlloc_v2)
 // both where they are declared and where they are used, so they stay in step.
@@ -73,6 +74,10 @@ int& current_device();  // the thread's device (cudaSetDevice)
 // Binds the thread to its device's primary context, as the real runtime does
 // lazily on the first call that needs one.
 cudaError_t ensure_context();
+
+// cudaMemcpy3DParms in the driver's terms; cudaErrorNotSupported for CUDA
+// arrays, which simgpu does not model.
+cudaError_t to_driver_copy(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out);
 
 // The current device's CUfunction for a kernel: a host stub address (what
 // <<<>>> and cudaLaunchKernel pass) or a handle from cudaGetKernel.  Loads the
