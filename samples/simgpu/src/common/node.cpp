@@ -129,7 +129,8 @@ void parse_host_costs(const json& j, HostCosts& c) {
       {"host_register_per_mib", &HostCosts::host_register_per_mib},
       {"async_alloc", &HostCosts::async_alloc},
       {"copy_latency_pinned", &HostCosts::copy_latency_pinned},
-      {"copy_latency_pageable", &HostCosts::copy_latency_pageable}};
+      {"copy_latency_pageable", &HostCosts::copy_latency_pageable},
+      {"graph_launch", &HostCosts::graph_launch}};
   for (const Field& f : fields) c.*f.member = get(j, f.key, c.*f.member);
 }
 

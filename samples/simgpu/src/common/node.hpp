@@ -49,6 +49,7 @@ struct HostCosts {
   double malloc = 30, malloc_per_mib = 1.5, free = 20, free_per_mib = 0.5;
   double host_alloc = 50, host_alloc_per_mib = 250, host_register_per_mib = 150;
   double async_alloc = 1, copy_latency_pinned = 2.5, copy_latency_pageable = 8;
+  double graph_launch = 3;  // one cudaGraphLaunch, whatever the graph holds
 };
 
 // How long a kernel runs: a fixed time, or the slower of its arithmetic and

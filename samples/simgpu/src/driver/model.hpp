@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "model_graph.hpp"
 #include "model_types.hpp"
 
 namespace simgpu::drv {
@@ -87,17 +88,20 @@ class Model {
   CUresult stream_destroy(CUstream s);
   CUresult stream_query(CUstream s, bool per_thread);
   CUresult stream_synchronize(CUstream s, bool per_thread);
-  CUresult stream_wait_event(CUstream s, CUevent e, bool per_thread);
+  CUresult stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags = 0);
   CUresult stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority);
   CUresult event_create(unsigned flags, CUevent* out);
   CUresult event_destroy(CUevent e);
-  CUresult event_record(CUevent e, CUstream s, bool per_thread);
+  CUresult event_record(CUevent e, CUstream s, bool per_thread, unsigned flags = 0);
   CUresult event_query(CUevent e);
   CUresult event_synchronize(CUevent e);
   CUresult event_elapsed(float* ms, CUevent start, CUevent end);
   // Runs fn on simgpu's host thread when the stream reaches it; the stream's
   // later work waits for its return (cuStreamAddCallback, cuLaunchHostFunc).
-  CUresult host_function(CUstream s, bool per_thread, std::function<void()> fn);
+  // A capturing stream records `node` as a host node instead; without one
+  // (a stream callback) it refuses, as CUDA does.
+  CUresult host_function(CUstream s, bool per_thread, std::function<void()> fn,
+                         const CUDA_HOST_NODE_PARAMS* node = nullptr);
 
   // Memory (model_memory.cpp).
   CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
@@ -108,6 +112,8 @@ class Model {
   CUresult host_unregister(void* p);
   CUresult mem_info(size_t* free_bytes, size_t* total_bytes);
   CUresult mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch);
+  // Device memory for a graph's memory-allocation node, with mu_ held.
+  CUresult reserve_graph_memory(size_t bytes, int dev, void** out);
 
   // Copies and memsets (model_copies.cpp).
   CUresult copy(const CopyRequest& req);
@@ -122,8 +128,41 @@ class Model {
   CUresult module_unload(CUmodule m);
   CUresult module_get_function(CUmodule m, const char* name, CUfunction* out);
   CUresult function_name(CUfunction f, const char** name);
-  CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
-                  CUstream s, bool per_thread);
+  CUresult launch(const KernelNodeParams& k, CUstream s, bool per_thread);
+
+  // Graphs (model_graph.cpp, model_graph_exec.cpp).  Node parameters are
+  // in the model's terms (model_graph.hpp); graph_add_node fills in the
+  // address of a memory-allocation node.
+  CUresult graph_create(CUgraph* out);
+  CUresult graph_destroy(CUgraph g);
+  CUresult graph_add_node(CUgraph g, const CUgraphNode* deps, size_t count, NodeParams* params, CUgraphNode* out);
+  CUresult graph_node_params(CUgraphNode n, CUgraphNodeType type, NodeParams* out);
+  CUresult graph_set_node_params(CUgraphNode n, const NodeParams& params);
+  CUresult graph_node_type(CUgraphNode n, CUgraphNodeType* type);
+  CUresult graph_nodes(CUgraph g, bool roots_only, CUgraphNode* nodes, size_t* count);
+  CUresult graph_edges(CUgraph g, CUgraphNode* from, CUgraphNode* to, size_t* count);
+  CUresult graph_node_neighbours(CUgraphNode n, bool dependents, CUgraphNode* out, size_t* count);
+  CUresult graph_change_edges(CUgraph g, const CUgraphNode* from, const CUgraphNode* to, size_t count, bool add);
+  CUresult graph_destroy_node(CUgraphNode n);
+  CUresult graph_clone(CUgraph g, CUgraph* out);
+  CUresult graph_find_in_clone(CUgraphNode original, CUgraph clone, CUgraphNode* out);
+  CUresult graph_child(CUgraphNode n, CUgraph* out);
+  CUresult graph_instantiate(CUgraph g, unsigned long long flags, CUgraphExec* out, CUgraphNode* error_node);
+  CUresult graph_exec_destroy(CUgraphExec e);
+  CUresult graph_exec_flags(CUgraphExec e, unsigned long long* flags);
+  CUresult graph_exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo* info);
+  CUresult graph_exec_set_params(CUgraphExec e, CUgraphNode n, const NodeParams& params);
+  CUresult graph_launch(CUgraphExec e, CUstream s, bool per_thread);
+  CUresult graph_memory(int dev, uint64_t* current, uint64_t* high);
+
+  // Stream capture (model_capture.cpp).
+  CUresult capture_begin(CUstream s, bool per_thread, CUstreamCaptureMode mode, CUgraph into,
+                         const CUgraphNode* deps, size_t count);
+  CUresult capture_end(CUstream s, bool per_thread, CUgraph* out);
+  CUresult capture_info(CUstream s, bool per_thread, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                        const CUgraphNode** deps, size_t* count);
+  CUresult capture_update_deps(CUstream s, bool per_thread, const CUgraphNode* deps, size_t count, unsigned flags);
+  static CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
 
   // Kernel attributes and occupancy (model_occupancy.cpp).
   CUresult function_attribute(CUfunction f, CUfunction_attribute attr, int* value);
@@ -162,6 +201,27 @@ class Model {
   CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
   CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
+  CUresult plan_kernel(const KernelNodeParams& k, int device, Work* work);
+
+  // Graphs and capture, with mu_ held.
+  CUresult check_node(const NodeParams& p) const;
+  CUgraphNode_st* add_node(CUgraph_st& g, const std::vector<CUgraphNode_st*>& deps, NodeParams params);
+  void register_graph(CUgraph_st* g);
+  void forget_graph(CUgraph_st* g);
+  void forget_node(CUgraphNode_st* n);
+  CUresult build_exec(const CUgraph_st& g, CUgraphExec_st& e, CUgraphNode* error_node);
+  CUresult plan_node(const NodeParams& p, CUstream_st& s, std::vector<StreamOp>* ops);
+  void retire_stream(CUstream_st* s);
+  void release_graph_memory();
+  CUresult check_unsafe_call();
+  CUresult check_implicit_sync(const CUstream_st& s);
+  CUresult check_not_capturing(const CUstream_st& s);
+  CUresult capture_node(CUstream_st& s, NodeParams params, CUgraphNode_st** out = nullptr);
+  void invalidate(CaptureSession& session);
+  CUresult capture_alloc(CUstream_st& s, size_t bytes, void** out);
+  CUresult capture_free(CUstream_st& s, void* p);
+  CUresult capture_record_event(CUstream_st& s, CUevent e, unsigned flags);
+  CUresult capture_wait_event(CUstream_st& s, CUevent e, unsigned flags);
   int64_t max_idle_time() const;
 
   NodeDesc node_;
@@ -175,6 +235,21 @@ class Model {
   std::set<CUmod_st*> modules_;
   std::set<CUfunc_st*> functions_;
   std::map<uintptr_t, Allocation> allocations_;  // by base address
+  std::set<CUgraph_st*> graphs_;
+  std::set<CUgraphNode_st*> nodes_;
+  std::set<CUgraphExec_st*> execs_;
+  std::set<CaptureSession*> captures_;  // in progress
+  std::array<uint64_t, SharedState::kMaxDevices> graph_memory_high_{};
+
+ public:
+  // Graph memory a GraphMemory gave back (its destructor runs with mu_ held);
+  // release_graph_memory() frees it.
+  struct FreedRange {
+    uintptr_t base;
+    size_t bytes;
+    int device;
+  };
+  std::vector<FreedRange> released_graph_memory_;
 };
 
 }  // namespace simgpu::drv

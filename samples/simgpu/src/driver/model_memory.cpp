@@ -61,6 +61,10 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   if (!out || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   int dev = 0;
   if (CUresult r = current_device(&dev)) return r;
+  {
+    std::lock_guard lock(mu_);
+    if (CUresult r = check_unsafe_call()) return r;
+  }
   if (is_device_kind(kind)) {
     size_t free_bytes = 0, total = 0;
     mem_info(&free_bytes, &total);
@@ -81,6 +85,25 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   return CUDA_SUCCESS;
 }
 
+CUresult Model::reserve_graph_memory(size_t bytes, int dev, void** out) {
+  size_t free_bytes = 0, total = 0;
+  if (CUresult r = mem_info(&free_bytes, &total)) return r;
+  if (bytes > free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = map_memory(bytes);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  Allocation a{reinterpret_cast<uintptr_t>(p), bytes, dev, MemKind::Device, 0, true};
+  a.graph = true;
+  allocations_[a.base] = a;
+  uint64_t in_use = 0;
+  for (const auto& [base, other] : allocations_)
+    if (other.graph && other.device == dev) in_use += other.size;
+  graph_memory_high_[dev] = std::max(graph_memory_high_[dev], in_use);
+  devices_[dev].memory_used += bytes;
+  shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
+  *out = p;
+  return CUDA_SUCCESS;
+}
+
 CUresult Model::mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch) {
   constexpr size_t kPitchAlignment = 512;
   if (!out || !pitch || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -96,6 +119,7 @@ CUresult Model::mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void*
     std::lock_guard lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    if (st->capture) return capture_alloc(*st, bytes, out);
   }
   size_t free_bytes = 0, total = 0;
   if (CUresult r = mem_info(&free_bytes, &total)) return r;
@@ -118,6 +142,13 @@ CUresult Model::mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void*
 CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
   auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  // A graph's allocation may be freed outside the graph; its pages stay
+  // with the graph, which allocates them again at its next launch.
+  if (it->second.graph) {
+    if (host) return CUDA_ERROR_INVALID_VALUE;
+    *freed = it->second;
+    return CUDA_SUCCESS;
+  }
   const MemKind kind = it->second.kind;
   if (host ? kind != MemKind::HostPinned : !is_device_kind(kind)) return CUDA_ERROR_INVALID_VALUE;
   *freed = it->second;
@@ -134,6 +165,7 @@ CUresult Model::mem_free(void* p, bool host) {
   int64_t idle = 0, bytes_idle = 0;
   {
     std::unique_lock lock(mu_);
+    if (CUresult r = check_unsafe_call()) return r;
     Allocation a;
     if (!find_locked(p, 1, &a) || a.base != reinterpret_cast<uintptr_t>(p)) return CUDA_ERROR_INVALID_VALUE;
     resolved_.wait(lock, [&] {
@@ -154,7 +186,7 @@ CUresult Model::mem_free(void* p, bool host) {
   }
   const double mib = static_cast<double>(freed.size) / kMiB;
   spend_host_time(us_to_ns(node_.costs.free + node_.costs.free_per_mib * mib));
-  unmap_memory(freed);
+  if (!freed.graph) unmap_memory(freed);
   return CUDA_SUCCESS;
 }
 
@@ -164,10 +196,12 @@ CUresult Model::mem_free_async(void* p, CUstream s, bool per_thread) {
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
     Allocation freed;
+    if (st->capture) return capture_free(*st, p);
     if (CUresult r = free_locked(p, false, &freed)) return r;
     // The pages go when the stream reaches the free: copies queued before it
     // may still move bytes there.
-    submit(*st, StreamOp{StreamOp::Kind::Task, {}, [freed] { unmap_memory(freed); }, nullptr, nullptr, now_ns()});
+    if (!freed.graph)
+      submit(*st, StreamOp{StreamOp::Kind::Task, {}, [freed] { unmap_memory(freed); }, nullptr, nullptr, now_ns()});
   }
   spend_host_time(us_to_ns(node_.costs.async_alloc));
   return CUDA_SUCCESS;
@@ -179,6 +213,7 @@ CUresult Model::host_register(void* p, size_t bytes, unsigned flags) {
   if (CUresult r = current_device(&dev)) return r;
   {
     std::lock_guard lock(mu_);
+    if (CUresult r = check_unsafe_call()) return r;
     const auto addr = reinterpret_cast<uintptr_t>(p);
     auto next = allocations_.lower_bound(addr);
     if (find_locked(p, 1, nullptr) || (next != allocations_.end() && next->first < addr + bytes))

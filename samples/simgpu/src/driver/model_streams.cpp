@@ -35,7 +35,7 @@ CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out) {
     int dev = 0;
     if (CUresult r = current_device(&dev)) return r;
     *out = s == CU_STREAM_LEGACY ? &devices_[dev].legacy : per_thread_stream(dev);
-    return CUDA_SUCCESS;
+    return check_implicit_sync(**out);
   }
   if (!streams_.count(s)) return CUDA_ERROR_INVALID_HANDLE;
   *out = s;
@@ -259,6 +259,7 @@ CUresult Model::stream_query(CUstream s, bool per_thread) {
     std::lock_guard lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    if (CUresult r = check_not_capturing(*st)) return r;
     if (!ready_known(*st)) return CUDA_ERROR_NOT_READY;
     ready = stream_ready(*st, 0);
   }
@@ -271,6 +272,7 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
     std::unique_lock lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    if (CUresult r = check_not_capturing(*st)) return r;
     wait_until_ready_known(lock, *st);
     until = stream_ready(*st, 0);
   }
@@ -280,11 +282,12 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
   return CUDA_SUCCESS;
 }
 
-CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread) {
+CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags) {
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
   if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->captured || st->capture) return capture_wait_event(*st, e, flags);
   if (!e->record) return CUDA_SUCCESS;  // waiting on a never-recorded event is a no-op
   submit(*st, StreamOp{StreamOp::Kind::Wait, {}, {}, e->record, nullptr, now_ns()});
   return CUDA_SUCCESS;
@@ -299,12 +302,20 @@ CUresult Model::stream_get(CUstream s, bool per_thread, unsigned* flags, int* pr
   return CUDA_SUCCESS;
 }
 
-CUresult Model::host_function(CUstream s, bool per_thread, std::function<void()> fn) {
+CUresult Model::host_function(CUstream s, bool per_thread, std::function<void()> fn,
+                              const CUDA_HOST_NODE_PARAMS* node) {
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   wait_for_queue_slot();
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (st->capture) {
+    if (!node) return check_not_capturing(*st);
+    NodeParams params;
+    params.type = CU_GRAPH_NODE_TYPE_HOST;
+    params.host = *node;
+    return capture_node(*st, std::move(params));
+  }
   submit(*st, StreamOp{StreamOp::Kind::HostFunction, {}, std::move(fn), nullptr, nullptr, now_ns()});
   return CUDA_SUCCESS;
 }
@@ -330,11 +341,14 @@ CUresult Model::event_destroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-CUresult Model::event_record(CUevent e, CUstream s, bool per_thread) {
+CUresult Model::event_record(CUevent e, CUstream s, bool per_thread, unsigned flags) {
   std::lock_guard lock(mu_);
   if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (st->capture) return capture_record_event(*st, e, flags);
+  if (flags & CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;  // only while capturing
+  e->captured.reset();
   e->device = st->device;
   e->record = std::make_shared<Marker>();
   submit(*st, StreamOp{StreamOp::Kind::Record, {}, {}, e->record, nullptr, now_ns()});
@@ -346,6 +360,7 @@ CUresult Model::event_query(CUevent e) {
   {
     std::lock_guard lock(mu_);
     if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
     if (!e->record) return CUDA_SUCCESS;
     if (!e->record->resolved) return CUDA_ERROR_NOT_READY;
     time = e->record->time;
@@ -358,6 +373,7 @@ CUresult Model::event_synchronize(CUevent e) {
   {
     std::unique_lock lock(mu_);
     if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
     if (MarkerRef record = e->record) {
       resolved_.wait(lock, [&] { return record->resolved; });
       until = record->time;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 
@@ -75,6 +76,9 @@ struct StreamOp {
   int64_t submit = 0;  // when the host submitted it
 };
 
+struct CaptureSession;
+struct StreamCapture;
+
 }  // namespace simgpu::drv
 
 // The driver's opaque handle types, defined here: a handle is a pointer to
@@ -96,14 +100,20 @@ struct CUstream_st {
   // that has not returned (`held`) or waits for an unresolved marker.
   bool held = false;
   std::deque<simgpu::drv::StreamOp> backlog;
+  // While capturing, work goes into a graph instead (model_capture.cpp).
+  std::shared_ptr<simgpu::drv::StreamCapture> capture;
   bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
   bool unresolved() const { return held || !backlog.empty(); }
 };
 
+struct CUgraphNode_st;
 struct CUevent_st {
   int device = 0;
   unsigned flags = 0;
   simgpu::drv::MarkerRef record;  // the latest record; null: never recorded
+  // Last recorded in a capturing stream: the capture and the nodes it follows.
+  std::shared_ptr<simgpu::drv::CaptureSession> captured;
+  std::vector<CUgraphNode_st*> captured_deps;
 };
 
 struct CUfunc_st;
@@ -130,6 +140,7 @@ struct Allocation {
   MemKind kind = MemKind::Device;
   unsigned flags = 0;
   bool mapped = true;  // false for cuMemHostRegister'ed user memory
+  bool graph = false;  // a graph's memory-allocation node owns it
 };
 
 // One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows
