@@ -28,6 +28,11 @@ struct DeviceDesc {
   int sm_count = 132, cc_major = 9, cc_minor = 0, max_threads_per_sm = 2048;
   PcieLink pcie;
   double pinned_gbps = 0, pageable_gbps = 0;  // derived from the link unless given
+  // Device-to-device copies to or from another GPU: whether this one can
+  // access its peers directly, and at what rate (default: its PCIe link's
+  // pinned rate, peers talking through the PCIe switch).
+  bool peer_access = true;
+  double peer_gbps = 0;
   double dram_gbps = 4800, fp32_tflops = 67;
   unsigned sm_mhz = 1980, sm_max_mhz = 1980, mem_mhz = 3201, mem_max_mhz = 3201;
   uint64_t clock_event_reasons = 0;

@@ -164,6 +164,13 @@ class Model {
   CUresult capture_update_deps(CUstream s, bool per_thread, const CUgraphNode* deps, size_t count, unsigned flags);
   static CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
 
+  // Peer access and copies between devices (model_peer.cpp).
+  CUresult can_access_peer(int dev, int peer, int* can);
+  CUresult set_peer_access(CUcontext peer, unsigned flags, bool enable);
+  CUresult p2p_attribute(int* value, CUdevice_P2PAttribute attr, int src, int dst);
+  CUresult peer_copy(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes,
+                     CUstream s, bool per_thread, bool async);
+
   // Kernel attributes and occupancy (model_occupancy.cpp).
   CUresult function_attribute(CUfunction f, CUfunction_attribute attr, int* value);
   CUresult set_function_attribute(CUfunction f, CUfunction_attribute attr, int value);
@@ -202,6 +209,8 @@ class Model {
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
   CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
   CUresult plan_kernel(const KernelNodeParams& k, int device, Work* work);
+  bool peer_capable(int dev, int peer) const;
+  void plan_peer_copy(int src, int dst, size_t bytes, Work* w) const;
 
   // Graphs and capture, with mu_ held.
   CUresult check_node(const NodeParams& p) const;

@@ -137,7 +137,9 @@ CUresult Model::plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, H
   Work w;
   w.bytes = bytes;
   bool staged = false, holds = false;  // device-to-device copies never hold the host
-  if (req.dir == CopyDir::DeviceToDevice) {
+  if (req.dir == CopyDir::DeviceToDevice && dst_dev && src_dev && dst.device != src.device) {
+    plan_peer_copy(src.device, dst.device, bytes, &w);
+  } else if (req.dir == CopyDir::DeviceToDevice) {
     if (!dst_dev || !src_dev) return CUDA_ERROR_INVALID_VALUE;
     w.engine = Engine::Compute;
     w.activity = Activity::CopyD2D;

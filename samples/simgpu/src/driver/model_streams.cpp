@@ -103,14 +103,26 @@ void Model::advance_tail(CUstream_st& s, int64_t t) {
 Slot Model::enqueue(CUstream_st& s, Work work, int64_t submit) {
   DeviceState& d = devices_[s.device];
   const int64_t ready = stream_ready(s, submit + work.start_latency);
-  int64_t& engine = d.engine_free[static_cast<size_t>(work.engine)];
+  // The engines the work occupies, and what NVML sees on each device.
+  struct Claim {
+    DeviceState* device;
+    Engine engine;
+    Activity activity;
+  };
+  std::vector<Claim> claims{{&d, work.engine, work.activity}};
+  if (work.peer_src >= 0)  // over the link: sent by one device, received by the other
+    claims = {{&devices_[work.peer_src], Engine::DeviceToHost, Activity::CopyD2H},
+              {&devices_[work.peer_dst], Engine::HostToDevice, Activity::CopyH2D}};
   Slot slot;
-  slot.start = std::max(ready, engine);
+  slot.start = ready;
+  for (const Claim& c : claims) slot.start = std::max(slot.start, c.device->engine_free[static_cast<size_t>(c.engine)]);
   slot.end = slot.start + std::max<int64_t>(work.duration, 0);
-  engine = slot.end;
+  for (const Claim& c : claims) {
+    c.device->engine_free[static_cast<size_t>(c.engine)] = slot.end;
+    shared_.record(c.device->node_index, c.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
+  }
   advance_tail(s, slot.end);
   d.in_flight.insert(slot.end);
-  shared_.record(d.node_index, work.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
   // Queued under the lock, so byte tasks are ordered as the model scheduled them.
   if (work.move) slot.task = HostWorker::instance().push_bytes(slot.start, std::move(work.move));
   return slot;

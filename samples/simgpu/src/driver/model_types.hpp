@@ -35,6 +35,9 @@ struct Work {
   uint64_t bytes = 0;
   double sm_fraction = 1.0;
   std::function<void()> move;
+  // A copy between two GPUs runs on the source's outbound and the
+  // destination's inbound copy engine instead of `engine` (-1: not one).
+  int peer_src = -1, peer_dst = -1;
 };
 
 // Where the model put an operation: its modeled start and end, and the
@@ -194,6 +197,7 @@ struct DeviceState {
   std::multiset<int64_t> in_flight;      // completion times of queued operations
   std::set<CUstream_st*> unresolved;     // streams with a backlog or a running host function
   size_t backlog_ops = 0;                // operations in those backlogs
+  std::set<int> peers;                   // devices this one has enabled peer access to
 };
 
 }  // namespace simgpu::drv

@@ -45,7 +45,10 @@ namespace simgpu::rt {
   X(cuFuncSetCacheConfig, 3000) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)    \
   X(cuOccupancyAvailableDynamicSMemPerBlock, 10020) X(cuStreamAddCallback, 5000)                 \
   X(cuLaunchHostFunc, 10000) X(cuMemAllocPitch, 3020) X(cuMemcpy3D, 3020) X(cuMemcpy3DAsync, 3020)   \
-  X(cuMemsetD2D8, 3020) X(cuMemsetD2D8Async, 3020) SIMGPU_RT_GRAPH_FUNCTIONS(X)
+  X(cuMemsetD2D8, 3020) X(cuMemsetD2D8Async, 3020) X(cuDeviceCanAccessPeer, 4000)                 \
+  X(cuCtxEnablePeerAccess, 4000) X(cuCtxDisablePeerAccess, 4000) X(cuDeviceGetP2PAttribute, 8000)  \
+  X(cuMemcpyPeer, 4000) X(cuMemcpyPeerAsync, 4000) X(cuMemcpy3DPeer, 4000) X(cuMemcpy3DPeerAsync, 4000) \
+  SIMGPU_RT_GRAPH_FUNCTIONS(X)
 
 // The graph and stream capture entry points (runtime_graph*.cpp).
 #define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \
@@ -100,6 +103,8 @@ int& current_device();  // the thread's device (cudaSetDevice)
 // Binds the thread to its device's primary context, as the real runtime does
 // lazily on the first call that needs one.
 cudaError_t ensure_context();
+// A device's primary context, retained on first use.
+cudaError_t primary_context(int dev, CUcontext* out);
 
 // cudaMemcpy3DParms in the driver's terms; cudaErrorNotSupported for CUDA
 // arrays, which simgpu does not model.
