@@ -77,13 +77,16 @@ TEST(Peer, CopiesMoveBytesBetweenDevices) {
   cudaGetLastError();
 }
 
-// Modeled time of one asynchronous peer copy on a stream of device 0.
+// Modeled time of one asynchronous peer copy on a stream of device 0.  The
+// stream is busy for 50 ms first, so the copy starts when the kernel ends,
+// however late the host submits it.
 float peer_copy_ms(void* dst, const void* src, size_t bytes) {
   cudaStream_t s;
   cudaEvent_t start, end;
   EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   EXPECT_EQ(cudaSuccess, cudaEventCreate(&start));
   EXPECT_EQ(cudaSuccess, cudaEventCreate(&end));
+  EXPECT_EQ(cudaSuccess, launch(kernel("k_50ms"), s));
   EXPECT_EQ(cudaSuccess, cudaEventRecord(start, s));
   EXPECT_EQ(cudaSuccess, cudaMemcpyPeerAsync(dst, 1, src, 0, bytes, s));
   EXPECT_EQ(cudaSuccess, cudaEventRecord(end, s));

@@ -195,7 +195,7 @@ CUresult cuMemAllocAsync_impl(CUdeviceptr* dptr, size_t bytes, CUstream s) {
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   return with_model([&](Model& m) {
     void* p = nullptr;
-    CUresult r = m.mem_alloc_async(bytes, s, PT, &p);
+    CUresult r = m.mem_alloc_async(bytes, s, PT, nullptr, &p);
     if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
     return r;
   });

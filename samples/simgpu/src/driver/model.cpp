@@ -187,7 +187,7 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
+  synchronized();
   return CUDA_SUCCESS;
 }
 

@@ -23,6 +23,7 @@ namespace simgpu::drv {
 
 inline bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
 inline bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
+void* map_memory(size_t bytes, bool populate = false);
 void unmap_memory(const Allocation& a);
 
 // Operations a device accepts before submitting more blocks the host, as a
@@ -105,7 +106,8 @@ class Model {
 
   // Memory (model_memory.cpp).
   CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
-  CUresult mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void** out);
+  // A null pool: the device's current pool (model_pool.cpp).
+  CUresult mem_alloc_async(size_t bytes, CUstream s, bool per_thread, CUmemoryPool pool, void** out);
   CUresult mem_free(void* p, bool host);
   CUresult mem_free_async(void* p, CUstream s, bool per_thread);
   CUresult host_register(void* p, size_t bytes, unsigned flags);
@@ -164,6 +166,16 @@ class Model {
   CUresult capture_update_deps(CUstream s, bool per_thread, const CUgraphNode* deps, size_t count, unsigned flags);
   static CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
 
+  // Memory pools (model_pool.cpp).
+  CUresult pool_create(const CUmemPoolProps* props, CUmemoryPool* out);
+  CUresult pool_destroy(CUmemoryPool pool);
+  CUresult device_pool(int dev, bool default_pool, CUmemoryPool* out);
+  CUresult set_device_pool(int dev, CUmemoryPool pool);
+  CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value, bool set);
+  CUresult pool_trim(CUmemoryPool pool, size_t keep);
+  CUresult pool_set_access(CUmemoryPool pool, const CUmemAccessDesc* descs, size_t count);
+  CUresult pool_get_access(CUmemoryPool pool, const CUmemLocation* location, CUmemAccess_flags* flags);
+
   // Peer access and copies between devices (model_peer.cpp).
   CUresult can_access_peer(int dev, int peer, int* can);
   CUresult set_peer_access(CUcontext peer, unsigned flags, bool enable);
@@ -210,6 +222,12 @@ class Model {
   CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
   CUresult plan_kernel(const KernelNodeParams& k, int device, Work* work);
   bool peer_capable(int dev, int peer) const;
+  CUmemoryPool pool_of(int dev, bool default_pool);
+  CUresult pool_alloc(CUmemoryPool pool, size_t bytes, CUstream_st& s, void** out, int64_t* host_cost);
+  void pool_free(const Allocation& a, const CUstream_st* s, MarkerRef freed_at);
+  void trim_pool(CUmemoryPool pool, uint64_t keep);
+  void release_pool_memory();  // at a synchronize: pools keep only their release threshold
+  void synchronized();         // (without mu_)
   void plan_peer_copy(int src, int dst, size_t bytes, Work* w) const;
 
   // Graphs and capture, with mu_ held.
@@ -249,6 +267,7 @@ class Model {
   std::set<CUgraphExec_st*> execs_;
   std::set<CaptureSession*> captures_;  // in progress
   std::array<uint64_t, SharedState::kMaxDevices> graph_memory_high_{};
+  std::set<CUmemoryPool> pools_;
 
  public:
   // Graph memory a GraphMemory gave back (its destructor runs with mu_ held);

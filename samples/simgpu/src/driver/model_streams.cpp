@@ -290,8 +290,18 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
+  synchronized();
   return CUDA_SUCCESS;
+}
+
+// What every synchronize ends with: its host cost, and memory pools giving
+// back what they hold beyond their release threshold.
+void Model::synchronized() {
+  {
+    std::lock_guard lock(mu_);
+    release_pool_memory();
+  }
+  spend_host_time(us_to_ns(node_.costs.sync));
 }
 
 CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags) {
@@ -393,7 +403,7 @@ CUresult Model::event_synchronize(CUevent e) {
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
+  synchronized();
   return CUDA_SUCCESS;
 }
 

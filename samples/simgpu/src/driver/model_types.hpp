@@ -119,6 +119,24 @@ struct CUevent_st {
   std::vector<CUgraphNode_st*> captured_deps;
 };
 
+// A stream-ordered memory pool: the memory it reserved from the device, of
+// which some blocks are handed out and the rest wait, freed, for reuse.
+struct CUmemPoolHandle_st {
+  int device = 0;
+  bool is_default = false, destroyed = false;
+  uint64_t release_threshold = 0;
+  int follow_event_dependencies = 1, allow_opportunistic = 1, allow_internal_dependencies = 1;
+  struct FreeBlock {
+    uintptr_t base;
+    size_t size;
+    const CUstream_st* freed_on;          // only compared, never used
+    simgpu::drv::MarkerRef freed_at;      // where that stream freed it
+  };
+  std::vector<FreeBlock> free_blocks;
+  uint64_t reserved = 0, used = 0, reserved_high = 0, used_high = 0;
+  std::map<int, CUmemAccess_flags> peer_access;
+};
+
 struct CUfunc_st;
 struct CUmod_st {
   const void* image = nullptr;
@@ -144,6 +162,8 @@ struct Allocation {
   unsigned flags = 0;
   bool mapped = true;  // false for cuMemHostRegister'ed user memory
   bool graph = false;  // a graph's memory-allocation node owns it
+  CUmemoryPool pool = nullptr;  // the pool it came from, if any,
+  size_t block_size = 0;        // and the size of the pool's block
 };
 
 // One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows
@@ -198,6 +218,8 @@ struct DeviceState {
   std::set<CUstream_st*> unresolved;     // streams with a backlog or a running host function
   size_t backlog_ops = 0;                // operations in those backlogs
   std::set<int> peers;                   // devices this one has enabled peer access to
+  CUmemoryPool default_pool = nullptr;   // created on first use
+  CUmemoryPool current_pool = nullptr;   // what cudaMallocAsync draws from
 };
 
 }  // namespace simgpu::drv
