@@ -222,6 +222,7 @@ extern "C" {
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) { return alloc_device(dptr, bytes, MemKind::Device, 0); }
 
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   return alloc_device(dptr, bytes, MemKind::Managed, flags);
 }
 

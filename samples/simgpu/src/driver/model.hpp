@@ -166,6 +166,12 @@ class Model {
   CUresult capture_update_deps(CUstream s, bool per_thread, const CUgraphNode* deps, size_t count, unsigned flags);
   static CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
 
+  // Managed memory (model_managed.cpp).
+  CUresult prefetch(CUdeviceptr p, size_t count, CUmemLocation to, unsigned flags, CUstream s, bool per_thread);
+  CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation where);
+  CUresult range_attribute(void* data, size_t size, CUmem_range_attribute attr, CUdeviceptr p, size_t count);
+  CUresult attach_memory(CUstream s, bool per_thread, CUdeviceptr p, size_t length, unsigned flags);
+
   // Memory pools (model_pool.cpp).
   CUresult pool_create(const CUmemPoolProps* props, CUmemoryPool* out);
   CUresult pool_destroy(CUmemoryPool pool);
@@ -228,6 +234,8 @@ class Model {
   void trim_pool(CUmemoryPool pool, uint64_t keep);
   void release_pool_memory();  // at a synchronize: pools keep only their release threshold
   void synchronized();         // (without mu_)
+  CUresult managed_range(CUdeviceptr p, size_t count, Allocation* out) const;
+  CUresult location_device(const CUmemLocation& l, int* dev) const;
   void plan_peer_copy(int src, int dst, size_t bytes, Work* w) const;
 
   // Graphs and capture, with mu_ held.

@@ -77,7 +77,14 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   wait_until(start + alloc_cost(node_.costs, kind, bytes));
   std::lock_guard lock(mu_);
-  allocations_[reinterpret_cast<uintptr_t>(p)] = Allocation{reinterpret_cast<uintptr_t>(p), bytes, dev, kind, flags, true};
+  Allocation a{reinterpret_cast<uintptr_t>(p), bytes, dev, kind, flags, true};
+  if (kind == MemKind::Managed) {
+    // Assumed on the host at first: the program usually fills it there.
+    a.managed = std::make_shared<ManagedState>();
+    a.managed->where.assign((bytes + ManagedState::kChunk - 1) / ManagedState::kChunk, CU_DEVICE_CPU);
+    a.managed->attach = flags;
+  }
+  allocations_[a.base] = a;
   if (is_device_kind(kind)) {
     devices_[dev].memory_used += bytes;
     shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));

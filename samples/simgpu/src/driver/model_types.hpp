@@ -154,6 +154,18 @@ struct CUfunc_st {
 
 namespace simgpu::drv {
 
+// Where managed memory lives, per 2 MiB chunk (-1: host memory, else a
+// device), and the advice given about it.  Shared by every copy of its
+// Allocation.
+struct ManagedState {
+  static constexpr size_t kChunk = 2u << 20;
+  std::vector<int> where;
+  bool read_mostly = false;
+  int preferred = CU_DEVICE_INVALID, last_prefetch = CU_DEVICE_INVALID;
+  std::set<int> accessed_by;
+  unsigned attach = CU_MEM_ATTACH_GLOBAL;
+};
+
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
@@ -164,6 +176,7 @@ struct Allocation {
   bool graph = false;  // a graph's memory-allocation node owns it
   CUmemoryPool pool = nullptr;  // the pool it came from, if any,
   size_t block_size = 0;        // and the size of the pool's block
+  std::shared_ptr<ManagedState> managed;  // managed memory only
 };
 
 // One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows

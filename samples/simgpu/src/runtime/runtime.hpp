@@ -50,12 +50,13 @@ namespace simgpu::rt {
   X(cuMemcpyPeer, 4000) X(cuMemcpyPeerAsync, 4000) X(cuMemcpy3DPeer, 4000) X(cuMemcpy3DPeerAsync, 4000) \
   SIMGPU_RT_GRAPH_FUNCTIONS(X) SIMGPU_RT_POOL_FUNCTIONS(X)
 
-// Stream-ordered memory pools (runtime_pool.cpp).
+// Stream-ordered memory pools and managed memory (runtime_pool.cpp).
 #define SIMGPU_RT_POOL_FUNCTIONS(X)                                                                 \
   X(cuMemAllocFromPoolAsync, 11020) X(cuDeviceGetDefaultMemPool, 11020) X(cuDeviceGetMemPool, 11020) \
   X(cuDeviceSetMemPool, 11020) X(cuMemPoolCreate, 11020) X(cuMemPoolDestroy, 11020)                  \
   X(cuMemPoolSetAttribute, 11020) X(cuMemPoolGetAttribute, 11020) X(cuMemPoolTrimTo, 11020)          \
-  X(cuMemPoolSetAccess, 11020) X(cuMemPoolGetAccess, 11020)
+  X(cuMemPoolSetAccess, 11020) X(cuMemPoolGetAccess, 11020) X(cuMemPrefetchAsync, 12020)             \
+  X(cuMemAdvise, 12020) X(cuMemRangeGetAttribute, 8000) X(cuStreamAttachMemAsync, 6000)
 
 // The graph and stream capture entry points (runtime_graph*.cpp).
 #define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \

@@ -1,5 +1,6 @@
-// Runtime entry points for stream-ordered memory pools.  cudaMemPool_t is the
-// driver's CUmemoryPool; the attribute and access enums share its numbering.
+// Runtime entry points for stream-ordered memory pools and managed memory.
+// cudaMemPool_t is the driver's CUmemoryPool; the attribute, access, advice
+// and range attribute enums share the driver's numbering.
 #include "runtime.hpp"
 
 using simgpu::rt::DriverTable;
@@ -28,9 +29,40 @@ cudaError_t cudaMallocFromPoolAsync_impl(void** p, size_t bytes, cudaMemPool_t p
   });
 }
 
+template <bool PT>
+cudaError_t cudaMemPrefetchAsync_impl(const void* p, size_t count, cudaMemLocation to, unsigned flags,
+                                      cudaStream_t s) {
+  return with_driver(PT, [&](const DriverTable& d) {
+    return from_driver(d.cuMemPrefetchAsync(reinterpret_cast<CUdeviceptr>(p), count, driver_location(to), flags, s));
+  });
+}
+
+template <bool PT>
+cudaError_t cudaStreamAttachMemAsync_impl(cudaStream_t s, void* p, size_t length, unsigned flags) {
+  return with_driver(PT, [&](const DriverTable& d) {
+    return from_driver(d.cuStreamAttachMemAsync(s, reinterpret_cast<CUdeviceptr>(p), length, flags));
+  });
+}
+
 }  // namespace
 
 extern "C" {
+
+cudaError_t CUDARTAPI cudaMemAdvise(const void* p, size_t count, cudaMemoryAdvise advice, cudaMemLocation where) {
+  return pass([&](const DriverTable& d) {
+    return d.cuMemAdvise(reinterpret_cast<CUdeviceptr>(p), count, static_cast<CUmem_advise>(advice),
+                         driver_location(where));
+  });
+}
+
+cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void* data, size_t size, cudaMemRangeAttribute attr, const void* p,
+                                               size_t count) {
+  return pass([&](const DriverTable& d) {
+    return d.cuMemRangeGetAttribute(data, size, static_cast<CUmem_range_attribute>(attr),
+                                    reinterpret_cast<CUdeviceptr>(p), count);
+  });
+}
+
 
 cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
   return pass([&](const DriverTable& d) { return d.cuDeviceGetDefaultMemPool(pool, device); });
@@ -96,3 +128,8 @@ cudaError_t CUDARTAPI cudaMemPoolGetAccess(cudaMemAccessFlags* flags, cudaMemPoo
 
 SIMGPU_RUNTIME_DUAL(cudaMallocFromPoolAsync, _ptsz, (void** p, size_t bytes, cudaMemPool_t pool, cudaStream_t s),
                     (p, bytes, pool, s))
+SIMGPU_RUNTIME_DUAL(cudaMemPrefetchAsync, _ptsz,
+                    (const void* p, size_t count, cudaMemLocation to, unsigned int flags, cudaStream_t s),
+                    (p, count, to, flags, s))
+SIMGPU_RUNTIME_DUAL(cudaStreamAttachMemAsync, _ptsz, (cudaStream_t s, void* p, size_t length, unsigned int flags),
+                    (s, p, length, flags))
