@@ -7,17 +7,12 @@
 # (cmake --build build --target simgpu_unsupported_doc).
 set(REFUSED cuGetExportTable)
 
+include(${CMAKE_CURRENT_LIST_DIR}/dynamic_symbols.cmake)
+
+# The exports that are still the weak "not supported" stubs, by name.
 function(weak_exports lib out)
-  execute_process(COMMAND ${NM} -D --defined-only ${lib} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "nm failed on ${lib}")
-  endif()
-  string(REGEX MATCHALL "[0-9a-f]+ W [^ \n]+" lines "${text}")
-  set(names "")
-  foreach(line IN LISTS lines)
-    string(REGEX REPLACE "^[0-9a-f]+ W ([^@]+).*$" "\\1" name "${line}")
-    list(APPEND names ${name})
-  endforeach()
+  dynamic_symbols(${lib} "W" names)
+  list(TRANSFORM names REPLACE "@.*$" "")
   set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 

@@ -15,17 +15,12 @@ extern "C" cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void
 
 namespace {
 
+using simgpu_test::elapsed_ms;
 using simgpu_test::kernel;
 using simgpu_test::launch;
 using simgpu_test::wall_ms;
 
 constexpr size_t kTwoMiB = 2u << 20;  // 21 ms pinned, 105 ms pageable on the test node
-
-float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = -1;
-  EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, a, b));
-  return ms;
-}
 
 TEST(Runtime, ReportsTheSimulatedDevice) {
   int count = 0;
