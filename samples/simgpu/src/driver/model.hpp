@@ -232,6 +232,7 @@ class Model {
   CUresult pool_alloc(CUmemoryPool pool, size_t bytes, CUstream_st& s, void** out, int64_t* host_cost);
   void pool_free(const Allocation& a, const CUstream_st* s, MarkerRef freed_at);
   void trim_pool(CUmemoryPool pool, uint64_t keep);
+  void retire_pool(CUmemoryPool pool);
   void release_pool_memory();  // at a synchronize: pools keep only their release threshold
   void synchronized();         // (without mu_)
   CUresult managed_range(CUdeviceptr p, size_t count, Allocation* out) const;
@@ -266,6 +267,7 @@ class Model {
   std::vector<DeviceState> devices_;
   std::set<CUctx_st*> contexts_;
   std::set<CUstream_st*> streams_;
+  std::vector<CUstream_st*> per_thread_streams_;
   std::set<CUevent_st*> events_;
   std::set<CUmod_st*> modules_;
   std::set<CUfunc_st*> functions_;
@@ -276,6 +278,7 @@ class Model {
   std::set<CaptureSession*> captures_;  // in progress
   std::array<uint64_t, SharedState::kMaxDevices> graph_memory_high_{};
   std::set<CUmemoryPool> pools_;
+  std::set<CUmemoryPool> retired_pools_;  // destroyed, with memory still out
 
  public:
   // Graph memory a GraphMemory gave back (its destructor runs with mu_ held);

@@ -25,6 +25,7 @@ CUstream_st* Model::per_thread_stream(int dev) {
     streams[dev] = new CUstream_st;
     streams[dev]->device = dev;
     streams[dev]->per_thread = true;
+    per_thread_streams_.push_back(streams[dev]);  // kept, and known, for the process's life
   }
   return streams[dev];
 }
