@@ -83,6 +83,11 @@ class Model {
   CUresult current_device(int* dev);
   CUresult context_device(CUcontext ctx, int* dev);
   CUresult ctx_synchronize(CUcontext ctx);
+  CUresult ctx_limit(CUlimit limit, size_t* value, bool set);
+  CUresult ctx_cache_config(CUfunc_cache* config, bool set);
+  CUresult ctx_id(CUcontext ctx, unsigned long long* id);
+  // A stream's id, device and context (the device's primary context).
+  CUresult stream_identity(CUstream s, bool per_thread, unsigned long long* id, int* device, CUcontext* ctx);
 
   // Streams, events and host functions (model_streams.cpp).
   CUresult stream_create(unsigned flags, int priority, CUstream* out);
