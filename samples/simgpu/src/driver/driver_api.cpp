@@ -152,10 +152,18 @@ CUresult cuLaunchKernel_impl(CUfunction f, unsigned gx, unsigned gy, unsigned gz
 }
 template <bool PT>
 CUresult cuLaunchKernelEx_impl(const CUlaunchConfig* c, CUfunction f, void**, void**) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
-  const simgpu::drv::KernelNodeParams k{
+  if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  simgpu::drv::KernelNodeParams k{
       f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes};
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) k.cooperative = c->attrs[i].value.cooperative != 0;
   return with_model([&](Model& m) { return m.launch(k, c->hStream, PT); });
+}
+template <bool PT>
+CUresult cuLaunchCooperativeKernel_impl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                        unsigned bz, unsigned shared_mem, CUstream s, void**) {
+  const simgpu::drv::KernelNodeParams k{f, {gx, gy, gz}, {bx, by, bz}, shared_mem, true};
+  return with_model([&](Model& m) { return m.launch(k, s, PT); });
 }
 
 }  // namespace
@@ -494,6 +502,10 @@ SIMGPU_DRIVER_DUAL(cuLaunchKernel, _ptsz,
                     unsigned int by, unsigned int bz, unsigned int shared_mem, CUstream s, void** params,
                     void** extra),
                    (f, gx, gy, gz, bx, by, bz, shared_mem, s, params, extra))
+SIMGPU_DRIVER_DUAL(cuLaunchCooperativeKernel, _ptsz,
+                   (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                    unsigned int by, unsigned int bz, unsigned int shared_mem, CUstream s, void** params),
+                   (f, gx, gy, gz, bx, by, bz, shared_mem, s, params))
 SIMGPU_DRIVER_DUAL(cuLaunchKernelEx, _ptsz,
                    (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
                    (config, f, params, extra))
