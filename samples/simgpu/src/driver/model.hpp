@@ -208,7 +208,9 @@ class Model {
   void wait_for_queue_slot();
 
   // Everything below runs with mu_ held.
-  CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out);
+  // `orders`: the caller queues work on it or waits for it, which the legacy
+  // stream cannot do while a blocking stream captures.
+  CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out, bool orders = true);
   CUstream_st* per_thread_stream(int dev);
   int64_t stream_ready(const CUstream_st& s, int64_t submit) const;
   // Submits an operation to s: scheduled at once when s and the streams it

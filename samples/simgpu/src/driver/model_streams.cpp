@@ -39,13 +39,13 @@ CUstream_st* Model::per_thread_stream(int dev) {
   return streams[dev];
 }
 
-CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out) {
+CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out, bool orders) {
   if (!s) s = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
     int dev = 0;
     if (CUresult r = current_device(&dev)) return r;
     *out = s == CU_STREAM_LEGACY ? &devices_[dev].legacy : per_thread_stream(dev);
-    return check_implicit_sync(**out);
+    return orders ? check_implicit_sync(**out) : CUDA_SUCCESS;
   }
   if (!streams_.count(s)) return CUDA_ERROR_INVALID_HANDLE;
   *out = s;
@@ -328,7 +328,7 @@ CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread, unsign
 CUresult Model::stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority) {
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (CUresult r = resolve_stream(s, per_thread, &st, false)) return r;
   if (flags) *flags = st->flags;
   if (priority) *priority = st->priority;
   return CUDA_SUCCESS;
@@ -337,7 +337,7 @@ CUresult Model::stream_get(CUstream s, bool per_thread, unsigned* flags, int* pr
 CUresult Model::stream_identity(CUstream s, bool per_thread, unsigned long long* id, int* device, CUcontext* ctx) {
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (CUresult r = resolve_stream(s, per_thread, &st, false)) return r;
   if (id) *id = st->legacy ? 1 : st->id;
   if (device) *device = st->device;
   if (ctx) *ctx = &devices_[st->device].primary;
