@@ -5,6 +5,7 @@
 // The runtime loads each fat binary into the device lazily with
 // cuModuleLoadData and launches through cuLaunchKernel, so the driver (and a
 // profiler behind cuGetProcAddress) sees a real module, function and launch.
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -94,19 +95,37 @@ cudaError_t function_for(const DriverTable& d, Kernel* k, CUfunction* out) {
 }
 
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s,
-                   bool per_thread) {
+                   bool per_thread, bool cooperative = false) {
   return with_driver(per_thread, [&](const DriverTable& d) -> cudaError_t {
-    Kernel* k = find_kernel(func);
-    if (!k) return cudaErrorInvalidDeviceFunction;
     CUfunction f = nullptr;
-    if (cudaError_t e = function_for(d, k, &f)) return e;
-    const CUresult r = d.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                        static_cast<unsigned>(shared_mem), s, args, nullptr);
+    if (cudaError_t e = simgpu::rt::kernel_function(d, func, &f)) return e;
+    const auto smem = static_cast<unsigned>(shared_mem);
+    const CUresult r =
+        cooperative ? d.cuLaunchCooperativeKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, s, args)
+                    : d.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, s, args, nullptr);
     // The driver rejects bad dimensions as invalid values; the runtime calls
     // that an invalid configuration.
     return r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidConfiguration : from_driver(r);
   });
 }
+
+}  // namespace
+
+const void* simgpu::rt::host_function(CUfunction f) {
+  if (!f) return nullptr;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const auto& [host, k] : r.by_host_function)
+    if (std::find(k->functions.begin(), k->functions.end(), f) != k->functions.end()) return host;
+  return nullptr;
+}
+
+cudaError_t simgpu::rt::kernel_function(const DriverTable& d, const void* func, CUfunction* out) {
+  Kernel* k = find_kernel(func);
+  return k ? function_for(d, k, out) : cudaErrorInvalidDeviceFunction;
+}
+
+namespace {
 
 template <bool PT>
 cudaError_t __cudaLaunchKernel_impl(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
@@ -121,9 +140,19 @@ cudaError_t cudaLaunchKernel_impl(const void* func, dim3 grid, dim3 block, void*
 }
 
 template <bool PT>
+cudaError_t cudaLaunchCooperativeKernel_impl(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                                             cudaStream_t s) {
+  return launch(func, grid, block, args, shared_mem, s, PT, true);
+}
+
+template <bool PT>
 cudaError_t cudaLaunchKernelExC_impl(const cudaLaunchConfig_t* config, const void* func, void** args) {
-  if (!config) return simgpu::rt::record(cudaErrorInvalidValue);
-  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, PT);
+  if (!config || (config->numAttrs && !config->attrs)) return simgpu::rt::record(cudaErrorInvalidValue);
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative) cooperative = config->attrs[i].val.cooperative != 0;
+  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, PT,
+                cooperative);
 }
 
 }  // namespace
@@ -210,9 +239,8 @@ cudaError_t CUDARTAPI cudaFuncGetName(const char** name, const void* func) {
 
 cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* function, const void* symbol) {
   return with_driver(false, [&](const DriverTable& d) -> cudaError_t {
-    Kernel* k = find_kernel(symbol);
-    if (!function || !k) return k ? cudaErrorInvalidValue : cudaErrorInvalidDeviceFunction;
-    return function_for(d, k, function);
+    if (!function) return cudaErrorInvalidValue;
+    return simgpu::rt::kernel_function(d, symbol, function);
   });
 }
 
@@ -222,6 +250,9 @@ SIMGPU_RUNTIME_DUAL(__cudaLaunchKernel, _ptsz,
                     (cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s),
                     (kernel, grid, block, args, shared_mem, s))
 SIMGPU_RUNTIME_DUAL(cudaLaunchKernel, _ptsz,
+                    (const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s),
+                    (func, grid, block, args, shared_mem, s))
+SIMGPU_RUNTIME_DUAL(cudaLaunchCooperativeKernel, _ptsz,
                     (const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s),
                     (func, grid, block, args, shared_mem, s))
 SIMGPU_RUNTIME_DUAL(cudaLaunchKernelExC, _ptsz, (const cudaLaunchConfig_t* config, const void* func, void** args),
