@@ -4,10 +4,14 @@
 //                    device), cudaMemset and cudaStreamSynchronize; prints
 //                    how many calls of each it made
 //   race:T:HOW:C     T threads each copy 20 times, then all at once print
-//                    "thread I: CUDA error" on stderr and end the process
-//                    with status C: HOW = exit (every thread exit()s, as
-//                    checkCudaErrors does), mixed (thread I calls exit(),
-//                    _exit() or quick_exit() by I % 3)
+//                    "thread I: CUDA error at NS" (CLOCK_MONOTONIC) on stderr
+//                    and end the process with status C: HOW = exit (every
+//                    thread exit()s, as checkCudaErrors does), mixed (thread
+//                    I calls exit(), _exit() or quick_exit() by I % 3)
+//   chatter:T:C      T threads each copy 20 times; then thread 0 calls
+//                    exit(C) while the others print "thread I: running at
+//                    NS" (CLOCK_MONOTONIC) on stderr every 50 us until the
+//                    process is gone
 //   main_leaves:T:MS the main thread copies once, starts T threads that copy
 //                    for MS ms and print "worker I done", and calls
 //                    pthread_exit: the process ends with its last thread
@@ -16,6 +20,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -68,6 +73,31 @@ int pairs(int threads, long rounds) {
   std::exit(code);
 }
 
+long long monotonic_now() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1'000'000'000ll + now.tv_nsec;
+}
+
+int chatter(int threads, int code) {
+  Device d;
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, nullptr, static_cast<unsigned>(threads));
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i)
+    workers.emplace_back([&, i] {
+      for (int n = 0; n < 20; ++n) copy_once(d);
+      pthread_barrier_wait(&start);
+      if (i == 0) std::exit(code);
+      for (;;) {
+        std::fprintf(stderr, "thread %d: running at %lld\n", i, monotonic_now());
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    });
+  for (auto& w : workers) w.join();
+  return 0;  // never reached: thread 0 ends the process
+}
+
 int race(int threads, const std::string& how, int code) {
   Device d;
   pthread_barrier_t start;
@@ -77,7 +107,7 @@ int race(int threads, const std::string& how, int code) {
     workers.emplace_back([&, i] {
       for (int n = 0; n < 20; ++n) copy_once(d);
       pthread_barrier_wait(&start);
-      std::fprintf(stderr, "thread %d: CUDA error\n", i);
+      std::fprintf(stderr, "thread %d: CUDA error at %lld\n", i, monotonic_now());
       end_process(how, i, code);
     });
   for (auto& w : workers) w.join();
@@ -112,7 +142,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> f = fields(argc > 1 ? argv[1] : "");
   if (f[0] == "pairs" && f.size() == 3) return pairs(std::stoi(f[1]), std::stol(f[2]));
   if (f[0] == "race" && f.size() == 4) return race(std::stoi(f[1]), f[2], std::stoi(f[3]));
+  if (f[0] == "chatter" && f.size() == 3) return chatter(std::stoi(f[1]), std::stoi(f[2]));
   if (f[0] == "main_leaves" && f.size() == 3) return main_leaves(std::stoi(f[1]), std::stoi(f[2]));
-  std::fprintf(stderr, "usage: cuda_threads pairs:T:K | race:T:exit|mixed:C | main_leaves:T:MS\n");
+  std::fprintf(stderr, "usage: cuda_threads pairs:T:K | race:T:exit|mixed:C | chatter:T:C | main_leaves:T:MS\n");
   return 2;
 }
