@@ -47,21 +47,29 @@ void copy_once(const Device& d) {
   cudaMemcpy(d.buffer, host, kBytes, cudaMemcpyHostToDevice);
 }
 
-int pairs(int threads, long rounds) {
-  Device d;
+// T threads that each copy `copies` times, then run body(I) all at once.
+template <class Body> void together(const Device& d, int threads, int copies, Body body) {
   pthread_barrier_t start;
   pthread_barrier_init(&start, nullptr, static_cast<unsigned>(threads));
   std::vector<std::thread> workers;
   for (int i = 0; i < threads; ++i)
-    workers.emplace_back([&] {
-      pthread_barrier_wait(&start);  // all together: the writer falls behind
-      for (long n = 0; n < rounds; ++n) {
-        copy_once(d);
-        cudaMemset(d.buffer, 0, kBytes);
-        cudaStreamSynchronize(nullptr);
-      }
+    workers.emplace_back([&, i] {
+      for (int n = 0; n < copies; ++n) copy_once(d);
+      pthread_barrier_wait(&start);
+      body(i);
     });
   for (auto& w : workers) w.join();
+}
+
+int pairs(int threads, long rounds) {
+  Device d;
+  together(d, threads, 0, [&](int) {  // all at once: the writer falls behind
+    for (long n = 0; n < rounds; ++n) {
+      copy_once(d);
+      cudaMemset(d.buffer, 0, kBytes);
+      cudaStreamSynchronize(nullptr);
+    }
+  });
   const long calls = threads * rounds;
   std::printf("cudaMemcpy %ld cudaMemset %ld cudaStreamSynchronize %ld\n", calls, calls, calls);
   return 0;
@@ -81,36 +89,22 @@ long long monotonic_now() {
 
 int chatter(int threads, int code) {
   Device d;
-  pthread_barrier_t start;
-  pthread_barrier_init(&start, nullptr, static_cast<unsigned>(threads));
-  std::vector<std::thread> workers;
-  for (int i = 0; i < threads; ++i)
-    workers.emplace_back([&, i] {
-      for (int n = 0; n < 20; ++n) copy_once(d);
-      pthread_barrier_wait(&start);
-      if (i == 0) std::exit(code);
-      for (;;) {
-        std::fprintf(stderr, "thread %d: running at %lld\n", i, monotonic_now());
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-    });
-  for (auto& w : workers) w.join();
+  together(d, threads, 20, [&](int i) {
+    if (i == 0) std::exit(code);
+    for (;;) {
+      std::fprintf(stderr, "thread %d: running at %lld\n", i, monotonic_now());
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
   return 0;  // never reached: thread 0 ends the process
 }
 
 int race(int threads, const std::string& how, int code) {
   Device d;
-  pthread_barrier_t start;
-  pthread_barrier_init(&start, nullptr, static_cast<unsigned>(threads));
-  std::vector<std::thread> workers;
-  for (int i = 0; i < threads; ++i)
-    workers.emplace_back([&, i] {
-      for (int n = 0; n < 20; ++n) copy_once(d);
-      pthread_barrier_wait(&start);
-      std::fprintf(stderr, "thread %d: CUDA error at %lld\n", i, monotonic_now());
-      end_process(how, i, code);
-    });
-  for (auto& w : workers) w.join();
+  together(d, threads, 20, [&](int i) {
+    std::fprintf(stderr, "thread %d: CUDA error at %lld\n", i, monotonic_now());
+    end_process(how, i, code);
+  });
   return 0;  // never reached: a thread ends the process
 }
 

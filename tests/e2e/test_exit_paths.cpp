@@ -76,28 +76,34 @@ class ConcurrentExit : public ::testing::Test {
   }
 };
 
+// Ten traced runs of `argv`: each ends with `status` and leaves a complete
+// trace of `threads` threads; `check` looks at the end record and the rest.
+template <class Check> void each_of_ten_runs(const std::vector<std::string>& argv, int status, int threads,
+                                             Check check) {
+  for (int run = 0; run < 10; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const Traced r = run_traced(argv);
+    EXPECT_EQ(r.process.exit_code(), status) << r.process.err;
+    expect_complete(r, threads);
+    if (r.trace.summary.end) check(r, *r.trace.summary.end);
+  }
+}
+
 // checkCudaErrors in eight worker threads at once: one thread ends the
 // process (the others wait, as glibc 2.41 makes them), the status is the
 // program's, the trace is complete. How many threads print first depends
 // on scheduling, with gpuscope or without (1-3 of 8 plain on the 2-CPU
-// development machine; test_exit_paths' QuietEnd test checks the rule that
-// keeps gpuscope from adding to them).
+// development machine); NoLineIsPrintedWhileGpuscopeEndsTheProcess checks
+// the rule that keeps gpuscope from adding to them.
 TEST_F(ConcurrentExit, ThreadsExitingTogetherLeaveOneCompleteTrace) {
-  constexpr int kThreads = 8, kRuns = 10;
-  for (int run = 0; run < kRuns; ++run) {
-    SCOPED_TRACE("run " + std::to_string(run));
-    const Traced r = run_traced({bin("cuda_threads"), "race:8:exit:1"});
-    EXPECT_EQ(r.process.exit_code(), 1) << r.process.err;
-    expect_complete(r, kThreads);
-    if (!r.trace.summary.end) continue;
-    const reader::EndInfo& end = *r.trace.summary.end;
+  each_of_ten_runs({bin("cuda_threads"), "race:8:exit:1"}, 1, 8, [](const Traced& r, const reader::EndInfo& end) {
     EXPECT_EQ(end.kind, fb::EndKind::Exit);
     EXPECT_EQ(end.exit_status, 1);
     EXPECT_EQ(end.began_kind, fb::EndKind::Unknown) << "one thread's exit ends the process";
     const size_t printed = times_printed(r.process.err).size();
     EXPECT_GE(printed, 1u);
-    EXPECT_LE(printed, static_cast<size_t>(kThreads));
-  }
+    EXPECT_LE(printed, 8u);
+  });
 }
 
 // The time gpuscope's end adds is silent: while one thread ends the
@@ -106,17 +112,11 @@ TEST_F(ConcurrentExit, ThreadsExitingTogetherLeaveOneCompleteTrace) {
 // none of them prints once gpuscope has begun its last write, so every
 // line carries a time before the end record's.
 TEST_F(ConcurrentExit, NoLineIsPrintedWhileGpuscopeEndsTheProcess) {
-  constexpr int kRuns = 10;
-  for (int run = 0; run < kRuns; ++run) {
-    SCOPED_TRACE("run " + std::to_string(run));
-    const Traced r = run_traced({bin("cuda_threads"), "chatter:4:1"});
-    EXPECT_EQ(r.process.exit_code(), 1) << r.process.err;
-    expect_complete(r, 4);
-    if (!r.trace.summary.end) continue;
-    const uint64_t end_ns = r.trace.summary.end->end_monotonic_ns;
+  each_of_ten_runs({bin("cuda_threads"), "chatter:4:1"}, 1, 4, [](const Traced& r, const reader::EndInfo& end) {
     for (uint64_t t : times_printed(r.process.err))
-      EXPECT_LT(t, end_ns) << "printed " << (t - end_ns) / 1000 << " us after gpuscope began its last write";
-  }
+      EXPECT_LT(t, end.end_monotonic_ns) << "printed " << (t - end.end_monotonic_ns) / 1000
+                                         << " us after gpuscope began its last write";
+  });
 }
 
 // What keeps racing threads quiet must never hold up a program whose own
@@ -136,14 +136,7 @@ TEST(QuietEnd, ALoggerJoinedAfterGpuscopesEndStillPrintsAndTheProcessEnds) {
 // exit(), _exit() and quick_exit() racing: the process ends with the one
 // status they share, and the trace says which way out decided it.
 TEST_F(ConcurrentExit, ExitImmediateExitAndQuickExitRacing) {
-  constexpr int kThreads = 12, kRuns = 10;
-  for (int run = 0; run < kRuns; ++run) {
-    SCOPED_TRACE("run " + std::to_string(run));
-    const Traced r = run_traced({bin("cuda_threads"), "race:12:mixed:3"});
-    EXPECT_EQ(r.process.exit_code(), 3) << r.process.err;
-    expect_complete(r, kThreads);
-    if (!r.trace.summary.end) continue;
-    const reader::EndInfo& end = *r.trace.summary.end;
+  each_of_ten_runs({bin("cuda_threads"), "race:12:mixed:3"}, 3, 12, [](const Traced&, const reader::EndInfo& end) {
     EXPECT_TRUE(end.kind == fb::EndKind::Exit || end.kind == fb::EndKind::ImmediateExit)
         << reader::end_kind_text(end.kind);
     EXPECT_EQ(end.exit_status, 3);
@@ -153,7 +146,7 @@ TEST_F(ConcurrentExit, ExitImmediateExitAndQuickExitRacing) {
       EXPECT_EQ(end.kind, fb::EndKind::ImmediateExit);
       EXPECT_EQ(end.began_status, 3);
     }
-  }
+  });
 }
 
 // `int main() { start workers; pthread_exit(0); }`: the process ends when
