@@ -1,4 +1,6 @@
-// The writer thread: the only code that touches the trace file.
+// The writer thread: the only code that touches the trace file, until the
+// thread that ends the process takes the writer over for the last frame
+// (finish_here).
 //
 // Every drain interval it empties the thread rings into a ChunkBuilder and
 // samples CPU time; at least every flush interval (or when a chunk grows
