@@ -5,9 +5,15 @@
 // Exit paths:  return from main  -> __libc_start_main wrapper notes the status
 //              exit()            -> noted, then the destructor finalizes
 //              _exit() / _Exit() -> finalized right here (no destructors run)
+//              quick_exit()      -> finalized here, before its handlers
+//              pthread_exit() in main -> the watch in process_end.h ends the
+//                                   process with exit(0) after its last thread
 //              exec*()           -> everything so far flushed before the image goes
 //              fatal signal, SIGKILL -> nothing runs; the reader reports the
 //                                   trace as truncated after its last flush
+// Which thread ends the process, and the steps it takes, are decided in
+// process_end.h: one end, one end record, with the status the process
+// really ends with.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -21,6 +27,8 @@
 #include "instance.h"
 #include "real_symbol.h"
 #include "capture_window.h"
+#include "process_end.h"
+#include "quiet_output.h"
 #include "session.h"
 #include "standby.h"
 #include "gpu/gpu_source.h"
@@ -35,8 +43,6 @@ using capture::Phase;
 using fb::EndKind;
 
 std::atomic<bool> g_initialized{false};
-std::atomic<int> g_end_kind{static_cast<int>(EndKind::Unknown)};
-std::atomic<int> g_exit_status{0};
 pid_t g_process_pid = 0;
 bool g_standby = false;
 
@@ -108,6 +114,7 @@ void initialize_capture() {
   capture::InternalScope internal;
   if (!is_primary_instance()) return stand_down();
   g_process_pid = getpid();
+  process_end::set_process(g_process_pid);
   const capture::CaptureConfig config = capture::read_capture_config();
   if (config.secure_execution) {
     capture::diag_line("secure-execution program (setuid or file capabilities): not traced");
@@ -156,38 +163,40 @@ void initialize_capture() {
   pthread_atfork(nullptr, nullptr, on_fork_child);
 }
 
-// First writer wins: exit() called from an atexit handler after main
-// returned does not overwrite main's status.
-void note_end(EndKind kind, int status) {
-  int unknown = static_cast<int>(EndKind::Unknown);
-  if (g_end_kind.compare_exchange_strong(unknown, static_cast<int>(kind)))
-    g_exit_status.store(status);
-}
-
 bool is_capturing_process() {
   return getpid() == g_process_pid && capture::current_phase() == Phase::Recording;
 }
 
-void finalize(EndKind fallback_kind, int fallback_status) {
-  note_end(fallback_kind, fallback_status);
+// A step out of the process (process_end.h): may never return.
+void take_step(EndKind kind, int status) {
+  if (process_end::applies()) process_end::take_step(kind, status);
+}
+
+// Writes the end record on the thread that ends the process, the program's
+// other threads kept from printing meanwhile (quiet_output.h).
+void finalize() {
+  if (getpid() != g_process_pid) return;  // a fork or vfork child
+  if (process_end::applies()) {
+    if (!process_end::begin_final_write()) return;  // this thread is writing it already
+    capture::hold_program_output();
+  }
+  const capture::EndWorkScope end_work;
   // No attach may start while the process ends; one in progress is ended
   // by the stop below like any trace.
   if (g_standby) standby::shutdown_standby();
-  capture::stop_session(static_cast<EndKind>(g_end_kind.load()), g_exit_status.load());
+  capture::end_session_here(process_end::note());
 }
 
 __attribute__((constructor(101))) void on_load() { initialize_capture(); }
 
-__attribute__((destructor(101))) void on_unload() {
-  if (getpid() == g_process_pid) finalize(EndKind::Unknown, 0);
-}
+__attribute__((destructor(101))) void on_unload() { finalize(); }
 
 using MainFn = int (*)(int, char**, char**);
 MainFn g_real_main = nullptr;
 
 int main_wrapper(int argc, char** argv, char** envp) {
   const int status = g_real_main(argc, argv, envp);
-  note_end(EndKind::ReturnFromMain, status);
+  take_step(EndKind::ReturnFromMain, status);
   return status;
 }
 
@@ -233,27 +242,35 @@ GPUSCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void (
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void exit(int status) {
-  note_end(EndKind::Exit, status);
+  take_step(EndKind::Exit, status);
   next<void (*)(int)>("exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void quick_exit(int status) {
-  if (getpid() == g_process_pid) finalize(EndKind::Exit, status);
+  take_step(EndKind::Exit, status);
+  finalize();
   next<void (*)(int)>("quick_exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void _exit(int status) {
-  // A vfork child shares our memory but not our pid: it must not finalize.
-  if (getpid() == g_process_pid) finalize(EndKind::ImmediateExit, status);
+  take_step(EndKind::ImmediateExit, status);
+  finalize();
   next<void (*)(int)>("_exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void _Exit(int status) {
-  if (getpid() == g_process_pid) finalize(EndKind::ImmediateExit, status);
+  take_step(EndKind::ImmediateExit, status);
+  finalize();
   next<void (*)(int)>("_Exit")(status);
+  __builtin_unreachable();
+}
+
+GPUSCOPE_EXPORT [[noreturn]] void pthread_exit(void* value) {
+  if (getpid() == g_process_pid && gettid() == g_process_pid) process_end::main_thread_leaving();
+  next<void (*)(void*)>("pthread_exit")(value);
   __builtin_unreachable();
 }
 

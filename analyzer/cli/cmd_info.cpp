@@ -170,11 +170,7 @@ void print_end(const reader::TraceSummary& s) {
     return;
   }
   const auto& e = s.end;
-  const bool has_status = e->kind == fb::EndKind::ReturnFromMain || e->kind == fb::EndKind::Exit ||
-                          e->kind == fb::EndKind::ImmediateExit;
-  fmt::print("end:         {}{}{}\n", reader::end_kind_text(e->kind),
-             has_status ? fmt::format(", exit status {}", e->exit_status) : "",
-             e->message.empty() ? "" : ": " + e->message);
+  fmt::print("end:         {}\n", reader::end_text(*e));
   if (s.process && e->end_monotonic_ns > s.process->start_monotonic_ns)
     fmt::print("duration:    {:.3f} s\n", (e->end_monotonic_ns - s.process->start_monotonic_ns) / 1e9);
 }

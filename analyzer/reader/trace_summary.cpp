@@ -30,6 +30,8 @@ EndInfo to_end_info(const fb::Totals& t) {
   EndInfo e;
   e.kind = t.end_kind() <= fb::EndKind::MAX ? t.end_kind() : fb::EndKind::Unknown;
   e.exit_status = t.exit_status();
+  e.began_kind = t.began_kind() <= fb::EndKind::MAX ? t.began_kind() : fb::EndKind::Unknown;
+  e.began_status = t.began_status();
   e.end_monotonic_ns = t.end_monotonic_ns();
   e.events_written = t.events_written();
   e.frames_written = t.frames_written();
@@ -250,8 +252,32 @@ const char* end_kind_text(fb::EndKind kind) {
     case fb::EndKind::Exec: return "replaced by exec()";
     case fb::EndKind::OutputFailed: return "capture stopped: the trace could not be written";
     case fb::EndKind::Detached: return "capture detached";
+    case fb::EndKind::LastThreadExit: return "the last thread ended (main had called pthread_exit)";
     default: return "ended (how is unknown)";
   }
+}
+
+namespace {
+
+bool has_exit_status(fb::EndKind kind) {
+  return kind == fb::EndKind::ReturnFromMain || kind == fb::EndKind::Exit || kind == fb::EndKind::ImmediateExit ||
+         kind == fb::EndKind::LastThreadExit;
+}
+
+std::string step_text(fb::EndKind kind, int status) {
+  std::string s = end_kind_text(kind);
+  if (has_exit_status(kind)) s += ", exit status " + std::to_string(status);
+  return s;
+}
+
+}  // namespace
+
+std::string end_text(const EndInfo& end) {
+  std::string s = step_text(end.kind, end.exit_status);
+  if (end.began_kind != fb::EndKind::Unknown)
+    s += ", called while the process was already ending (" + step_text(end.began_kind, end.began_status) + ")";
+  if (!end.message.empty()) s += ": " + end.message;
+  return s;
 }
 
 const char* drop_reason_text(fb::DropReason reason) {

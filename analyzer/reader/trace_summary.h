@@ -42,6 +42,10 @@ struct ProcessInfo {
 struct EndInfo {
   fb::EndKind kind = fb::EndKind::Unknown;
   int exit_status = 0;
+  // Format 1.3: the first step of a two-step end (main returned 0, then an
+  // atexit handler called exit(8)); Unknown for a one-step end.
+  fb::EndKind began_kind = fb::EndKind::Unknown;
+  int began_status = 0;
   uint64_t end_monotonic_ns = 0;
   uint64_t events_written = 0;
   uint32_t frames_written = 0;
@@ -119,6 +123,9 @@ TraceSummary summarize(TraceReader& reader);
 ProcessInfo to_process_info(const fb::ProcessMetadata& m);
 
 const char* end_kind_text(fb::EndKind kind);
+// How the process ended, in words: "exit(), exit status 8, called while the
+// process was already ending (returned from main, exit status 0)".
+std::string end_text(const EndInfo& end);
 const char* drop_reason_text(fb::DropReason reason);
 
 }  // namespace gpuscope::reader

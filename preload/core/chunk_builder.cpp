@@ -39,8 +39,12 @@ Offset<fb::Totals> build_totals(FlatBufferBuilder& fbb, const TotalsInfo& t, con
   auto message = t.message.empty() ? 0 : fbb.CreateString(t.message);
   fb::TotalsBuilder b(fbb);
   b.add_end_monotonic_ns(t.end_monotonic_ns);
-  b.add_end_kind(t.end_kind);
-  b.add_exit_status(t.exit_status);
+  b.add_end_kind(t.end.kind);
+  b.add_exit_status(t.end.exit_status);
+  if (t.end.began_kind != fb::EndKind::Unknown) {
+    b.add_began_kind(t.end.began_kind);
+    b.add_began_status(t.end.began_status);
+  }
   b.add_events_written(t.events_written);
   b.add_drops(drop_vec);
   b.add_frames_written(t.frames_written);

@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "container.h"
+#include "end_note.h"
 #include "process_info.h"
 #include "side_tables.h"
 #include "record_types.h"
@@ -31,8 +32,7 @@ namespace gpuscope::capture {
 
 struct TotalsInfo {
   uint64_t end_monotonic_ns = 0;
-  fb::EndKind end_kind = fb::EndKind::Unknown;
-  int exit_status = 0;
+  EndNote end;
   uint64_t events_written = 0;
   uint32_t frames_written = 0;
   uint64_t bytes_written = 0;

@@ -89,6 +89,17 @@ template <class T> inline bool record(ThreadSlot* slot, const T& r, uint8_t flag
   return false;
 }
 
+// A call and its typed record: both kept or both dropped (two drops), so
+// every figure computed from the trace pairs up.
+template <class A, class B> inline bool record_pair(ThreadSlot* slot, const A& a, const B& b, uint8_t flags = 0) noexcept {
+  using Part = SpscRing::Part;
+  if (slot->ring.try_push_all<2>({Part{RecordTag<A>::value, &a, sizeof a}, Part{RecordTag<B>::value, &b, sizeof b}},
+                                 flags))
+    return true;
+  slot->drops[static_cast<size_t>(fb::DropReason::BufferFull)].add(2);
+  return false;
+}
+
 template <class T> inline bool record(const T& r) noexcept {
   ThreadSlot* slot = recording_slot();
   return slot != nullptr && record(slot, r);
@@ -99,6 +110,8 @@ template <class T> inline bool record(const T& r) noexcept {
 // Typed records (Copy, Sync, ...) for the same call reuse correlation_id().
 class ApiCallScope {
  public:
+  struct NoTypedRecord {};
+
   explicit ApiCallScope(uint32_t function_id, uint16_t nested_counter = 0) noexcept
       : ApiCallScope([function_id] { return function_id; }, [nested_counter] { return nested_counter; }) {}
 
@@ -157,6 +170,15 @@ class ApiCallScope {
   // inactive or counted).
   uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0, int16_t device = -1,
                   uint32_t stack_id = 0) noexcept {
+    return finish_with(result, stream, flags, device, stack_id, NoTypedRecord{});
+  }
+
+  // The same; the outermost call also gets the typed record (Copy, Sync,
+  // Kernel, ...) that `make_typed(end)` builds, in the same ring push as its
+  // ApiCall: under backpressure both are kept or both dropped.
+  template <class MakeTyped>
+  uint64_t finish_with(int32_t result, uint64_t stream, uint8_t flags, int16_t device, uint32_t stack_id,
+                       MakeTyped&& make_typed) noexcept {
     if (slot_ == nullptr) return 0;
     if (result == 0 && counts_on_success()) {
       count_success();
@@ -167,7 +189,12 @@ class ApiCallScope {
     if (depth_ != 0) correlation_id_ = slot_->next_correlation_id();
     const fb::ApiCall rec(start_, end - start_, correlation_id_, stream, slot_->tid, stack_id,
                           result, function_id_, depth_, flags, device, 0);
-    record(slot_, rec, record_flags());
+    if constexpr (std::is_same_v<std::decay_t<MakeTyped>, NoTypedRecord>) {
+      record(slot_, rec, record_flags());
+    } else {
+      if (depth_ == 0) record_pair(slot_, rec, make_typed(end), record_flags());
+      else record(slot_, rec, record_flags());
+    }
     return end;
   }
 

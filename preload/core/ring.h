@@ -1,7 +1,8 @@
 // Single-producer single-consumer byte ring carrying fixed-size records.
 //
-// The producer is one traced thread (the hot path): it copies a record in and
-// publishes it with one release store. No lock, no allocation, no syscall.
+// The producer is one traced thread (the hot path): it copies a record (or a
+// group of records that must stay together) in and publishes it with one
+// release store. No lock, no allocation, no syscall.
 // When the ring is full the record is refused and the caller counts the drop:
 // the traced program never waits for gpuscope.
 //
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -48,10 +50,26 @@ class SpscRing {
 
   size_t capacity() const noexcept { return capacity_; }
 
+  // One record of a group pushed together.
+  struct Part {
+    RecordType type;
+    const void* payload;
+    uint32_t size;
+  };
+
   // Producer side. Returns false (and writes nothing) when there is no room.
   bool try_push(RecordType type, const void* payload, uint32_t payload_size, uint8_t flags = 0) noexcept {
+    return try_push_all<1>({Part{type, payload, payload_size}}, flags);
+  }
+
+  // Producer side: the records back to back, published with one store, or
+  // none of them (false) when they do not all fit. A call and its typed
+  // record go in together, so backpressure never keeps one without the
+  // other.
+  template <size_t N> bool try_push_all(const std::array<Part, N>& parts, uint8_t flags = 0) noexcept {
+    size_t total = 0;
+    for (const Part& p : parts) total += sizeof(RingRecordHeader) + p.size;
     const uint64_t head = head_.load(std::memory_order_relaxed);
-    const size_t total = sizeof(RingRecordHeader) + payload_size;
     const size_t pos = head & (capacity_ - 1);
     const size_t to_end = capacity_ - pos;
     const size_t needed = total + (to_end < total ? to_end : 0);
@@ -64,16 +82,19 @@ class SpscRing {
       write_header(pos, RecordType::Padding, 0, static_cast<uint32_t>(to_end - sizeof(RingRecordHeader)));
       at += to_end;
     }
-    const size_t start = at & (capacity_ - 1);
-    write_header(start, type, flags, payload_size);
-    std::memcpy(data_ + start + sizeof(RingRecordHeader), payload, payload_size);
-    head_.store(at + total, std::memory_order_release);
+    for (const Part& p : parts) {  // the group never wraps: it starts where all of it fits
+      const size_t start = at & (capacity_ - 1);
+      write_header(start, p.type, flags, p.size);
+      std::memcpy(data_ + start + sizeof(RingRecordHeader), p.payload, p.size);
+      at += sizeof(RingRecordHeader) + p.size;
+    }
+    head_.store(at, std::memory_order_release);
     // By the time the producer comes back to a line, the writer has read it
     // on its core and it has usually left this core's cache: the record's
     // store then waited for the line (~45 % of a launch hook's time,
     // docs/performance.md). Asking for the line a few records ahead now
     // overlaps that wait with the program's own work.
-    __builtin_prefetch(data_ + ((at + total + kPrefetchAhead) & (capacity_ - 1)), 1, 3);
+    __builtin_prefetch(data_ + ((at + kPrefetchAhead) & (capacity_ - 1)), 1, 3);
     return true;
   }
 

@@ -110,6 +110,16 @@ void discard_leftovers(SlotPool& pool) {
   }
 }
 
+// Recording stops before the last drain. A detach (the last capture window
+// closed) leaves the hooks paused: the program's later calls are not part
+// of the capture, not drops.
+void stop_recording(fb::EndKind kind) {
+  Phase expected = Phase::Recording;
+  const Phase after = kind == fb::EndKind::Detached ? Phase::Paused : Phase::Stopped;
+  if (!detail::g_phase.compare_exchange_strong(expected, after) && expected == Phase::Paused)
+    detail::g_phase.compare_exchange_strong(expected, after);
+}
+
 }  // namespace
 
 ThreadSlot* detail::attach_current_thread() noexcept {
@@ -175,19 +185,14 @@ bool start_session(const SessionOptions& options, const std::string& path,
   return true;
 }
 
-bool stop_session(fb::EndKind kind, int exit_status) {
+bool stop_session(const EndNote& end) {
   // Timed: _exit() from a signal handler that interrupted a stop on this
   // very thread must not deadlock the program's exit.
   std::unique_lock lock(g_lifecycle, std::defer_lock);
   if (!lock.try_lock_for(std::chrono::milliseconds(g_options.exit_timeout_ms))) return false;
   if (g_writer == nullptr || getpid() != g_owner_pid) return true;
-  // A detach (the last capture window closed) leaves the hooks paused:
-  // the program's later calls are not part of the capture, not drops.
-  Phase expected = Phase::Recording;
-  const Phase after = kind == fb::EndKind::Detached ? Phase::Paused : Phase::Stopped;
-  if (!detail::g_phase.compare_exchange_strong(expected, after) && expected == Phase::Paused)
-    detail::g_phase.compare_exchange_strong(expected, after);
-  const bool finished = g_writer->finish(kind, exit_status, /*stop=*/true, g_options.exit_timeout_ms);
+  stop_recording(end.kind);
+  const bool finished = g_writer->finish(end, /*stop=*/true, g_options.exit_timeout_ms);
   if (finished) {
     delete g_writer;
     delete g_output;
@@ -197,12 +202,23 @@ bool stop_session(fb::EndKind kind, int exit_status) {
   return finished;
 }
 
+bool end_session_here(const EndNote& end) {
+  std::unique_lock lock(g_lifecycle, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::milliseconds(g_options.exit_timeout_ms))) return false;
+  if (g_writer == nullptr || getpid() != g_owner_pid) return true;
+  stop_recording(end.kind);
+  const bool finished = g_writer->finish_here(end, g_options.exit_timeout_ms);
+  g_writer = nullptr;  // never freed: its thread may still wake to find it taken over
+  g_output = nullptr;
+  return finished;
+}
+
 void checkpoint_session(fb::EndKind kind, int exit_status) {
   std::lock_guard lock(g_lifecycle);
   if (g_writer == nullptr || getpid() != g_owner_pid) return;
   const Phase phase = detail::g_phase.load();
   if (phase != Phase::Recording && phase != Phase::Paused) return;
-  g_writer->finish(kind, exit_status, /*stop=*/false, g_options.exit_timeout_ms);
+  g_writer->finish(EndNote{kind, exit_status}, /*stop=*/false, g_options.exit_timeout_ms);
 }
 
 void disable_after_fork() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config.h"
+#include "end_note.h"
 #include "process_info.h"
 #include "recorder.h"
 #include "side_tables.h"
@@ -28,7 +29,16 @@ bool start_session(const SessionOptions& options, const std::string& path,
 // thread-safe; waits at most options.exit_timeout_ms, then lets the process go.
 // False only when the writer is still busy after that (it keeps its
 // sources); a later session may start either way.
-bool stop_session(fb::EndKind kind, int exit_status);
+bool stop_session(const EndNote& end);
+inline bool stop_session(fb::EndKind kind, int exit_status) { return stop_session(EndNote{kind, exit_status}); }
+
+// The same at the end of the process, on the thread that ends it: that
+// thread writes the last frame itself rather than waking the writer thread
+// and waiting for it (each hand-over costs a scheduler time slice on a busy
+// machine, while the program's other threads run on and print). The writer
+// thread is let go, not joined, and nothing is freed: the process is about
+// to end. Waits at most exit_timeout_ms for a drain in progress.
+bool end_session_here(const EndNote& end);
 
 // Before exec: writes all recorded so far plus a Totals frame for `kind`,
 // and keeps capturing in case exec fails (a later Totals frame supersedes).

@@ -56,39 +56,29 @@ bool Writer::start(const ProcessMetadata& metadata, std::string* error) {
 void Writer::run() {
   InternalScope internal;  // nothing this thread does is traced
   pthread_setname_np(pthread_self(), "gpuscope-writer");
-  uint64_t last_flush = monotonic_ns();
-  uint64_t last_cpu_sample = 0;
-  const uint64_t flush_ns = options_.flush_interval_ms * 1'000'000ull;
-  const uint64_t cpu_ns = options_.cpu_sample_interval_ms * 1'000'000ull;
-  for (TraceSource* source : sources_) source->begin(builder_);
   std::unique_lock lock(mutex_);
-  for (;;) {
+  if (!taken_over_) {
+    working_ = true;
+    lock.unlock();
+    begin_sources();
+    lock.lock();
+    working_ = false;
+  }
+  while (!taken_over_) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_interval_ms),
-                   [this] { return request_.pending; });
+                   [this] { return request_.pending || taken_over_; });
+    if (taken_over_) break;
     Request req = request_;
+    working_ = true;
     lock.unlock();
     // A source ending the capture (the last window closed) is a stop this
     // thread asks of itself: nobody waits on it.
     const bool self_stop = !req.pending && capture_end_wanted();
-    if (self_stop) req = Request{true, true, fb::EndKind::Detached, 0, 0};
-    const uint64_t now = monotonic_ns();
-    drain_all();
-    if (cpu_ns != 0 && (now - last_cpu_sample >= cpu_ns || req.pending)) {
-      cpu_sampler_.sample(now, builder_);
-      last_cpu_sample = now;
-    }
-    if (req.stop)
-      for (TraceSource* source : sources_) source->end();
-    poll_sources(now);
-    if (req.pending) {
-      const TotalsInfo totals = make_totals(req.kind, req.exit_status, "");
-      write_chunk(&totals);
-      last_flush = now;
-    } else if (now - last_flush >= flush_ns) {
-      write_chunk(nullptr);
-      last_flush = now;
-    }
+    if (self_stop) req = Request{true, true, EndNote{fb::EndKind::Detached, 0}, 0};
+    work(req);
     lock.lock();
+    working_ = false;
+    if (taken_over_) break;
     if (self_stop) break;
     if (req.pending) {
       completed_serial_ = req.serial;
@@ -97,9 +87,37 @@ void Writer::run() {
       if (req.stop) break;
     }
   }
-  if (!output_dead_) output_.close();
+  // Taken over: the thread that took over owns the file now.
+  if (!taken_over_ && !output_dead_) output_.close();
   thread_exited_ = true;
   done_.notify_all();
+}
+
+void Writer::begin_sources() {
+  last_flush_ns_ = monotonic_ns();
+  for (TraceSource* source : sources_) source->begin(builder_);
+  sources_begun_ = true;
+}
+
+void Writer::work(const Request& req) {
+  const uint64_t now = monotonic_ns();
+  const uint64_t cpu_ns = options_.cpu_sample_interval_ms * 1'000'000ull;
+  drain_all();
+  if (cpu_ns != 0 && (now - last_cpu_sample_ns_ >= cpu_ns || req.pending)) {
+    cpu_sampler_.sample(now, builder_);
+    last_cpu_sample_ns_ = now;
+  }
+  if (req.stop)
+    for (TraceSource* source : sources_) source->end();
+  poll_sources(now);
+  if (req.pending) {
+    const TotalsInfo totals = make_totals(req.end, "");
+    write_chunk(&totals);
+    last_flush_ns_ = now;
+  } else if (now - last_flush_ns_ >= options_.flush_interval_ms * 1'000'000ull) {
+    write_chunk(nullptr);
+    last_flush_ns_ = now;
+  }
 }
 
 bool Writer::capture_end_wanted() const {
@@ -182,11 +200,10 @@ DropCounts Writer::current_drops() const {
   return d;
 }
 
-TotalsInfo Writer::make_totals(fb::EndKind kind, int exit_status, std::string message) const {
+TotalsInfo Writer::make_totals(const EndNote& end, std::string message) const {
   TotalsInfo t;
   t.end_monotonic_ns = monotonic_ns();
-  t.end_kind = kind;
-  t.exit_status = exit_status;
+  t.end = end;
   t.events_written = events_written_;  // write_frame adds this chunk's records
   t.frames_written = frames_written_;
   t.bytes_written = output_.bytes_written();
@@ -236,13 +253,13 @@ void Writer::on_output_failure() {
   // Say in the trace itself why it ends here, if a small frame still fits.
   ChunkBuilder last;
   last.set_drops(current_drops());
-  last.set_totals(make_totals(fb::EndKind::OutputFailed, 0, reason));
+  last.set_totals(make_totals(EndNote{fb::EndKind::OutputFailed, 0}, reason));
   const auto frame = encoder_.encode(last.build(), frames_written_);
   if (!frame.empty() && output_.append_after_failure(frame)) ++frames_written_;
   output_.close();
 }
 
-bool Writer::finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeout_ms) {
+bool Writer::finish(const EndNote& end, bool stop, uint32_t timeout_ms) {
   std::unique_lock lock(mutex_);
   if (!thread_.joinable()) return true;
   if (thread_exited_) {  // it stopped itself (capture_end_wanted): reap it
@@ -250,7 +267,7 @@ bool Writer::finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeo
     thread_.join();
     return true;
   }
-  request_ = Request{true, stop, kind, exit_status, request_.serial + 1};
+  request_ = Request{true, stop, end, request_.serial + 1};
   const uint64_t serial = request_.serial;
   wake_.notify_one();
   const bool done = done_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
@@ -263,5 +280,24 @@ bool Writer::finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeo
   return done;
 }
 
+bool Writer::finish_here(const EndNote& end, uint32_t timeout_ms) {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable()) return true;
+  if (thread_exited_) {  // it stopped itself and wrote its own end
+    lock.unlock();
+    thread_.join();
+    return true;
+  }
+  taken_over_ = true;
+  wake_.notify_one();
+  if (!done_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return !working_; })) return false;
+  lock.unlock();
+  thread_.detach();  // it only ever wakes to see taken_over_ and return
+  InternalScope internal;
+  if (!sources_begun_) begin_sources();  // the process ends before the thread ever ran
+  work(Request{true, true, end, 0});
+  if (!output_dead_) output_.close();
+  return true;
+}
 
 }  // namespace gpuscope::capture

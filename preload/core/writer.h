@@ -1,4 +1,6 @@
-// The writer thread: the only code that touches the trace file.
+// The writer thread: the only code that touches the trace file, until the
+// thread that ends the process takes the writer over for the last frame
+// (finish_here).
 //
 // Every drain interval it empties the thread rings into a ChunkBuilder and
 // samples CPU time; at least every flush interval (or when a chunk grows
@@ -40,18 +42,25 @@ class Writer {
   // Writes everything recorded so far and a Totals frame. With stop=true the
   // thread then ends; stop=false (before exec) keeps capturing, and a later
   // Totals frame supersedes this one. Waits at most timeout_ms.
-  bool finish(fb::EndKind kind, int exit_status, bool stop, uint32_t timeout_ms);
+  bool finish(const EndNote& end, bool stop, uint32_t timeout_ms);
+
+  // The last frame, written by the calling thread (session.h,
+  // end_session_here): the writer thread is told to stop touching anything,
+  // waited for at most timeout_ms if it is in the middle of a drain, and
+  // let go. The Writer must not be destroyed afterwards.
+  bool finish_here(const EndNote& end, uint32_t timeout_ms);
 
  private:
   struct Request {
     bool pending = false;
     bool stop = false;
-    fb::EndKind kind = fb::EndKind::Unknown;
-    int exit_status = 0;
+    EndNote end;
     uint64_t serial = 0;
   };
 
   void run();
+  void begin_sources();
+  void work(const Request& req);  // one drain (and flush, and Totals frame when asked)
   void drain_all();
   void drain_ring(SpscRing& ring);
   void add_call_counts(ThreadSlot& slot);
@@ -62,7 +71,7 @@ class Writer {
   bool write_frame(std::span<const uint8_t> chunk, const TotalsInfo* totals);
   void on_output_failure();
   DropCounts current_drops() const;
-  TotalsInfo make_totals(fb::EndKind kind, int exit_status, std::string message) const;
+  TotalsInfo make_totals(const EndNote& end, std::string message) const;
 
   SessionOptions options_;
   SlotPool& pool_;
@@ -80,14 +89,20 @@ class Writer {
   uint32_t frames_written_ = 0;
   bool output_dead_ = false;
   bool started_ = false;  // failures after start are reported on stderr by the writer
+  bool sources_begun_ = false;
+  uint64_t last_flush_ns_ = 0;
+  uint64_t last_cpu_sample_ns_ = 0;
 
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
+  // Under mutex_:
   Request request_;
   uint64_t completed_serial_ = 0;
   bool thread_exited_ = false;
+  bool working_ = false;      // the thread is draining or writing (not waiting)
+  bool taken_over_ = false;   // finish_here: the thread must touch nothing more
 };
 
 }  // namespace gpuscope::capture

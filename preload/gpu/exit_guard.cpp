@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "quiet_output.h"
+
 namespace gpuscope::gpu {
 namespace {
 
@@ -30,10 +32,17 @@ std::atomic<bool> g_probe_pending{false};
 
 void on_process_exit() {
   if (getpid() != g_owner.load(std::memory_order_acquire)) return;  // a fork child
-  const auto deadline = std::chrono::steady_clock::now() + kExitWait;
-  while (g_probe_pending.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const bool locked = gpu_mutex().try_lock_until(deadline);
+  bool locked = !g_probe_pending.load(std::memory_order_acquire) && gpu_mutex().try_lock();
+  if (!locked) {
+    // A wait the program would not have: its other threads keep quiet
+    // meanwhile, as during gpuscope's last write (quiet_output.h).
+    capture::hold_program_output();
+    const capture::EndWorkScope end_work;
+    const auto deadline = std::chrono::steady_clock::now() + kExitWait;
+    while (g_probe_pending.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    locked = gpu_mutex().try_lock_until(deadline);
+  }
   g_exiting.store(true, std::memory_order_release);
   if (locked) gpu_mutex().unlock();
 }

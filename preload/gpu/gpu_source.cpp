@@ -86,6 +86,7 @@ class GpuSource final : public capture::TraceSource {
   std::condition_variable wake_;
   bool stopping_ = false;  // under mutex_
   bool finished_ = false;  // under mutex_
+  bool sleeping_ = false;  // under mutex_: between rounds, no NVML call in flight
   Findings found_;         // under mutex_
   std::thread thread_;
 };
@@ -108,14 +109,19 @@ void GpuSource::poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) {
   for (const auto& sample : taken.samples) out.add(sample);
 }
 
+// A thread asleep between rounds has handed everything over: the end does
+// not wait for it to wake up and leave (on a busy machine that hand-over
+// alone can cost a scheduler time slice at every exit). One in a round or
+// in the probe is waited for, boundedly.
 void GpuSource::end() {
   std::unique_lock lock(mutex_);
   if (!thread_.joinable()) return;
   stopping_ = true;
   wake_.notify_all();
-  const bool done = wake_.wait_for(lock, kEndWait, [this] { return finished_; });
+  const bool done = wake_.wait_for(lock, kEndWait, [this] { return finished_ || sleeping_; });
+  const bool joinable_now = done && finished_;
   lock.unlock();
-  if (done) thread_.join();
+  if (joinable_now) thread_.join();
 }
 
 void GpuSource::run() {
@@ -207,7 +213,9 @@ bool GpuSource::sleep_until(uint64_t due_ns) {
     if (stopping_) return false;
     const uint64_t now = capture::monotonic_ns();
     if (now >= due_ns) return true;
+    sleeping_ = true;
     wake_.wait_for(lock, std::chrono::nanoseconds(due_ns - now));
+    sleeping_ = false;
   }
 }
 

@@ -84,63 +84,66 @@ void CallInfo::before(capture::ApiCallScope& scope) noexcept {
 }
 
 void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
-  const Endpoints e = endpoints(kind, dst, src);
-  capture::record(s.slot(), fb::Copy(s.start(), end - s.start(), s.correlation_id(), bytes, stream, e.direction,
-                                     e.src, e.dst, fb::Source::Host, current_device(), async ? 1 : 0),
-                  s.record_flags());
+  finish_with(s, result, flags, [&](uint64_t end) {
+    const Endpoints e = endpoints(kind, dst, src);
+    return fb::Copy(s.start(), end - s.start(), s.correlation_id(), bytes, stream, e.direction, e.src, e.dst,
+                    fb::Source::Host, current_device(), async ? 1 : 0);
+  });
 }
 
 void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
-  const auto kind = registry::memory_registry().find(reinterpret_cast<uint64_t>(target)).kind;
-  capture::record(s.slot(), fb::Memset(s.start(), end - s.start(), s.correlation_id(), bytes, stream, value,
-                                       kind == MemoryKind::Unknown ? MemoryKind::Device : kind, fb::Source::Host,
-                                       current_device()),
-                  s.record_flags());
+  finish_with(s, result, flags, [&](uint64_t end) {
+    const auto kind = registry::memory_registry().find(reinterpret_cast<uint64_t>(target)).kind;
+    return fb::Memset(s.start(), end - s.start(), s.correlation_id(), bytes, stream, value,
+                      kind == MemoryKind::Unknown ? MemoryKind::Device : kind, fb::Source::Host, current_device());
+  });
+}
+
+// The registry follows every level (adding or removing twice is harmless);
+// returns the range the call made or ended.
+AllocCall::Range AllocCall::update_registry(int32_t result) const noexcept {
+  Range r{reinterpret_cast<uint64_t>(address), bytes};
+  if (result != 0) return r;
+  auto& reg = registry::memory_registry();
+  if (op == fb::AllocOp::Alloc || op == fb::AllocOp::Register) {
+    if (out_pointer != nullptr) r.address = reinterpret_cast<uint64_t>(*out_pointer);
+    if (out_address != nullptr) r.address = *out_address;
+    if (out_pitch != nullptr) r.size = *out_pitch * rows;
+    reg.add(r.address, r.size, kind);
+  } else {
+    const uint64_t removed = forget_range(r.address);
+    if (r.size == 0) r.size = removed;
+  }
+  return r;
 }
 
 void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const uint64_t end = finish(s, result, flags);
-  uint64_t where = reinterpret_cast<uint64_t>(address);
-  uint64_t size = bytes;
-  auto& reg = registry::memory_registry();
-  if (result == 0) {  // the registry follows every level: adding or removing twice is harmless
-    if (op == fb::AllocOp::Alloc || op == fb::AllocOp::Register) {
-      if (out_pointer != nullptr) where = reinterpret_cast<uint64_t>(*out_pointer);
-      if (out_address != nullptr) where = *out_address;
-      if (out_pitch != nullptr) size = *out_pitch * rows;
-      reg.add(where, size, kind);
-    } else {
-      const uint64_t removed = forget_range(where);
-      if (size == 0) size = removed;
-    }
+  if (!outermost(s)) {
+    finish(s, result, flags);
+    update_registry(result);
+    return;
   }
-  if (!outermost(s)) return;
-  capture::record(s.slot(), fb::Alloc(s.start(), end - s.start(), s.correlation_id(), where, size, op, kind,
-                                      fb::Source::Host, async ? 1 : 0, current_device(), 0),
-                  s.record_flags());
+  finish_with(s, result, flags, [&](uint64_t end) {
+    const Range r = update_registry(result);
+    return fb::Alloc(s.start(), end - s.start(), s.correlation_id(), r.address, r.size, op, kind, fb::Source::Host,
+                     async ? 1 : 0, current_device(), 0);
+  });
 }
 
 void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
-  capture::record(s.slot(), fb::Sync(s.start(), end - s.start(), s.correlation_id(), reinterpret_cast<uint64_t>(object),
-                                     kind, fb::Source::Host, current_device(), result),
-                  s.record_flags());
+  finish_with(s, result, flags, [&](uint64_t end) {
+    return fb::Sync(s.start(), end - s.start(), s.correlation_id(), reinterpret_cast<uint64_t>(object), kind,
+                    fb::Source::Host, current_device(), result);
+  });
 }
 
 void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
   const auto clamp16 = [](uint32_t v) { return static_cast<uint16_t>(v > 0xFFFF ? 0xFFFF : v); };
-  capture::record(s.slot(), fb::Kernel(s.start(), end - s.start(), s.correlation_id(), stream,
-                                       registry::kernel_names().find(function), grid[0], clamp16(grid[1]),
-                                       clamp16(grid[2]), clamp16(block[0]), clamp16(block[1]), clamp16(block[2]),
-                                       current_device(), shared_bytes, fb::Source::Host, 0, 0, 0),
-                  s.record_flags());
+  finish_with(s, result, flags, [&](uint64_t end) {
+    return fb::Kernel(s.start(), end - s.start(), s.correlation_id(), stream, registry::kernel_names().find(function),
+                      grid[0], clamp16(grid[1]), clamp16(grid[2]), clamp16(block[0]), clamp16(block[1]),
+                      clamp16(block[2]), current_device(), shared_bytes, fb::Source::Host, 0, 0, 0);
+  });
 }
 
 CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const void* stream, bool async) noexcept {

@@ -4,7 +4,8 @@
 // succeeds is only counted: call_counts.h); the typed record (Copy, Memset,
 // Alloc, Sync, Kernel) is written only for the outermost gpuscope-visible
 // call on the thread, so a runtime call and the driver call it makes count
-// once.
+// once, and it goes into the ring together with its ApiCall
+// (ApiCallScope::finish_with): a full buffer drops both or neither.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,12 @@ struct CallInfo {
   void before(capture::ApiCallScope& scope) noexcept;
   uint64_t finish(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
     return scope.finish(result, stream, flags, current_device(), stack);
+  }
+  // The ApiCall and, for the outermost call, the typed record make(end)
+  // builds: one ring push, so both are kept or both dropped.
+  template <class MakeTyped>
+  uint64_t finish_with(capture::ApiCallScope& scope, int32_t result, uint8_t flags, MakeTyped&& make) noexcept {
+    return scope.finish_with(result, stream, flags, current_device(), stack, make);
   }
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
     finish(scope, result, flags);
@@ -94,6 +101,12 @@ struct AllocCall : CallInfo {
   bool async = false;
 
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+
+ private:
+  struct Range {
+    uint64_t address, size;
+  };
+  Range update_registry(int32_t result) const noexcept;
 };
 
 struct SyncCall : CallInfo {

@@ -97,7 +97,7 @@ TraceBytes flow_and_nvtx_trace(bool with_end = true) {
   t.chunk().add(marker(kT0 + 3000, fb::MarkerKind::RangePop, 0, tid));
   if (with_end) {
     capture::TotalsInfo totals;
-    totals.end_kind = fb::EndKind::ReturnFromMain;
+    totals.end.kind = fb::EndKind::ReturnFromMain;
     totals.end_monotonic_ns = kT0 + 6000;
     t.chunk().set_totals(totals);
   }

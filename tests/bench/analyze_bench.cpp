@@ -68,7 +68,7 @@ int write_sparse_trace(const char* path, uint64_t events) {
     if ((i + 1) % kStepsPerFrame != 0 && i + 1 != steps) continue;
     if (i + 1 == steps) {
       capture::TotalsInfo totals;
-      totals.end_kind = fb::EndKind::ReturnFromMain;
+      totals.end.kind = fb::EndKind::ReturnFromMain;
       totals.events_written = steps * 2;
       b.set_totals(totals);
     }

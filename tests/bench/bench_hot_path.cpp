@@ -32,6 +32,22 @@ void BM_RecordApiCall(benchmark::State& state) {
 }
 BENCHMARK(BM_RecordApiCall)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// A launch: the ApiCall and its Kernel record (the pair a copy, sync,
+// allocation or launch hook writes), one clock pair for both.
+void BM_RecordCallWithKernel(benchmark::State& state) {
+  ensure_session();
+  const uint32_t fid = session_strings().intern("cudaLaunchKernel");
+  for (auto _ : state) {
+    ApiCallScope scope(fid);
+    benchmark::DoNotOptimize(scope.finish_with(0, 0, 0, 0, 0, [&](uint64_t end) {
+      return gpuscope::fb::Kernel(scope.start(), end - scope.start(), scope.correlation_id(), 0, fid, 1, 1, 1, 256, 1,
+                                  1, 0, 0, gpuscope::fb::Source::Host, 0, 0, 0);
+    }));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RecordCallWithKernel)->Repetitions(5)->ReportAggregatesOnly(true);
+
 // The same call while gpuscope is loaded but not recording (capture stopped
 // or, later, outside a capture window): the flag check alone.
 void BM_ApiCallNotRecording(benchmark::State& state) {

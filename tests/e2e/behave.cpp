@@ -12,6 +12,12 @@
 //                          the grandchild, reparented (to init or a subreaper),
 //                          execs this program to sleep MS and print
 //   return:C exit:C _exit:C thread_exit:C   end that way with status C
+//   atexit_exit:C atexit__exit:C atexit_returns
+//                          register an atexit handler that prints "atexit
+//                          handler" and calls exit(C) / _exit(C) / returns
+//   main_leaves:MS         the main thread calls pthread_exit; a thread it
+//                          started prints "last thread done" after MS ms and
+//                          returns: the process ends with it (exit(0))
 //   abort signal:N         die by abort() / raise(N)
 //   inject                 call InitializeInjection as the CUDA driver would
 //                          (when the process has one), print inject:RESULT
@@ -113,6 +119,35 @@ void orphan_child(int ms) {
   std::printf("middle exited %d\n", wait_child(middle));
 }
 
+int g_atexit_status = 0;
+
+void register_atexit(void (*handler)(), int status) {
+  g_atexit_status = status;
+  std::atexit(handler);
+}
+
+void atexit_exit() {
+  std::printf("atexit handler\n");
+  std::exit(g_atexit_status);
+}
+
+void atexit_immediate_exit() {
+  std::printf("atexit handler\n");
+  std::fflush(stdout);
+  _exit(g_atexit_status);
+}
+
+void atexit_returns() { std::printf("atexit handler\n"); }
+
+[[noreturn]] void main_leaves(int ms) {
+  std::fflush(stdout);
+  std::thread([ms] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    std::printf("last thread done\n");
+  }).detach();
+  pthread_exit(nullptr);
+}
+
 int value(const std::string& arg) { return std::atoi(arg.substr(arg.find(':') + 1).c_str()); }
 std::string text(const std::string& arg) { return arg.substr(arg.find(':') + 1); }
 
@@ -137,6 +172,10 @@ int main(int argc, char** argv) {
     else if (cmd == "exit") std::exit(value(a));
     else if (cmd == "_exit") { std::fflush(stdout); _exit(value(a)); }
     else if (cmd == "thread_exit") std::thread([&] { std::fflush(stdout); std::exit(value(a)); }).join();
+    else if (cmd == "atexit_exit") register_atexit(atexit_exit, value(a));
+    else if (cmd == "atexit__exit") register_atexit(atexit_immediate_exit, value(a));
+    else if (cmd == "atexit_returns") register_atexit(atexit_returns, 0);
+    else if (cmd == "main_leaves") main_leaves(value(a));
     else if (cmd == "inject") inject();
     else if (cmd == "abort") { std::fflush(stdout); std::abort(); }
     else if (cmd == "signal") { std::fflush(stdout); raise(value(a)); }

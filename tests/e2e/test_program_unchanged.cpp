@@ -14,6 +14,9 @@ struct Scenario {
   std::vector<std::string> args;
   fb::EndKind end;      // what the trace must say
   bool has_end_record;  // false: the process died without running any code
+  // How it began to end, when a later step changed the status; its status.
+  fb::EndKind began = fb::EndKind::Unknown;
+  int began_status = 0;
 };
 
 // Test names and ctest output show the scenario's name, not its bytes.
@@ -25,10 +28,12 @@ TEST_P(ProgramUnchanged, SameOutputAndStatusAndAnHonestTrace) {
   const Scenario& s = GetParam();
   std::vector<std::string> argv = {bin("behave")};
   argv.insert(argv.end(), s.args.begin(), s.args.end());
-  const ProcessResult plain = run(argv, clean_env());
+  // Bounded: a process gpuscope kept alive fails the test instead of hanging it.
+  constexpr auto kLimit = std::chrono::seconds(30);
+  const ProcessResult plain = finish_within(spawn(argv, clean_env()), kLimit);
 
   TempDir dir;
-  const ProcessResult traced = run(argv, preload_env(dir.path() + "/"));
+  const ProcessResult traced = finish_within(spawn(argv, preload_env(dir.path() + "/")), kLimit);
   EXPECT_EQ(traced.out, plain.out);
   EXPECT_EQ(traced.err, plain.err);
   EXPECT_EQ(traced.status, plain.status);
@@ -43,8 +48,12 @@ TEST_P(ProgramUnchanged, SameOutputAndStatusAndAnHonestTrace) {
   EXPECT_FALSE(t.summary.stats.frames_corrupt);
   ASSERT_EQ(t.summary.end.has_value(), s.has_end_record) << s.name;
   if (s.has_end_record) {
-    EXPECT_EQ(t.summary.end->kind, s.end) << reader::end_kind_text(t.summary.end->kind);
+    EXPECT_EQ(t.summary.end->kind, s.end) << reader::end_text(*t.summary.end);
     EXPECT_EQ(t.summary.end->exit_status, plain.exit_code());
+    EXPECT_EQ(t.summary.end->began_kind, s.began) << reader::end_text(*t.summary.end);
+    if (s.began != fb::EndKind::Unknown) {
+      EXPECT_EQ(t.summary.end->began_status, s.began_status);
+    }
   }
 }
 
@@ -55,6 +64,15 @@ INSTANTIATE_TEST_SUITE_P(
         Scenario{"exit", {"out:hello", "spin:50", "exit:42"}, fb::EndKind::Exit, true},
         Scenario{"immediate_exit", {"out:partial", "_exit:7"}, fb::EndKind::ImmediateExit, true},
         Scenario{"exit_from_thread", {"out:x", "thread_exit:9"}, fb::EndKind::Exit, true},
+        // After main returned 0, an atexit handler ends the process with 8.
+        Scenario{"exit_from_atexit_handler", {"atexit_exit:8", "return:0"}, fb::EndKind::Exit, true,
+                 fb::EndKind::ReturnFromMain, 0},
+        Scenario{"immediate_exit_from_atexit_handler", {"atexit__exit:8", "return:0"}, fb::EndKind::ImmediateExit,
+                 true, fb::EndKind::ReturnFromMain, 0},
+        Scenario{"exit_from_atexit_handler_after_exit", {"atexit_exit:8", "exit:2"}, fb::EndKind::Exit, true,
+                 fb::EndKind::Exit, 2},
+        Scenario{"atexit_handler_returns", {"atexit_returns", "return:5"}, fb::EndKind::ReturnFromMain, true},
+        Scenario{"main_thread_leaves", {"main_leaves:100"}, fb::EndKind::LastThreadExit, true},
         Scenario{"abort", {"out:before abort", "abort"}, fb::EndKind::Unknown, false},
         Scenario{"sigterm", {"out:before", "signal:15"}, fb::EndKind::Unknown, false},
         Scenario{"threads64", {"threads:64", "return:0"}, fb::EndKind::ReturnFromMain, true},

@@ -30,7 +30,7 @@ inline std::vector<uint8_t> one_frame_trace(const capture::ProcessMetadata& meta
   b.set_metadata(meta);
   fill(b);
   capture::TotalsInfo totals;
-  totals.end_kind = fb::EndKind::ReturnFromMain;
+  totals.end.kind = fb::EndKind::ReturnFromMain;
   totals.end_monotonic_ns = end_ns;
   b.set_totals(totals);
   capture::FrameEncoder encoder(1);
@@ -111,7 +111,7 @@ inline SampleTrace make_sample_trace(int frames, uint64_t steps_per_frame, uint6
     t.records += add_realistic_mix(builder, steps_per_frame, &clock, &correlation, rng);
     if (f == frames - 1) {
       capture::TotalsInfo totals;
-      totals.end_kind = fb::EndKind::ReturnFromMain;
+      totals.end.kind = fb::EndKind::ReturnFromMain;
       totals.events_written = t.records;
       builder.set_totals(totals);
     }

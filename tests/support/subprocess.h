@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -91,6 +92,22 @@ inline ProcessResult finish(const Spawned& s) {
   }
   while (waitpid(s.pid, &r.status, 0) < 0 && errno == EINTR) {
   }
+  return r;
+}
+
+// finish(), but a process still running after `limit` is killed (SIGKILL):
+// a test of a program that must end by itself fails instead of hanging.
+inline ProcessResult finish_within(const Spawned& s, std::chrono::milliseconds limit) {
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done.load()) kill(s.pid, SIGKILL);
+  });
+  ProcessResult r = finish(s);
+  done.store(true);
+  watchdog.join();
   return r;
 }
 

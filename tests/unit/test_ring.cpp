@@ -67,6 +67,42 @@ TEST(Ring, WrapsWithPaddingAndNeverSplitsARecord) {
   EXPECT_EQ(consumed, produced);
 }
 
+// A group (a call and its typed record) goes in whole or not at all, never
+// split by the wrap: the consumer always sees both halves, adjacent.
+TEST(Ring, GroupsAreAllOrNothingAndNeverSplitByTheWrap) {
+  Ring r;  // 256 bytes; a group of 24 + 32 bytes does not divide it
+  uint64_t pushed = 0, refused = 0, consumed = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (int i = 0; i < 1 + round % 6; ++i) {  // sometimes more than fits
+      const uint64_t call[2] = {pushed, ~pushed};
+      const uint64_t typed[3] = {pushed, pushed * 3, ~pushed};
+      if (r.ring.try_push_all<2>({SpscRing::Part{RecordType::ApiCall, call, 16},
+                                  SpscRing::Part{RecordType::Copy, typed, 24}}))
+        ++pushed;
+      else
+        ++refused;
+    }
+    bool expect_typed = false;
+    r.ring.drain([&](RecordType type, const std::byte* p, uint32_t size, uint8_t) {
+      uint64_t first;
+      std::memcpy(&first, p, 8);
+      EXPECT_EQ(first, consumed);
+      if (!expect_typed) {
+        EXPECT_EQ(type, RecordType::ApiCall);
+        EXPECT_EQ(size, 16u);
+      } else {
+        EXPECT_EQ(type, RecordType::Copy);
+        EXPECT_EQ(size, 24u);
+        ++consumed;
+      }
+      expect_typed = !expect_typed;
+    });
+    EXPECT_FALSE(expect_typed) << "a call without its typed record, round " << round;
+  }
+  EXPECT_EQ(consumed, pushed);
+  EXPECT_GT(refused, 0u);  // the test did fill the ring
+}
+
 // drain_runs hands over whole records, before and after the wrap point, and
 // frees only what the consumer says it consumed.
 TEST(Ring, DrainRunsStopsWhereTheConsumerStops) {

@@ -3,9 +3,11 @@
 // the reader exactly as they went in.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -154,6 +156,45 @@ TEST_F(SessionTest, FullBufferDropsAreCountedExactly) {
   EXPECT_LT(accepted, kAttempts);
   EXPECT_EQ(t.api_calls.size(), accepted);
   EXPECT_EQ(t.summary.drops[static_cast<size_t>(fb::DropReason::BufferFull)], kAttempts - accepted);
+}
+
+// Under backpressure a call and its typed record are dropped together:
+// every kept Copy has its ApiCall and every kept ApiCall its Copy, and the
+// drop count is exactly the records of the calls that were not kept.
+TEST_F(SessionTest, CallsAndTheirTypedRecordsAreKeptOrDroppedTogether) {
+  SessionOptions o = quiet_options();
+  o.ring_kb = 4;  // 4 KiB: ~35 pairs; the writer drains every 5 ms
+  start(o);
+  constexpr int kThreads = 16;
+  constexpr uint64_t kPerThread = 20'000;
+  const uint32_t fid = session_strings().intern("cudaMemcpy");
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&] {
+      for (uint64_t n = 0; n < kPerThread; ++n) {
+        ApiCallScope scope(fid);
+        scope.finish_with(0, 0, 0, 0, 0, [&](uint64_t end) {
+          return fb::Copy(scope.start(), end - scope.start(), scope.correlation_id(), 4096, 0,
+                          fb::CopyDirection::HostToDevice, fb::MemoryKind::Pageable, fb::MemoryKind::Device,
+                          fb::Source::Host, 0, 0);
+        });
+      }
+    });
+  for (auto& th : threads) th.join();
+  const auto t = stop_and_read();
+  std::set<uint64_t> calls, copies;
+  for (const auto& c : t.api_calls) calls.insert(c.correlation_id());
+  for (const auto& c : t.copies) copies.insert(c.correlation_id());
+  EXPECT_EQ(calls.size(), t.api_calls.size());
+  const auto missing_from = [](const std::set<uint64_t>& a, const std::set<uint64_t>& b) {
+    return std::count_if(a.begin(), a.end(), [&](uint64_t id) { return !b.contains(id); });
+  };
+  EXPECT_EQ(missing_from(calls, copies), 0) << "calls kept without their Copy";
+  EXPECT_EQ(missing_from(copies, calls), 0) << "Copy records kept without their call";
+  const uint64_t issued = kThreads * kPerThread;
+  const uint64_t dropped = t.summary.drops[static_cast<size_t>(fb::DropReason::BufferFull)];
+  EXPECT_LT(t.api_calls.size(), issued);  // the rings did overflow
+  EXPECT_EQ(dropped, 2 * (issued - t.api_calls.size()));
 }
 
 TEST_F(SessionTest, ThreadsBeyondThePoolAreCountedAsNoBuffer) {
