@@ -1,11 +1,7 @@
 #include "trace_reader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zstd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "record_checks.h"
@@ -17,44 +13,6 @@ using container::FileHeader;
 using container::FrameHeader;
 
 constexpr size_t kMaxListedProblems = 64;  // the rest are counted
-
-class FileSource final : public ByteSource {
- public:
-  FileSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
-  ~FileSource() override { ::close(fd_); }
-  uint64_t size() const override { return size_; }
-  bool read(uint64_t offset, void* out, size_t n) const override {
-    if (offset > size_ || n > size_ - offset) return false;
-    auto* p = static_cast<char*>(out);
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      p += got;
-      offset += static_cast<uint64_t>(got);
-      n -= static_cast<size_t>(got);
-    }
-    return true;
-  }
-
- private:
-  int fd_;
-  uint64_t size_;
-};
-
-class MemorySource final : public ByteSource {
- public:
-  explicit MemorySource(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  uint64_t size() const override { return bytes_.size(); }
-  bool read(uint64_t offset, void* out, size_t n) const override {
-    if (offset > bytes_.size() || n > bytes_.size() - offset) return false;
-    std::memcpy(out, bytes_.data() + offset, n);
-    return true;
-  }
-
- private:
-  std::span<const uint8_t> bytes_;
-};
 
 std::string version_string(uint16_t major, uint16_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -72,25 +30,6 @@ const char* problem_kind_name(ProblemKind kind) {
     case ProblemKind::NewerMinor: return "newer minor version";
   }
   return "problem";
-}
-
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    *error = path + " is not a regular file";
-    return nullptr;
-  }
-  return std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size));
-}
-
-std::unique_ptr<ByteSource> memory_source(std::span<const uint8_t> bytes) {
-  return std::make_unique<MemorySource>(bytes);
 }
 
 bool TraceReader::open_file(const std::string& path, std::string* error) {

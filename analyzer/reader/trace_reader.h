@@ -14,6 +14,7 @@
 
 #include <zstd.h>
 
+#include "byte_source.h"
 #include "container.h"
 #include "gpuscope_generated.h"
 
@@ -35,18 +36,6 @@ struct Problem {
   uint64_t offset;
   std::string message;
 };
-
-// Where bytes come from: a file, or memory (tests, fuzzing).
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  virtual uint64_t size() const = 0;
-  // Reads exactly n bytes at offset; false if they are not all there.
-  virtual bool read(uint64_t offset, void* out, size_t n) const = 0;
-};
-
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error);
-std::unique_ptr<ByteSource> memory_source(std::span<const uint8_t> bytes);
 
 // One good chunk, records decoded (absolute timestamps and correlation ids)
 // and checked. Valid only during the visitor call.
