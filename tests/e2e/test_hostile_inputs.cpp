@@ -1,11 +1,15 @@
 // The reading commands (info, analyze, export, diff, report) on inputs that
-// are not trace files: one clear line each, promptly,
+// are not trace files, or are damaged ones: one clear line each, promptly,
 // and never a hang. Each command runs under timeout(1) so that a hang fails
 // the test instead of stalling it.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <fstream>
+#include <regex>
+
+#include "container.h"
 #include "e2e_support.h"
 
 namespace gpuscope::test {
@@ -18,7 +22,8 @@ ProcessResult gpuscope_bounded(std::vector<std::string> args) {
 
 std::string traced_run(const TempDir& dir, const std::string& name) {
   const std::string out = dir.file(name);
-  const auto r = run({gpuscope_exe(), "run", "-q", "-o", out, "--", bin("behave"), "spin:400", "return:0"}, clean_env());
+  const auto r =
+      run({gpuscope_exe(), "run", "-q", "-o", out, "--", bin("behave"), "spin:400", "return:0"}, clean_env());
   EXPECT_EQ(r.exit_code(), 0) << r.err;
   return out;
 }
@@ -76,6 +81,43 @@ TEST(HostileInputs, DevicesDirectoriesAndLoopsAreOneLineEach) {
       EXPECT_EQ(r.exit_code(), 2) << command << " " << input;
       EXPECT_EQ(r.err, line) << command << " " << input;
     }
+  }
+}
+
+// "corrupt frame at offset 32: corrupt frame at offset 32: ..." said the
+// kind and offset twice, and each broken frame took two lines.
+TEST(HostileInputs, DamageIsOneLineSayingWhatWhereAndWhyOnce) {
+  TempDir dir;
+  const std::string path = traced_run(dir, "t.gpuscope");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  // 500 frames that each fail their payload check, before the first real one.
+  std::vector<char> broken(500 * sizeof(container::FrameHeader));
+  for (size_t i = 0; i < 500; ++i) {
+    const auto h = container::make_frame_header(0, 0, 0, 0xBADC0DEu);
+    std::memcpy(broken.data() + i * sizeof h, &h, sizeof h);
+  }
+  const size_t traced_size = bytes.size();
+  bytes.insert(bytes.begin() + sizeof(container::FileHeader), broken.begin(), broken.end());
+  bytes[broken.size() + traced_size / 2] ^= 0x5A;  // and one damaged frame later on
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"analyze", path}, {"export", path, "-o", dir.file("t.json")}}) {
+    const auto r = gpuscope_bounded(command);
+    EXPECT_EQ(r.exit_code(), 0) << r.err;
+    const std::regex warning("gpuscope: warning: " + path + ": corrupt frame at offset ([0-9]+): ([^\n]+)\n");
+    std::vector<std::string> offsets;
+    for (std::sregex_iterator it(r.err.begin(), r.err.end(), warning), end; it != end; ++it) {
+      const std::string offset = (*it)[1], rest = (*it)[2];
+      offsets.push_back(offset);
+      EXPECT_EQ(rest.find("corrupt frame"), std::string::npos) << rest;  // the kind, once
+      EXPECT_FALSE(std::regex_search(rest, std::regex("offset " + offset + "([^0-9]|$)"))) << rest;
+    }
+    ASSERT_EQ(offsets.size(), 2u) << command[0] << ":\n" << r.err;  // the stretch, then the later frame
+    EXPECT_EQ(offsets[0], std::to_string(sizeof(container::FileHeader)));
+    EXPECT_NE(r.err.find("(500 damaged frames)"), std::string::npos) << r.err;
   }
 }
 

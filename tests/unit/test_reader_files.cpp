@@ -1,5 +1,6 @@
 // What the reader opens: only regular files, without ever opening anything
-// else (a FIFO's open waits for a writer; a device's open can act).
+// else (a FIFO's open waits for a writer; a device's open can act), and a
+// sparse file without reading its holes.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -77,6 +78,40 @@ TEST(ReaderFiles, ASymlinkToATraceIsFollowed) {
   std::string error;
   ASSERT_TRUE(r.open_file(dir.file("latest.gpuscope"), &error)) << error;
   EXPECT_EQ(summarize(r).stats.frames_read, 2u);
+}
+
+// Bytes this process has read through read(2)-like calls (/proc/self/io).
+uint64_t bytes_read_so_far() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t value = 0;
+  while (io >> key >> value)
+    if (key == "rchar:") return value;
+  return UINT64_MAX;
+}
+
+TEST(ReaderFiles, ASparseFileIsNotReadThroughItsHole) {
+  test::TempDir dir;
+  const std::string path = dir.file("sparse.gpuscope");
+  const auto t = test::make_sample_trace(2, 10);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  constexpr uint64_t kHole = uint64_t{1} << 30;
+  ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(t.bytes.size() + kHole)), 0);
+  const int fd = open(path.c_str(), O_RDONLY);
+  const off_t hole = lseek(fd, 0, SEEK_HOLE);
+  close(fd);
+  if (hole < 0 || static_cast<uint64_t>(hole) >= t.bytes.size() + kHole)
+    GTEST_SKIP() << "this file system does not report holes";
+  const uint64_t before = bytes_read_so_far();
+  if (before == UINT64_MAX) GTEST_SKIP() << "no /proc/self/io";
+  TraceReader r;
+  std::string error;
+  ASSERT_TRUE(r.open_file(path, &error)) << error;
+  const TraceSummary s = summarize(r);
+  EXPECT_EQ(s.stats.frames_read, 2u);
+  EXPECT_EQ(s.stats.bytes_skipped, kHole);
+  EXPECT_LT(bytes_read_so_far() - before, uint64_t{16} << 20);
 }
 
 }  // namespace
