@@ -36,27 +36,13 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
 
 namespace {
 
-// One pass over the trace at `path` (each pass opens it afresh: the reader
-// keeps per-read state such as problems and frame sequence).
-bool model_pass(const std::string& path, const analyzer::TimeWindow& window, const analyzer::RangeModel* ranges,
-                const std::vector<std::pair<uint64_t, uint64_t>>& scope, analyzer::TraceModel* out) {
-  reader::TraceReader r;
-  std::string error;
-  if (!r.open_file(path, &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
-    return false;
-  }
-  *out = analyzer::build_model(r, window, ranges, scope);
-  return true;
-}
-
 // The model, with host calls placed in NVTX ranges when the trace has any:
 // the first pass finds the ranges, a second one (only then) attributes, and
 // with --range keeps only the time inside the named ranges. 0, or 2 with
-// the reason printed.
-int build_scoped_model(const std::string& path, const analyzer::TimeWindow& window, const std::string& range,
-                       analyzer::TraceModel* model) {
-  if (!model_pass(path, window, nullptr, {}, model)) return 2;
+// the reason printed. Both passes share the reader: damage is read once.
+int build_scoped_model(reader::TraceReader& r, const std::string& path, const analyzer::TimeWindow& window,
+                       const std::string& range, analyzer::TraceModel* model) {
+  *model = analyzer::build_model(r, window);
   const std::vector<std::pair<uint64_t, uint64_t>> captured = model->capture_windows;
   if (model->ranges.empty() && range.empty() && captured.empty()) return 0;
   // A windowed capture is analyzed over its windows only: the GPU and CPU
@@ -72,7 +58,7 @@ int build_scoped_model(const std::string& path, const analyzer::TimeWindow& wind
     }
   }
   const analyzer::RangeModel ranges = std::move(model->ranges);
-  if (!model_pass(path, window, &ranges, scope, model)) return 2;
+  *model = analyzer::build_model(r, window, &ranges, scope);
   model->scope_range = range;
   return 0;
 }
@@ -87,25 +73,33 @@ struct AnalysisOutputs {
 
 }  // namespace
 
-int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn,
-                  const std::function<void(const analyzer::ReportInput&)>& use) {
+void warn_problems(const std::string& path, const std::vector<reader::Problem>& problems) {
+  for (const auto& p : problems)
+    if (p.kind != reader::ProblemKind::NoTotals)
+      fmt::print(stderr, "gpuscope: warning: {}: {}\n", path, reader::describe(p));
+}
+
+int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn, const AnalysisUse& use) {
   analyzer::TimeWindow window;
   if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
     fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
                options.window);
     return 2;
   }
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(path, &error)) {
+    fmt::print(stderr, "gpuscope: {}\n", error);
+    return 2;
+  }
   analyzer::TraceModel model;
-  if (const int rc = build_scoped_model(path, window, options.range, &model); rc != 0) return rc;
-  for (const auto& p : model.summary.problems)
-    if (p.kind != reader::ProblemKind::NoTotals && warn)
-      fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
-                 p.offset, p.message);
+  if (const int rc = build_scoped_model(r, path, window, options.range, &model); rc != 0) return rc;
+  if (warn) warn_problems(path, model.summary.problems);
   const analyzer::Metrics metrics = analyzer::compute_metrics(model);
   analyzer::Analysis analysis = analyzer::analyze(model, metrics);
   analyzer::attribute_findings_to_ranges(model, &analysis);
   const analyzer::Symbolizer symbols(model.summary);
-  use(analyzer::ReportInput{path, model, metrics, analysis, symbols, options.top});
+  use(analyzer::ReportInput{path, model, metrics, analysis, symbols, options.top}, r);
   return 0;
 }
 
@@ -113,7 +107,8 @@ namespace {
 
 // 0 analyzed, 2 unreadable (the reason printed on stderr).
 int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
-  return with_analysis(path, options, out.text != nullptr || out.json != nullptr, [&](const analyzer::ReportInput& in) {
+  return with_analysis(path, options, out.text != nullptr || out.json != nullptr,
+                       [&](const analyzer::ReportInput& in, reader::TraceReader&) {
     if (out.headline != nullptr) *out.headline = TraceHeadline{in.model.summary, in.analysis.verdict.headline};
     if (out.process != nullptr) *out.process = analyzer::process_entry(in);
     if (out.json != nullptr) *out.json = analyzer::json_report(in);
@@ -149,7 +144,7 @@ int prometheus_command(const AnalyzeOptions& options) {
   int status = 0;
   std::vector<analyzer::PrometheusSample> samples;
   for (const auto& path : expand_inputs(options.inputs)) {
-    const int rc = with_analysis(path, options, true, [&](const analyzer::ReportInput& in) {
+    const int rc = with_analysis(path, options, true, [&](const analyzer::ReportInput& in, reader::TraceReader&) {
       auto more = analyzer::prometheus_samples(in, options.job);
       samples.insert(samples.end(), more.begin(), more.end());
     });

@@ -19,8 +19,9 @@ int snapshot_trace(const std::string& path, analyzer::RunSnapshot* out) {
     fmt::print(stderr, "gpuscope: diff: {} is a directory; name one trace file of each run\n", path);
     return 2;
   }
-  return with_analysis(path, AnalyzeOptions{}, true,
-                       [&](const analyzer::ReportInput& in) { *out = analyzer::snapshot_of(in); });
+  return with_analysis(path, AnalyzeOptions{}, true, [&](const analyzer::ReportInput& in, reader::TraceReader&) {
+    *out = analyzer::snapshot_of(in);
+  });
 }
 
 }  // namespace

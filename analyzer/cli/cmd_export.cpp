@@ -67,11 +67,7 @@ class OutputFile {
 };
 
 void report_damage(const std::string& path, const reader::TraceSummary& s) {
-  for (const auto& p : s.problems) {
-    if (p.kind == reader::ProblemKind::NoTotals) continue;
-    fmt::print(stderr, "gpuscope: warning: {}: {} at offset {}: {}\n", path, reader::problem_kind_name(p.kind),
-               p.offset, p.message);
-  }
+  warn_problems(path, s.problems);
   const bool truncated = std::any_of(s.problems.begin(), s.problems.end(), [](const reader::Problem& p) {
     return p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::CorruptFrame;
   });
@@ -93,8 +89,8 @@ int export_command(const ExportOptions& options) {
   }
   exporter::ExportOptions how;
   if (options.symbols) {
-    reader::TraceSummary full;
-    if (exporter::summarize_for_symbols(options.trace, &full) && !full.stacks.empty()) how.symbols = std::move(full);
+    reader::TraceSummary full = reader::summarize(r);  // a first pass; the export's own reads no damage again
+    if (!full.stacks.empty()) how.symbols = std::move(full);
   }
   OutputFile out(options.output);
   if (out.get() == nullptr) {

@@ -195,12 +195,12 @@ int info_command(const std::string& path) {
   print_end(s);
   for (const auto& p : s.problems)
     if (p.kind != reader::ProblemKind::NoTotals)
-      fmt::print("warning:     {}: {}\n", reader::problem_kind_name(p.kind), p.message);
+      fmt::print("warning:     {}\n", reader::describe(p));
   std::fflush(stdout);
   if (!r.has_corruption()) return 0;
   for (const auto& p : s.problems)
     if (p.kind == reader::ProblemKind::CorruptFrame) {
-      fmt::print(stderr, "gpuscope: {}: {}\n", path, p.message);
+      fmt::print(stderr, "gpuscope: {}: {}\n", path, reader::describe(p));
       break;
     }
   return 2;

@@ -44,11 +44,8 @@ int report_command(const ReportOptions& options) {
   AnalyzeOptions analyze;
   analyze.top = options.top;
   for (const auto& path : expand_inputs(options.inputs)) {
-    const int rc = with_analysis(path, analyze, true, [&](const analyzer::ReportInput& in) {
-      reader::TraceReader r;  // a fresh pass: the timeline reads the records again
-      std::string error;
-      if (r.open_file(path, &error)) sections.push_back(analyzer::html_section(in, r));
-      else fmt::print(stderr, "gpuscope: {}\n", error);
+    const int rc = with_analysis(path, analyze, true, [&](const analyzer::ReportInput& in, reader::TraceReader& again) {
+      sections.push_back(analyzer::html_section(in, again));  // the timeline reads the records again
     });
     if (rc != 0) status = rc;
   }

@@ -75,11 +75,17 @@ struct AnalyzeOptions {
 int analyze_command(const AnalyzeOptions& options);
 
 // Analyzes one trace as `gpuscope analyze` does (capture windows, NVTX
-// ranges, --window/--range) and hands the analysis to `use`; it lives only
-// during the call. 0, or 2 with the reason printed on stderr; `warn` prints
-// the reader's problems (damage) as warnings.
-int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn,
-                  const std::function<void(const analyzer::ReportInput&)>& use);
+// ranges, --window/--range) and hands the analysis to `use`, with the
+// reader for a further pass of its own (damage found is not read again);
+// both live only during the call. 0, or 2 with the reason printed on
+// stderr; `warn` prints the reader's problems (damage) as warnings.
+using AnalysisUse = std::function<void(const analyzer::ReportInput&, reader::TraceReader& again)>;
+int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn, const AnalysisUse& use);
+
+// The reader's problems as warnings on stderr, one line each ("gpuscope:
+// warning: PATH: corrupt frame at offset N: why"); the missing end record
+// is left to the caller, which says it in its own words.
+void warn_problems(const std::string& path, const std::vector<reader::Problem>& problems);
 
 struct DiffOptions {
   std::string base, next;  // traces (a directory is not accepted: which trace would it be?)

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
 
   std::string trace_path;
   CLI::App* info = app.add_subcommand("info", "Show what a trace holds and whether it is whole");
-  info->add_option("trace", trace_path, "Trace file")->required()->check(CLI::ExistingFile);
+  info->add_option("trace", trace_path, "Trace file")->required();  // the reader says what is wrong with it
 
   gpuscope::cli::AnalyzeOptions analyze_options;
   CLI::App* analyze = app.add_subcommand("analyze", "Explain why the traced workload is slow: verdict, evidence, call sites, fix");

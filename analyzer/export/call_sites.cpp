@@ -39,12 +39,4 @@ std::string CallSites::raw(uint32_t stack_id) const {
   return {};
 }
 
-bool summarize_for_symbols(const std::string& path, reader::TraceSummary* out) {
-  reader::TraceReader r;
-  std::string error;
-  if (!r.open_file(path, &error)) return false;
-  *out = reader::summarize(r);
-  return true;
-}
-
 }  // namespace gpuscope::exporter

@@ -35,8 +35,4 @@ class CallSites {
   std::unordered_map<uint32_t, std::string> cache_;
 };
 
-// A summary of the trace at `path` (a pass of its own) for symbolization;
-// false when it cannot be opened.
-bool summarize_for_symbols(const std::string& path, reader::TraceSummary* out);
-
 }  // namespace gpuscope::exporter

@@ -266,8 +266,7 @@ void ChromeTraceWriter::write_metadata(const reader::TraceSummary& s) {
   out_.put(",\"problems\":[");
   for (size_t i = 0; i < s.problems.size(); ++i) {
     if (i != 0) out_.put(',');
-    append_json_string(out_.buffer(), fmt::format("{} at offset {}: {}", reader::problem_kind_name(s.problems[i].kind),
-                                                  s.problems[i].offset, s.problems[i].message));
+    append_json_string(out_.buffer(), reader::describe(s.problems[i]));
   }
   out_.put("]}}\n");
 }

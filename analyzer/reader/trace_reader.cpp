@@ -1,11 +1,8 @@
 #include "trace_reader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zstd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 #include "record_checks.h"
@@ -17,47 +14,15 @@ using container::FileHeader;
 using container::FrameHeader;
 
 constexpr size_t kMaxListedProblems = 64;  // the rest are counted
-
-class FileSource final : public ByteSource {
- public:
-  FileSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
-  ~FileSource() override { ::close(fd_); }
-  uint64_t size() const override { return size_; }
-  bool read(uint64_t offset, void* out, size_t n) const override {
-    if (offset > size_ || n > size_ - offset) return false;
-    auto* p = static_cast<char*>(out);
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      p += got;
-      offset += static_cast<uint64_t>(got);
-      n -= static_cast<size_t>(got);
-    }
-    return true;
-  }
-
- private:
-  int fd_;
-  uint64_t size_;
-};
-
-class MemorySource final : public ByteSource {
- public:
-  explicit MemorySource(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  uint64_t size() const override { return bytes_.size(); }
-  bool read(uint64_t offset, void* out, size_t n) const override {
-    if (offset > bytes_.size() || n > bytes_.size() - offset) return false;
-    std::memcpy(out, bytes_.data() + offset, n);
-    return true;
-  }
-
- private:
-  std::span<const uint8_t> bytes_;
-};
+constexpr size_t kWindowBytes = size_t{1} << 20;
+constexpr size_t kMaxRememberedDamage = size_t{1} << 14;  // stretches; later ones are found again per pass
 
 std::string version_string(uint16_t major, uint16_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 }  // namespace
@@ -70,27 +35,19 @@ const char* problem_kind_name(ProblemKind kind) {
     case ProblemKind::InvalidRecords: return "invalid records";
     case ProblemKind::NoTotals: return "no end record";
     case ProblemKind::NewerMinor: return "newer minor version";
+    case ProblemKind::Unlisted: return "more problems";
   }
   return "problem";
 }
 
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return nullptr;
+std::string describe(const Problem& p) {
+  switch (p.kind) {
+    case ProblemKind::Unlisted: return p.message;
+    case ProblemKind::NoTotals:
+    case ProblemKind::NewerMinor: return std::string(problem_kind_name(p.kind)) + ": " + p.message;
+    default:
+      return std::string(problem_kind_name(p.kind)) + " at offset " + std::to_string(p.offset) + ": " + p.message;
   }
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    *error = path + " is not a regular file";
-    return nullptr;
-  }
-  return std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size));
-}
-
-std::unique_ptr<ByteSource> memory_source(std::span<const uint8_t> bytes) {
-  return std::make_unique<MemorySource>(bytes);
 }
 
 bool TraceReader::open_file(const std::string& path, std::string* error) {
@@ -104,6 +61,9 @@ bool TraceReader::open(std::unique_ptr<ByteSource> source, const std::string& na
   name_ = name;
   info_ = {};
   info_.size = source_->size();
+  damage_.clear();
+  header_problems_.clear();
+  window_.clear();
   FileHeader h{};
   if (!source_->read(0, &h, sizeof h) ||
       std::memcmp(h.magic, container::kFileMagic.data(), sizeof h.magic) != 0) {
@@ -131,14 +91,14 @@ bool TraceReader::open(std::unique_ptr<ByteSource> source, const std::string& na
   info_.format_major = h.format_major;
   info_.format_minor = h.format_minor;
   info_.flags = h.flags;
-  stats_ = {};
-  stats_.end_offset = h.header_size;
+  first_frame_ = h.header_size;
   if (h.format_minor > container::kFormatMinor)
-    add_problem(ProblemKind::NewerMinor, 0,
-                "written with format " + version_string(h.format_major, h.format_minor) +
-                    ", this gpuscope reads " +
-                    version_string(container::kFormatMajor, container::kFormatMinor) +
-                    ": newer fields are ignored");
+    header_problems_.push_back({ProblemKind::NewerMinor, 0,
+                                "written with format " + version_string(h.format_major, h.format_minor) +
+                                    ", this gpuscope reads " +
+                                    version_string(container::kFormatMajor, container::kFormatMinor) +
+                                    ": newer fields are ignored"});
+  start_pass();
   return true;
 }
 
@@ -156,126 +116,198 @@ bool TraceReader::has_corruption() const {
   return stats_.frames_corrupt != 0;
 }
 
-void TraceReader::read(const std::function<void(const ChunkView&)>& visit, uint32_t max_frames) {
-  uint64_t offset = stats_.end_offset;
-  while (offset < info_.size) {
-    if (stats_.frames_read >= max_frames) return;
-    uint64_t next = offset;
-    const FrameResult r = read_frame(offset, &next, visit);
-    if (r == FrameResult::Ok) {
-      offset = next;
-      stats_.end_offset = next;
-      continue;
-    }
-    if (r == FrameResult::End || r == FrameResult::Truncated) break;
-    ++stats_.frames_corrupt;
-    const uint64_t resume = find_next_frame(offset + 8);
-    if (resume >= info_.size) {
-      stats_.bytes_skipped += info_.size - offset;
-      break;
-    }
-    stats_.bytes_skipped += resume - offset;
-    add_problem(ProblemKind::CorruptFrame, offset,
-                "skipped " + std::to_string(resume - offset) +
-                    " damaged bytes, resynchronized at offset " + std::to_string(resume));
-    offset = resume;
-  }
+void TraceReader::start_pass() {
+  stats_ = {};
+  stats_.end_offset = first_frame_;
+  problems_ = header_problems_;
+  suppressed_problems_ = 0;
+  expected_sequence_ = 0;
+  damage_work_ = 0;
+}
+
+void TraceReader::finish_pass() {
   if (suppressed_problems_ != 0)
-    problems_.push_back({ProblemKind::CorruptFrame, 0,
-                         std::to_string(suppressed_problems_) + " further problems not listed"});
+    problems_.push_back({ProblemKind::Unlisted, 0,
+                         "... and " + plural(suppressed_problems_, "further problem", "further problems") +
+                             " not listed"});
   if (!stats_.saw_totals)
     problems_.push_back({ProblemKind::NoTotals, stats_.end_offset,
-                         "no end-of-trace record after " + std::to_string(stats_.frames_read) +
-                             " frames: the process was killed, crashed or is still running; "
-                             "everything up to offset " + std::to_string(stats_.end_offset) +
-                             " was read"});
+                         "the process was killed, crashed or is still running; " +
+                             plural(stats_.frames_read, "frame", "frames") + " up to offset " +
+                             std::to_string(stats_.end_offset) + " were read"});
 }
 
-TraceReader::FrameResult TraceReader::read_frame(uint64_t offset, uint64_t* next,
-                                                 const std::function<void(const ChunkView&)>& visit) {
+void TraceReader::read(const ChunkVisitor& visit, uint32_t max_frames) {
+  start_pass();
+  uint64_t offset = first_frame_;
   FrameHeader h{};
-  if (info_.size - offset < sizeof h) {
-    add_problem(ProblemKind::Truncated, offset,
-                "file ends " + std::to_string(info_.size - offset) +
-                    " bytes into a frame header at offset " + std::to_string(offset));
-    return FrameResult::Truncated;
+  bool loaded = false;  // the frame at `offset` was loaded while skipping damage
+  while (offset < info_.size) {
+    if (stats_.frames_read >= max_frames) return;
+    if (!loaded) {
+      if (jump_known_damage(&offset)) continue;
+      const uint64_t work_before = damage_work_;
+      std::string why;
+      const FrameResult r = load_frame(offset, &h, &why);
+      if (r == FrameResult::Truncated) {
+        add_problem(ProblemKind::Truncated, offset, why);
+        break;
+      }
+      if (r == FrameResult::Corrupt) {
+        offset = skip_damage(offset, why, work_before, &h, &loaded);
+        continue;
+      }
+    }
+    loaded = false;
+    deliver(offset, h, visit);
+    offset = std::min<uint64_t>(offset + sizeof h + container::align8(h.payload_size), info_.size);
+    stats_.end_offset = offset;
   }
-  source_->read(offset, &h, sizeof h);
-  if (!container::frame_header_intact(h)) {
-    add_problem(ProblemKind::CorruptFrame, offset,
-                "corrupt frame at offset " + std::to_string(offset) + ": bad frame header");
-    return FrameResult::Corrupt;
-  }
-  if (h.payload_size > container::kMaxFramePayload || h.chunk_size > container::kMaxChunkBytes) {
-    add_problem(ProblemKind::CorruptFrame, offset,
-                "corrupt frame at offset " + std::to_string(offset) + ": claims " +
-                    std::to_string(h.payload_size) + " bytes (limit " +
-                    std::to_string(container::kMaxFramePayload) + ")");
-    return FrameResult::Corrupt;
-  }
-  const uint64_t payload_at = offset + sizeof h;
-  const uint64_t padded = container::align8(h.payload_size);
-  if (info_.size - payload_at < h.payload_size) {
-    add_problem(ProblemKind::Truncated, offset,
-                "file ends inside the frame at offset " + std::to_string(offset) + " (needs " +
-                    std::to_string(h.payload_size) + " bytes, " +
-                    std::to_string(info_.size - payload_at) + " present)");
-    return FrameResult::Truncated;
-  }
-  payload_.resize(h.payload_size);
-  source_->read(payload_at, payload_.data(), h.payload_size);
-  *next = std::min<uint64_t>(payload_at + padded, info_.size);
-  if (h.sequence != expected_sequence_) {
-    if (h.sequence > expected_sequence_)
-      add_problem(ProblemKind::MissingFrames, offset,
-                  std::to_string(h.sequence - expected_sequence_) + " frame(s) missing before offset " +
-                      std::to_string(offset));
-    else
-      add_problem(ProblemKind::CorruptFrame, offset,
-                  "frame at offset " + std::to_string(offset) + " repeats sequence number " +
-                      std::to_string(h.sequence));
-  }
-  expected_sequence_ = h.sequence + 1;
-  return decode_chunk(offset, h, visit) ? FrameResult::Ok : FrameResult::Corrupt;
+  finish_pass();
 }
 
-bool TraceReader::decode_chunk(uint64_t offset, const FrameHeader& h,
-                               const std::function<void(const ChunkView&)>& visit) {
-  const auto corrupt = [&](const std::string& why) {
-    add_problem(ProblemKind::CorruptFrame, offset, "corrupt frame at offset " + std::to_string(offset) + ": " + why);
-    return false;
-  };
-  if (container::crc32c(payload_.data(), payload_.size()) != h.payload_crc)
-    return corrupt("payload checksum mismatch");
-  const unsigned long long content = ZSTD_getFrameContentSize(payload_.data(), payload_.size());
-  if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN || content != h.chunk_size)
-    return corrupt("compressed payload does not match the frame header");
-  std::string why;
-  const uint8_t* chunk_bytes = decompress(h.chunk_size, &why);
-  if (chunk_bytes == nullptr) return corrupt(why);
-  flatbuffers::Verifier verifier(chunk_bytes, h.chunk_size, /*max_depth=*/16, /*max_tables=*/1'000'000);
-  if (!fb::VerifyChunkBuffer(verifier)) return corrupt("chunk fails FlatBuffer verification");
-  const fb::Chunk* chunk = fb::GetChunk(chunk_bytes);
-  DecodedRecords records;
-  const uint64_t invalid =
-      decode_records(*chunk, (info_.flags & container::kFlagShuffled) != 0, &records);
-  if (invalid != 0) {
-    stats_.records_invalid += invalid;
-    add_problem(ProblemKind::InvalidRecords, offset,
-                std::to_string(invalid) + " record(s) with impossible values skipped in the frame at offset " +
-                    std::to_string(offset));
+// From the damaged frame at `offset` to the next frame that reads whole (or
+// the end): one problem for the stretch, however many broken frames it
+// holds. The frame found is left loaded in *next (*next_loaded).
+uint64_t TraceReader::skip_damage(uint64_t offset, const std::string& why, uint64_t work_before, FrameHeader* next,
+                                  bool* next_loaded) {
+  Damage d;
+  d.frames = 1;
+  *next_loaded = false;
+  std::string ignored;
+  uint64_t resume = find_next_frame(offset + 8);
+  for (; resume < info_.size; ++d.frames) {
+    const FrameResult r = load_frame(resume, next, &ignored);
+    if (r != FrameResult::Corrupt) {  // a truncated frame is reported when the pass reaches it
+      *next_loaded = r == FrameResult::Ok;
+      break;
+    }
+    // Past a budget of checking work, a frame whose checked header claims a
+    // payload is taken at its word: no frame is looked for inside that
+    // payload, so overlapping forged headers cannot make the scan quadratic.
+    const bool spent = damage_work_ > 2 * info_.size + kWindowBytes;
+    resume = find_next_frame(spent ? resume + sizeof *next + container::align8(next->payload_size) : resume + 8);
   }
-  ++stats_.frames_read;
-  if (chunk->totals() != nullptr) stats_.saw_totals = true;
-  ChunkView view;
-  view.offset = offset;
-  view.sequence = h.sequence;
-  view.chunk = chunk;
-  records.fill_view(&view);
-  visit(view);
+  std::string text = why + "; skipped " + plural(resume - offset, "byte", "bytes");
+  if (d.frames > 1) text += " (" + std::to_string(d.frames) + " damaged frames)";
+  if (*next_loaded) {
+    text += " to the next good frame at offset " + std::to_string(resume);
+    if (next->sequence > expected_sequence_) {
+      text += ", " + plural(next->sequence - expected_sequence_, "frame", "frames") + " lost";
+      d.sequence_after = next->sequence;
+    }
+  } else {
+    text += resume >= info_.size ? " to the end of the file (no frame header after it)"
+                                 : " to offset " + std::to_string(resume);
+  }
+  d.resume = resume;
+  d.problem = {ProblemKind::CorruptFrame, offset, std::move(text)};
+  d.work = damage_work_ - work_before;
+  apply(d);
+  if (damage_.size() < kMaxRememberedDamage) damage_.emplace(offset, std::move(d));
+  return resume;
+}
+
+void TraceReader::apply(const Damage& d) {
+  add_problem(d.problem.kind, d.problem.offset, d.problem.message);
+  stats_.frames_corrupt += d.frames;
+  stats_.bytes_skipped += d.resume - d.problem.offset;
+  if (d.sequence_after >= 0) expected_sequence_ = static_cast<uint32_t>(d.sequence_after);
+}
+
+// A later pass: the same record and the same budget spent as the first
+// pass's, so that what follows reads the same too.
+bool TraceReader::jump_known_damage(uint64_t* offset) {
+  const auto known = damage_.find(*offset);
+  if (known == damage_.end()) return false;
+  apply(known->second);
+  damage_work_ += known->second.work;
+  *offset = known->second.resume;
   return true;
 }
 
+// Everything that can fail about a frame, in order of cost; records nothing.
+TraceReader::FrameResult TraceReader::load_frame(uint64_t offset, FrameHeader* h, std::string* why) {
+  if (info_.size - offset < sizeof *h) {
+    *why = "the file ends " + plural(info_.size - offset, "byte", "bytes") + " into a frame header";
+    return FrameResult::Truncated;
+  }
+  if (!read_bytes(offset, h, sizeof *h) || !container::frame_header_intact(*h)) {
+    *why = "bad frame header";
+    return FrameResult::Corrupt;
+  }
+  // Compare each claim with its own limit.
+  if (h->payload_size > container::kMaxFramePayload) {
+    *why = "the frame header claims a payload of " + std::to_string(h->payload_size) +
+           " bytes (the limit is " + std::to_string(container::kMaxFramePayload) + ")";
+    return FrameResult::Corrupt;
+  }
+  if (h->chunk_size > container::kMaxChunkBytes) {
+    *why = "the frame header claims a chunk of " + std::to_string(h->chunk_size) +
+           " bytes decompressed (the limit is " + std::to_string(container::kMaxChunkBytes) + ")";
+    return FrameResult::Corrupt;
+  }
+  const uint64_t present = info_.size - offset - sizeof *h;
+  if (present < h->payload_size) {
+    *why = "the file ends inside the frame (its payload needs " + std::to_string(h->payload_size) + " bytes, " +
+           std::to_string(present) + " are present)";
+    return FrameResult::Truncated;
+  }
+  return load_payload(offset + sizeof *h, *h, why) ? FrameResult::Ok : FrameResult::Corrupt;
+}
+
+bool TraceReader::load_payload(uint64_t at, const FrameHeader& h, std::string* why) {
+  damage_work_ += h.payload_size;  // given back below when the frame is good
+  payload_.resize(h.payload_size);
+  if (!read_bytes(at, payload_.data(), h.payload_size)) {
+    *why = "the payload cannot be read";
+    return false;
+  }
+  if (container::crc32c(payload_.data(), payload_.size()) != h.payload_crc) {
+    *why = "payload checksum mismatch";
+    return false;
+  }
+  const unsigned long long content = ZSTD_getFrameContentSize(payload_.data(), payload_.size());
+  if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN || content != h.chunk_size) {
+    *why = "compressed payload does not match the frame header";
+    return false;
+  }
+  damage_work_ += h.chunk_size;
+  const uint8_t* chunk_bytes = decompress(h.chunk_size, why);
+  if (chunk_bytes == nullptr) return false;
+  flatbuffers::Verifier verifier(chunk_bytes, h.chunk_size, /*max_depth=*/16, /*max_tables=*/1'000'000);
+  if (!fb::VerifyChunkBuffer(verifier)) {
+    *why = "chunk fails FlatBuffer verification";
+    return false;
+  }
+  damage_work_ -= uint64_t{h.payload_size} + h.chunk_size;
+  chunk_ = fb::GetChunk(chunk_bytes);
+  return true;
+}
+
+void TraceReader::deliver(uint64_t offset, const FrameHeader& h, const ChunkVisitor& visit) {
+  if (h.sequence > expected_sequence_)
+    add_problem(ProblemKind::MissingFrames, offset,
+                plural(h.sequence - expected_sequence_, "frame", "frames") + " missing before this one");
+  else if (h.sequence < expected_sequence_)
+    add_problem(ProblemKind::CorruptFrame, offset, "repeats sequence number " + std::to_string(h.sequence));
+  expected_sequence_ = h.sequence + 1;
+  DecodedRecords records;
+  const uint64_t invalid = decode_records(*chunk_, (info_.flags & container::kFlagShuffled) != 0, &records);
+  if (invalid != 0) {
+    stats_.records_invalid += invalid;
+    add_problem(ProblemKind::InvalidRecords, offset,
+                plural(invalid, "record", "records") + " with impossible values skipped");
+  }
+  ++stats_.frames_read;
+  if (chunk_->totals() != nullptr) stats_.saw_totals = true;
+  ChunkView view;
+  view.offset = offset;
+  view.sequence = h.sequence;
+  view.chunk = chunk_;
+  records.fill_view(&view);
+  visit(view);
+}
 TraceReader::~TraceReader() { ZSTD_freeDCtx(dctx_); }
 
 // Streams the payload into a buffer that grows only as real output appears:
@@ -319,23 +351,53 @@ const uint8_t* TraceReader::decompress(uint32_t chunk_size, std::string* why) {
   return reinterpret_cast<const uint8_t*>(chunk_storage_.data());
 }
 
+// The first intact frame header at an 8-aligned offset >= from, or the file
+// size. Bytes come through the window, so the many searches of one damaged
+// stretch read each byte once; holes are skipped unread, and candidates are
+// found with memchr on the magic's first byte, so a run of zeros (or of any
+// byte but 'G') costs memchr's speed.
 uint64_t TraceReader::find_next_frame(uint64_t from) {
-  constexpr size_t kBlock = 1 << 20;
+  constexpr size_t kHeader = sizeof(FrameHeader);
   uint64_t pos = container::align8(from);
-  while (pos + sizeof(FrameHeader) <= info_.size) {
-    // Overlap blocks by one header so a header across a boundary is found.
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock + sizeof(FrameHeader), info_.size - pos));
-    scan_buffer_.resize(n);
-    if (!source_->read(pos, scan_buffer_.data(), n)) break;
-    for (size_t i = 0; i + sizeof(FrameHeader) <= n; i += 8) {
-      FrameHeader h;
-      std::memcpy(&h, scan_buffer_.data() + i, sizeof h);
-      if (container::frame_header_intact(h)) return pos + i;
+  while (pos < info_.size && info_.size - pos >= kHeader) {
+    const bool in_window = pos >= window_at_ && pos - window_at_ + kHeader <= window_.size();
+    if (!in_window) {
+      pos = container::align8(source_->next_data(pos));  // a hole holds no frame magic
+      if (pos >= info_.size || info_.size - pos < kHeader || !fill_window(pos)) break;
     }
-    if (n < kBlock + sizeof(FrameHeader)) break;
-    pos += kBlock;
+    const uint8_t* const base = window_.data();
+    const size_t last = window_.size() - kHeader;  // the last start whose header fits
+    for (size_t i = pos - window_at_; i <= last;) {
+      const void* hit = std::memchr(base + i, container::kFrameMagic[0], last + 1 - i);
+      if (hit == nullptr) break;
+      i = static_cast<size_t>(static_cast<const uint8_t*>(hit) - base);
+      FrameHeader h;
+      std::memcpy(&h, base + i, kHeader);
+      if ((window_at_ + i) % 8 == 0 && container::frame_header_intact(h)) return window_at_ + i;
+      ++i;
+    }
+    pos = container::align8(window_at_ + last + 1);  // the next start that did not fit
   }
   return info_.size;
+}
+
+bool TraceReader::fill_window(uint64_t offset) {
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(kWindowBytes, info_.size - offset));
+  window_.resize(n);
+  window_at_ = offset;
+  if (source_->read(offset, window_.data(), n)) return true;
+  window_.clear();
+  return false;
+}
+
+// Small reads inside damage come from the window; the rest from the source.
+bool TraceReader::read_bytes(uint64_t offset, void* out, size_t n) {
+  if (n == 0) return true;  // an empty payload: `out` may be null
+  if (offset >= window_at_ && offset - window_at_ <= window_.size() && n <= window_.size() - (offset - window_at_)) {
+    std::memcpy(out, window_.data() + (offset - window_at_), n);
+    return true;
+  }
+  return source_->read(offset, out, n);
 }
 
 }  // namespace gpuscope::reader

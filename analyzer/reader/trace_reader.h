@@ -2,11 +2,16 @@
 // it is used, every frame is checksummed and verified, every record is
 // checked for sense, and damage is recorded as a Problem (with its file
 // offset) instead of stopping the read. Whatever precedes the damage, and
-// whatever valid frames follow it, is delivered.
+// whatever valid frames follow it, is delivered. Damage costs time in
+// proportion to its size, once: the scan for the next frame reads each
+// byte once, skips holes and runs of bytes that cannot start a frame at
+// memchr speed, and a later pass over the same reader jumps over the
+// damage the first one found.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -14,6 +19,7 @@
 
 #include <zstd.h>
 
+#include "byte_source.h"
 #include "container.h"
 #include "gpuscope_generated.h"
 
@@ -21,11 +27,12 @@ namespace gpuscope::reader {
 
 enum class ProblemKind {
   Truncated,       // the file ends inside a frame (killed mid-write, copy cut short)
-  CorruptFrame,    // a frame failed its header check, checksum or verification
+  CorruptFrame,    // a damaged stretch: frames failing their header check, checksum or verification
   MissingFrames,   // frame sequence numbers jump
   InvalidRecords,  // records whose fields make no sense, skipped
   NoTotals,        // no end-of-trace record: the process did not end cleanly
-  NewerMinor       // written by a newer minor format: unknown fields ignored
+  NewerMinor,      // written by a newer minor format: unknown fields ignored
+  Unlisted         // how many more problems there were than are listed
 };
 
 const char* problem_kind_name(ProblemKind kind);
@@ -33,20 +40,13 @@ const char* problem_kind_name(ProblemKind kind);
 struct Problem {
   ProblemKind kind;
   uint64_t offset;
-  std::string message;
+  std::string message;  // what and why; describe() adds the kind and the offset
 };
 
-// Where bytes come from: a file, or memory (tests, fuzzing).
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  virtual uint64_t size() const = 0;
-  // Reads exactly n bytes at offset; false if they are not all there.
-  virtual bool read(uint64_t offset, void* out, size_t n) const = 0;
-};
-
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error);
-std::unique_ptr<ByteSource> memory_source(std::span<const uint8_t> bytes);
+// The problem as one line: "corrupt frame at offset 32: bad frame header;
+// skipped 24 bytes to the next good frame at offset 56". Every printer of
+// problems uses it, so the kind and offset are said once.
+std::string describe(const Problem& problem);
 
 // One good chunk, records decoded (absolute timestamps and correlation ids)
 // and checked. Valid only during the visitor call.
@@ -75,12 +75,14 @@ struct FileInfo {
 
 struct ReadStats {
   uint32_t frames_read = 0;
-  uint32_t frames_corrupt = 0;
+  uint32_t frames_corrupt = 0;   // frame starts that failed their checks, in damaged stretches
   uint64_t bytes_skipped = 0;    // resynchronizing past damage
   uint64_t records_invalid = 0;
   bool saw_totals = false;
   uint64_t end_offset = 0;       // just past the last good frame
 };
+
+using ChunkVisitor = std::function<void(const ChunkView&)>;
 
 class TraceReader {
  public:
@@ -97,31 +99,59 @@ class TraceReader {
   const FileInfo& info() const { return info_; }
 
   // Delivers every good chunk in file order (at most max_frames of them).
-  // Never throws on bad input.
-  void read(const std::function<void(const ChunkView&)>& visit, uint32_t max_frames = UINT32_MAX);
+  // Each call is a whole pass from the first frame with its own problems
+  // and stats, the same every time; damage an earlier pass found is jumped
+  // over without being read again. Never throws on bad input.
+  void read(const ChunkVisitor& visit, uint32_t max_frames = UINT32_MAX);
 
   const std::vector<Problem>& problems() const { return problems_; }
   const ReadStats& stats() const { return stats_; }
   bool has_corruption() const;
 
  private:
-  enum class FrameResult { Ok, End, Truncated, Corrupt };
-  FrameResult read_frame(uint64_t offset, uint64_t* next, const std::function<void(const ChunkView&)>& visit);
-  bool decode_chunk(uint64_t offset, const container::FrameHeader& header,
-                    const std::function<void(const ChunkView&)>& visit);
+  enum class FrameResult { Ok, Truncated, Corrupt };
+  // A damaged stretch a pass found: where reading resumed, and what the
+  // pass recorded for it, replayed by later passes.
+  struct Damage {
+    uint64_t resume = 0;
+    Problem problem;
+    uint32_t frames = 0;
+    int64_t sequence_after = -1;  // the sequence expected after it; -1: unchanged
+    uint64_t work = 0;            // checking work it cost (damage_work_)
+  };
+
+  void start_pass();
+  void finish_pass();
+  // Checks the frame at `offset` up to a verified chunk (in chunk_storage_);
+  // says why not in *why. Records nothing.
+  FrameResult load_frame(uint64_t offset, container::FrameHeader* header, std::string* why);
+  bool load_payload(uint64_t offset, const container::FrameHeader& header, std::string* why);
+  void deliver(uint64_t offset, const container::FrameHeader& header, const ChunkVisitor& visit);
+  uint64_t skip_damage(uint64_t offset, const std::string& why, uint64_t work_before, container::FrameHeader* next,
+                       bool* next_loaded);
+  void apply(const Damage& damage);
+  bool jump_known_damage(uint64_t* offset);
   uint64_t find_next_frame(uint64_t from);
+  bool fill_window(uint64_t offset);
+  bool read_bytes(uint64_t offset, void* out, size_t n);
   const uint8_t* decompress(uint32_t chunk_size, std::string* why);
   void add_problem(ProblemKind kind, uint64_t offset, std::string message);
 
   std::unique_ptr<ByteSource> source_;
   std::string name_;
   FileInfo info_;
+  uint64_t first_frame_ = 0;
+  std::vector<Problem> header_problems_;  // found by open(): every pass starts with them
   ReadStats stats_;
   std::vector<Problem> problems_;
   uint64_t suppressed_problems_ = 0;
   uint32_t expected_sequence_ = 0;
+  uint64_t damage_work_ = 0;  // bytes checked, this pass, of frames that turned out damaged
+  std::map<uint64_t, Damage> damage_;  // by offset; kept across passes
   std::vector<uint8_t> payload_;
-  std::vector<uint8_t> scan_buffer_;  // resynchronization window
+  std::vector<uint8_t> window_;  // bytes of the file from window_at_, read while resynchronizing
+  uint64_t window_at_ = 0;
+  const fb::Chunk* chunk_ = nullptr;  // the loaded frame's, in chunk_storage_
   std::vector<uint64_t> chunk_storage_;  // 8-aligned: the verifier checks alignment
   ZSTD_DCtx* dctx_ = nullptr;
 };

@@ -8,8 +8,13 @@
 // message that is foreign, malformed, oversized or truncated is answered
 // with a one-line error and the peer dropped; a peer that stays silent is
 // dropped after kPeerTimeoutMs. None of it reaches the program.
+//
+// Up to kMaxPeers connections are served at once from one poll, each with
+// its own deadline, so a silent or slow peer delays no other; when all
+// slots are taken, the peer closest to its deadline makes room.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +24,7 @@
 namespace gpuscope::control {
 
 inline constexpr int kPeerTimeoutMs = 1000;
+inline constexpr size_t kMaxPeers = 64;
 
 struct ServerHandlers {
   std::function<Reply(const Request&)> handle;

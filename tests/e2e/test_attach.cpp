@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "e2e_support.h"
+#include "../support/silent_peers.h"
 
 namespace gpuscope::test {
 namespace {
@@ -319,6 +320,29 @@ TEST_F(Attach, StaleSocketsAndProcessesNotInStandbyAreReported) {
   EXPECT_EQ(open_dir.exit_code(), 0);
   EXPECT_NE(open_dir.err.find("refused"), std::string::npos) << open_dir.err;
   EXPECT_NE(open_dir.err.find("untraced"), std::string::npos) << open_dir.err;
+}
+
+// Peers are served side by side: 50 connections that say nothing do not
+// hold up a listing or an attach (served one at a time, for up to 1 s
+// each, they took 43 s to drain). The bound is ten times the peer timeout:
+// far above what a loaded machine needs, far below taking them in turn.
+TEST_F(Attach, SilentConnectionsHoldUpNoOne) {
+  const Spawned s = start_standby(6, /*through_run=*/false);
+  const pid_t pid = wait_for_standby();
+  ASSERT_GT(pid, 0) << "no control socket in " << ctl_;
+  const std::vector<int> silent =
+      silent_peers(ctl_ + "/" + std::to_string(pid) + ".sock", 50, std::chrono::milliseconds(10'000));
+  EXPECT_EQ(silent.size(), 50u) << "connections not accepted while others were silent";
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult list = cli({"attach", "--list"});
+  EXPECT_NE(list.out.find(std::to_string(pid) + "  idle"), std::string::npos) << list.out << list.err;
+  const std::string trace = dir_.path() + "/during.gpuscope";
+  const ProcessResult attached = cli({"attach", std::to_string(pid), "--duration", "0.3", "-q", "-o", trace});
+  EXPECT_EQ(attached.exit_code(), 0) << attached.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(10'000));
+  for (const int fd : silent) close(fd);
+  EXPECT_EQ(finish(s).exit_code(), 0);
+  expect_valid_window_trace(trace);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chunk_builder.h"
+#include "container.h"
 
 namespace gpuscope::test {
 
@@ -123,6 +124,18 @@ inline SampleTrace make_sample_trace(int frames, uint64_t steps_per_frame, uint6
     t.frame_ends.push_back(t.bytes.size());
   }
   return t;
+}
+
+// n frames of 24 bytes, sequence numbers from `first_sequence`: intact
+// headers with no payload, so each fails its payload check. A damaged
+// stretch of the worst density for a reader that resynchronizes per frame.
+inline std::vector<uint8_t> broken_frames(uint32_t first_sequence, size_t n) {
+  std::vector<uint8_t> bytes(n * sizeof(container::FrameHeader));
+  for (size_t i = 0; i < n; ++i) {
+    const auto h = container::make_frame_header(0, 0, first_sequence + static_cast<uint32_t>(i), 0xBADC0DEu);
+    std::memcpy(bytes.data() + i * sizeof h, &h, sizeof h);
+  }
+  return bytes;
 }
 
 }  // namespace gpuscope::test

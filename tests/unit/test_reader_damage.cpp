@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <set>
 
 #include "container.h"
 #include "trace_reader.h"
@@ -196,9 +197,186 @@ TEST(ReaderDamage, LyingFrameSizeIsRefusedWithoutAllocating) {
   bool named = false;
   for (const auto& p : r.problems)
     named |= p.kind == ProblemKind::CorruptFrame && p.offset == at &&
-             p.message.find("claims 4294967280 bytes") != std::string::npos;
+             p.message.find("payload of 4294967280 bytes") != std::string::npos;
   EXPECT_TRUE(named);
   EXPECT_EQ(r.sequences.size(), sample().frame_offsets.size() - 1);  // resynchronized after it
+}
+
+// A claim over its limit is compared with that limit, and both are named:
+// a small payload decompressing to too much is not "a payload over 64 MiB".
+TEST(ReaderDamage, EachSizeLimitIsNamedWithItsOwnFigures) {
+  const uint64_t at = sample().frame_offsets[2];
+  const auto message_for = [&](uint32_t payload_size, uint32_t chunk_size) {
+    std::vector<uint8_t> bytes = sample().bytes;
+    const auto h = container::make_frame_header(payload_size, chunk_size, 2, 0);
+    std::memcpy(bytes.data() + at, &h, sizeof h);
+    for (const auto& p : read_bytes(bytes).problems)
+      if (p.kind == ProblemKind::CorruptFrame && p.offset == at) return p.message;
+    return std::string("(no problem at the frame)");
+  };
+  const std::string chunk = message_for(100, 0xFFFFFFF0u);
+  EXPECT_NE(chunk.find("chunk of 4294967280 bytes decompressed"), std::string::npos) << chunk;
+  EXPECT_NE(chunk.find("limit is " + std::to_string(container::kMaxChunkBytes)), std::string::npos) << chunk;
+  EXPECT_EQ(chunk.find("100"), std::string::npos) << chunk;
+  const std::string payload = message_for(container::kMaxFramePayload + 8, 1000);
+  EXPECT_NE(payload.find("payload of " + std::to_string(container::kMaxFramePayload + 8) + " bytes"),
+            std::string::npos) << payload;
+  EXPECT_NE(payload.find("limit is " + std::to_string(container::kMaxFramePayload)), std::string::npos) << payload;
+}
+
+// Every kind of problem reads as one line that says its kind, and its
+// offset, once.
+TEST(ReaderDamage, EachProblemIsOneLineNamingItsKindAndOffsetOnce) {
+  const SampleTrace& t = sample();
+  std::vector<uint8_t> bytes(t.bytes.begin(), t.bytes.begin() + static_cast<long>(t.frame_offsets[3]));
+  bytes.insert(bytes.end(), t.bytes.begin() + static_cast<long>(t.frame_offsets[4]),
+               t.bytes.begin() + static_cast<long>(t.frame_offsets[5]) + 40);  // frame 3 missing, 5 cut
+  bytes[t.frame_offsets[1] + 30] ^= 0x10;                                     // frame 1 damaged
+  const auto r = read_bytes(bytes);
+  ASSERT_TRUE(r.opened);
+  std::set<ProblemKind> kinds;
+  const auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (const auto& p : r.problems) {
+    kinds.insert(p.kind);
+    const std::string line = describe(p);
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    EXPECT_EQ(count(line, problem_kind_name(p.kind)), 1u) << line;
+    if (p.kind != ProblemKind::NoTotals) {
+      EXPECT_EQ(count(line, "offset " + std::to_string(p.offset)), 1u) << line;
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<ProblemKind>{ProblemKind::CorruptFrame, ProblemKind::MissingFrames,
+                                          ProblemKind::Truncated, ProblemKind::NoTotals}));
+}
+
+// Counts what the reader asks of its source.
+class CountingSource final : public ByteSource {
+ public:
+  CountingSource(std::span<const uint8_t> bytes, uint64_t* counter) : inner_(memory_source(bytes)), counter_(counter) {}
+  uint64_t size() const override { return inner_->size(); }
+  bool read(uint64_t offset, void* out, size_t n) const override {
+    *counter_ += n;
+    return inner_->read(offset, out, n);
+  }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  uint64_t* counter_;
+};
+
+// The sample with a stretch of 24-byte frames that each fail their payload
+// check between its first and second frame.
+std::vector<uint8_t> with_broken_frames(size_t n) {
+  std::vector<uint8_t> bytes = sample().bytes;
+  const auto broken = test::broken_frames(1, n);
+  bytes.insert(bytes.begin() + static_cast<long>(sample().frame_offsets[1]), broken.begin(), broken.end());
+  return bytes;
+}
+
+// Resynchronizing once per broken frame used to read a fresh window of up
+// to 1 MiB per frame: quadratic in the damage.
+TEST(ReaderDamage, BrokenFramesCostReadsInProportionToTheirSize) {
+  const auto bytes = with_broken_frames(4000);
+  uint64_t bytes_read = 0;
+  TraceReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.open(std::make_unique<CountingSource>(bytes, &bytes_read), "trace", &error)) << error;
+  uint32_t frames = 0;
+  reader.read([&](const ChunkView&) { ++frames; });
+  EXPECT_EQ(frames, sample().frame_offsets.size());
+  EXPECT_LE(bytes_read, 3 * bytes.size()) << "of a " << bytes.size() << "-byte file";
+  ASSERT_EQ(reader.problems().size(), 1u);  // the stretch is one problem, not one per frame
+  EXPECT_EQ(reader.problems()[0].offset, sample().frame_offsets[1]);
+  EXPECT_NE(reader.problems()[0].message.find("(4000 damaged frames)"), std::string::npos)
+      << reader.problems()[0].message;
+}
+
+// Commands that make several passes (analyze with NVTX ranges, report,
+// export) share one reader: a later pass jumps over the damage unread and
+// comes to exactly the same.
+TEST(ReaderDamage, ALaterPassReadsNoDamagedByteAndComesToTheSame) {
+  auto bytes = with_broken_frames(2000);
+  bytes[sample().frame_offsets[3] + 2000 * sizeof(container::FrameHeader) + 40] ^= 0x04;  // and a flip in frame 3
+  uint64_t bytes_read = 0;
+  TraceReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.open(std::make_unique<CountingSource>(bytes, &bytes_read), "trace", &error)) << error;
+  std::vector<uint32_t> first, second;
+  reader.read([&](const ChunkView& v) { first.push_back(v.sequence); });
+  const std::vector<Problem> problems = reader.problems();
+  const ReadStats stats = reader.stats();
+  ASSERT_EQ(stats.frames_read, sample().frame_offsets.size() - 1);
+  bytes_read = 0;
+  reader.read([&](const ChunkView& v) { second.push_back(v.sequence); });
+  EXPECT_EQ(second, first);
+  ASSERT_EQ(reader.problems().size(), problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) {
+    EXPECT_EQ(reader.problems()[i].kind, problems[i].kind);
+    EXPECT_EQ(reader.problems()[i].offset, problems[i].offset);
+    EXPECT_EQ(reader.problems()[i].message, problems[i].message);
+  }
+  EXPECT_EQ(reader.stats().frames_corrupt, stats.frames_corrupt);
+  EXPECT_EQ(reader.stats().bytes_skipped, stats.bytes_skipped);
+  EXPECT_EQ(reader.stats().end_offset, stats.end_offset);
+  EXPECT_LE(bytes_read, bytes.size() - stats.bytes_skipped);  // the good frames, once
+}
+
+// Forged headers every 24 bytes, each claiming a 64 KiB payload over the
+// next ones: checking every claim in full would cost 64 KiB per 24 bytes.
+TEST(ReaderDamage, OverlappingForgedFramesCostWorkInProportionToTheirSize) {
+  std::vector<uint8_t> bytes = sample().bytes;
+  const size_t base = bytes.size();  // 8-aligned: frames are padded
+  bytes.resize(base + (size_t{2} << 20));
+  for (size_t at = base; at + sizeof(container::FrameHeader) <= bytes.size(); at += sizeof(container::FrameHeader)) {
+    const size_t room = bytes.size() - at - sizeof(container::FrameHeader);
+    const auto claim = static_cast<uint32_t>(std::min<size_t>(64 << 10, room));
+    const auto h = container::make_frame_header(claim, 1000, 99, 0xBADC0DEu);
+    std::memcpy(bytes.data() + at, &h, sizeof h);
+  }
+  uint64_t bytes_read = 0;
+  TraceReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.open(std::make_unique<CountingSource>(bytes, &bytes_read), "trace", &error)) << error;
+  EXPECT_EQ(summarize(reader).stats.frames_read, sample().frame_offsets.size());
+  EXPECT_LE(bytes_read, 4 * bytes.size()) << "of a " << bytes.size() << "-byte file";
+}
+
+// A 1 GiB hole after the last frame: a source that knows its holes is never
+// asked for them.
+class HoleSource final : public ByteSource {
+ public:
+  HoleSource(std::span<const uint8_t> data, uint64_t hole, uint64_t* counter)
+      : data_(data), size_(data.size() + hole), counter_(counter) {}
+  uint64_t size() const override { return size_; }
+  bool read(uint64_t offset, void* out, size_t n) const override {
+    if (offset > size_ || n > size_ - offset) return false;
+    *counter_ += n;
+    auto* p = static_cast<uint8_t*>(out);
+    for (size_t i = 0; i < n; ++i) p[i] = offset + i < data_.size() ? data_[offset + i] : 0;
+    return true;
+  }
+  uint64_t next_data(uint64_t offset) const override { return offset < data_.size() ? offset : size_; }
+
+ private:
+  std::span<const uint8_t> data_;
+  uint64_t size_;
+  uint64_t* counter_;
+};
+
+TEST(ReaderDamage, AHoleIsSkippedWithoutReadingIt) {
+  uint64_t bytes_read = 0;
+  TraceReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.open(std::make_unique<HoleSource>(sample().bytes, uint64_t{1} << 30, &bytes_read), "trace",
+                          &error)) << error;
+  const TraceSummary s = summarize(reader);
+  EXPECT_EQ(s.stats.frames_read, sample().frame_offsets.size());
+  EXPECT_EQ(s.stats.bytes_skipped, uint64_t{1} << 30);
+  EXPECT_LE(bytes_read, 2 * sample().bytes.size());
 }
 
 TEST(ReaderDamage, ImpossibleRecordValuesAreSkippedAndCounted) {

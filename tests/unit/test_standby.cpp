@@ -18,6 +18,7 @@
 #include "recorder.h"
 #include "session.h"
 #include "standby.h"
+#include "../support/silent_peers.h"
 #include "../support/temp_dir.h"
 #include "../support/trace_contents.h"
 
@@ -176,6 +177,25 @@ TEST_F(Standby, GarbageTruncatedOversizedAndSilentPeersAreDropped) {
   r = exchange(control::encode_request(Request{MessageType::Status, 0, ""}));
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->ok);
+}
+
+// The server used to serve one peer at a time, each silent one for a whole
+// kPeerTimeoutMs: 50 of them kept everyone else out for 43 s. The bounds
+// below are ten times the timeout, far above what a loaded machine needs
+// and far below what serving them in turn takes.
+TEST_F(Standby, SilentPeersDelayNoOne) {
+  for (const size_t crowd : {size_t{50}, control::kMaxPeers + 30}) {
+    const std::vector<int> silent = test::silent_peers(control::socket_path(control_dir(), getpid()), crowd,
+                                                       std::chrono::milliseconds(control::kPeerTimeoutMs * 10));
+    EXPECT_EQ(silent.size(), crowd) << "connections not accepted while others were silent";
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = exchange(control::encode_request(Request{MessageType::Status, 0, ""}));
+    const auto took = std::chrono::steady_clock::now() - start;
+    for (const int fd : silent) close(fd);
+    ASSERT_TRUE(r.has_value()) << "with " << crowd << " silent peers";
+    EXPECT_TRUE(r->ok) << r->text;
+    EXPECT_LT(took, std::chrono::milliseconds(control::kPeerTimeoutMs * 10)) << "with " << crowd << " silent peers";
+  }
 }
 
 TEST(ControlDir, OnlyAPrivateDirectoryOfOursIsAccepted) {
