@@ -59,8 +59,10 @@ namespace {
 std::vector<HookSlot*> sorted_hooks() {
   std::vector<HookSlot*> all;
   for (auto family : {runtime_copy_hooks, runtime_memset_hooks, runtime_alloc_hooks, runtime_sync_hooks,
-                      runtime_launch_hooks, runtime_device_hooks, driver_copy_hooks, driver_alloc_hooks,
-                      driver_sync_hooks, driver_launch_hooks, driver_entry_hooks})
+                      runtime_launch_hooks, runtime_device_hooks, runtime_graph_hooks, runtime_memory_hooks,
+                      runtime_host_work_hooks, driver_copy_hooks, driver_alloc_hooks, driver_sync_hooks,
+                      driver_launch_hooks, driver_entry_hooks, driver_graph_hooks, driver_memory_hooks,
+                      driver_host_work_hooks})
     for (HookSlot* slot : family()) all.push_back(slot);
   std::sort(all.begin(), all.end(), [](const HookSlot* a, const HookSlot* b) { return std::strcmp(a->name, b->name) < 0; });
   return all;
