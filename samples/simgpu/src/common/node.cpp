@@ -49,6 +49,8 @@ void parse_pcie(const json& j, DeviceDesc& d, double pageable_factor) {
   const double link = lane_gbps(d.pcie.gen_current) * d.pcie.width_current * d.pcie.efficiency;
   d.pinned_gbps = get(j, "pinned_gbps", link);
   d.pageable_gbps = get(j, "pageable_gbps", d.pinned_gbps * pageable_factor);
+  d.peer_gbps = get(j, "peer_gbps", d.pinned_gbps);
+  d.peer_access = get(j, "peer_access", true);
 }
 
 void parse_power_and_health(const json& j, DeviceDesc& d) {
@@ -109,6 +111,12 @@ KernelCost parse_kernel_cost(const json& j) {
   k.min_us = get(j, "min_us", -1.0);
   k.flops_per_thread = get(j, "flops_per_thread", -1.0);
   k.bytes_per_thread = get(j, "bytes_per_thread", -1.0);
+  k.registers = get(j, "registers", -1);
+  k.shared_bytes = get(j, "shared_bytes", -1);
+  k.local_bytes = get(j, "local_bytes", -1);
+  k.max_threads_per_block = get(j, "max_threads_per_block", -1);
+  if (k.registers > 255 || k.max_threads_per_block == 0 || k.max_threads_per_block > 1024)
+    throw std::runtime_error("kernel registers must be at most 255 and max_threads_per_block 1..1024");
   return k;
 }
 
@@ -123,7 +131,8 @@ void parse_host_costs(const json& j, HostCosts& c) {
       {"host_register_per_mib", &HostCosts::host_register_per_mib},
       {"async_alloc", &HostCosts::async_alloc},
       {"copy_latency_pinned", &HostCosts::copy_latency_pinned},
-      {"copy_latency_pageable", &HostCosts::copy_latency_pageable}};
+      {"copy_latency_pageable", &HostCosts::copy_latency_pageable},
+      {"graph_launch", &HostCosts::graph_launch}};
   for (const Field& f : fields) c.*f.member = get(j, f.key, c.*f.member);
 }
 

@@ -28,6 +28,11 @@ struct DeviceDesc {
   int sm_count = 132, cc_major = 9, cc_minor = 0, max_threads_per_sm = 2048;
   PcieLink pcie;
   double pinned_gbps = 0, pageable_gbps = 0;  // derived from the link unless given
+  // Device-to-device copies to or from another GPU: whether this one can
+  // access its peers directly, and at what rate (default: its PCIe link's
+  // pinned rate, peers talking through the PCIe switch).
+  bool peer_access = true;
+  double peer_gbps = 0;
   double dram_gbps = 4800, fp32_tflops = 67;
   unsigned sm_mhz = 1980, sm_max_mhz = 1980, mem_mhz = 3201, mem_max_mhz = 3201;
   uint64_t clock_event_reasons = 0;
@@ -49,13 +54,19 @@ struct HostCosts {
   double malloc = 30, malloc_per_mib = 1.5, free = 20, free_per_mib = 0.5;
   double host_alloc = 50, host_alloc_per_mib = 250, host_register_per_mib = 150;
   double async_alloc = 1, copy_latency_pinned = 2.5, copy_latency_pageable = 8;
+  double graph_launch = 3;  // one cudaGraphLaunch, whatever the graph holds
 };
 
 // How long a kernel runs: a fixed time, or the slower of its arithmetic and
-// its DRAM traffic, both proportional to the launched thread count.
+// its DRAM traffic, both proportional to the launched thread count.  Also the
+// resources one thread block takes on an SM (what the occupancy calculator
+// and cudaFuncGetAttributes report): simgpu compiles nothing, so a kernel
+// uses what the node says, by default 32 registers per thread, no static
+// shared memory and up to 1024 threads per block.  -1: not given.
 struct KernelCost {
   std::optional<KernelClass> kind;
   double fixed_us = -1, min_us = -1, flops_per_thread = -1, bytes_per_thread = -1;
+  int registers = -1, shared_bytes = -1, local_bytes = -1, max_threads_per_block = -1;
 };
 
 struct NodeDesc {

@@ -17,6 +17,7 @@ extern "C" CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent
 extern "C" CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev);
 
 using simgpu::drv::Model;
+namespace sm = simgpu::drv::sm;
 using simgpu::drv::with_model;
 
 namespace {
@@ -46,25 +47,25 @@ bool described_attribute(const simgpu::DeviceDesc& d, CUdevice_attribute attr, i
 int constant_attribute(CUdevice_attribute attr) {
   struct Entry { CUdevice_attribute attr; int value; };
   static constexpr Entry table[] = {
-      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024}, {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, sm::kMaxThreadsPerBlock}, {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
       {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024}, {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
       {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647}, {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535},
-      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535}, {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152},
-      {CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536}, {CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
-      {CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2147483647}, {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535}, {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, sm::kSharedPerBlock},
+      {CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536}, {CU_DEVICE_ATTRIBUTE_WARP_SIZE, sm::kWarpSize},
+      {CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2147483647}, {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, sm::kRegisters},
       {CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 512}, {CU_DEVICE_ATTRIBUTE_GPU_OVERLAP, 1},
       {CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1}, {CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1},
       {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 6144}, {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 52428800},
       {CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 2}, {CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
       {CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, 1}, {CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, 1},
       {CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, 1},
-      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 233472},
-      {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536}, {CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, sm::kSharedBytes},
+      {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, sm::kRegisters}, {CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
       {CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1}, {CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED, 1},
-      {CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1}, {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
-      {CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, 1}, {CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32},
+      {CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1}, {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, sm::kSharedPerBlockOptin},
+      {CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, 1}, {CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, sm::kMaxBlocks},
       {CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO, 2},
-      {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1}, {CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 1024},
+      {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1}, {CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, sm::kReservedSharedPerBlock},
       {CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, 32505856}};
   for (const Entry& e : table)
     if (e.attr == attr) return e.value;
@@ -95,10 +96,6 @@ void parse_uuid(const std::string& text, CUuuid* out) {
   }
 }
 
-void launch_dims(const CUlaunchConfig* c, unsigned grid[3], unsigned block[3]) {
-  grid[0] = c->gridDimX, grid[1] = c->gridDimY, grid[2] = c->gridDimZ;
-  block[0] = c->blockDimX, block[1] = c->blockDimY, block[2] = c->blockDimZ;
-}
 
 template <bool PT>
 CUresult cuStreamQuery_impl(CUstream s) {
@@ -109,8 +106,9 @@ CUresult cuStreamSynchronize_impl(CUstream s) {
   return with_model([&](Model& m) { return m.stream_synchronize(s, PT); });
 }
 template <bool PT>
-CUresult cuStreamWaitEvent_impl(CUstream s, CUevent e, unsigned) {
-  return with_model([&](Model& m) { return m.stream_wait_event(s, e, PT); });
+CUresult cuStreamWaitEvent_impl(CUstream s, CUevent e, unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.stream_wait_event(s, e, PT, flags); });
 }
 template <bool PT>
 CUresult cuStreamGetFlags_impl(CUstream s, unsigned* flags) {
@@ -127,23 +125,22 @@ CUresult cuEventRecord_impl(CUevent e, CUstream s) {
   return with_model([&](Model& m) { return m.event_record(e, s, PT); });
 }
 template <bool PT>
-CUresult cuEventRecordWithFlags_impl(CUevent e, CUstream s, unsigned) {
-  return with_model([&](Model& m) { return m.event_record(e, s, PT); });
+CUresult cuEventRecordWithFlags_impl(CUevent e, CUstream s, unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.event_record(e, s, PT, flags); });
 }
 template <bool PT>
 CUresult cuLaunchKernel_impl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_mem, CUstream s, void**, void**) {
-  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return with_model([&](Model& m) { return m.launch(f, grid, block, shared_mem, s, PT); });
+  const simgpu::drv::KernelNodeParams k{f, {gx, gy, gz}, {bx, by, bz}, shared_mem};
+  return with_model([&](Model& m) { return m.launch(k, s, PT); });
 }
 template <bool PT>
-CUresult cuLaunchKernelEx_impl(const CUlaunchConfig* config, CUfunction f, void**, void**) {
-  if (!config) return CUDA_ERROR_INVALID_VALUE;
-  unsigned grid[3], block[3];
-  launch_dims(config, grid, block);
-  return with_model([&](Model& m) {
-    return m.launch(f, grid, block, config->sharedMemBytes, config->hStream, PT);
-  });
+CUresult cuLaunchKernelEx_impl(const CUlaunchConfig* c, CUfunction f, void**, void**) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  const simgpu::drv::KernelNodeParams k{
+      f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes};
+  return with_model([&](Model& m) { return m.launch(k, c->hStream, PT); });
 }
 
 }  // namespace
@@ -174,6 +171,20 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** out) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   *out = simgpu::driver_error_string(error);
   return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+// The driver's private interface tables, which NVIDIA's own libraries (a
+// statically linked cudart, cuBLAS, cuDNN, ...) call instead of the public
+// API: undocumented, so simgpu cannot emulate them.  Refused with a line that
+// tells the user why the program's next CUDA call fails.
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
+  if (!table || !id) return CUDA_ERROR_INVALID_VALUE;
+  *table = nullptr;
+  simgpu::explain_once("cuGetExportTable",
+                       "cuGetExportTable is not supported: simgpu cannot emulate the driver's private interface "
+                       "tables that NVIDIA's own libraries use (a statically linked cudart -- nvcc's default --, "
+                       "cuBLAS, cuDNN); build with -cudart shared to run on simgpu (CUDA_ERROR_NOT_SUPPORTED)");
+  return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult CUDAAPI cuProfilerStart(void) { return with_model([](Model&) { return CUDA_SUCCESS; }); }
