@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "call_report.h"
+
 namespace {
 
 // One empty kernel; PTX any driver JIT-compiles (and simgpu reads).
@@ -21,11 +23,6 @@ constexpr char kPtx[] =
     "\tret;\n"
     "}\n";
 
-CUresult report(const char* name, CUresult rc) {
-  std::printf("call %s %d\n", name, static_cast<int>(rc));
-  return rc;
-}
-#define CALL(name, ...) report(#name, name(__VA_ARGS__))
 
 void launch_tick(CUfunction f, CUstream s) { CALL(cuLaunchKernel, f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr); }
 
@@ -55,7 +52,7 @@ int main(int argc, char** argv) {
   CUgraphExec exec = nullptr;
   if (g != nullptr && CALL(cuGraphInstantiate, &exec, g, 0ull) == CUDA_SUCCESS)
     for (int i = 0; i < launches; ++i)
-      if (CALL(cuGraphLaunch, exec, s) == CUDA_SUCCESS) std::printf("ran 2 0 1\n");
+      if (CALL(cuGraphLaunch, exec, s) == CUDA_SUCCESS) report_graph_run(2, 0, 1);
   CALL(cuStreamSynchronize, s);
   if (exec != nullptr) CALL(cuGraphExecDestroy, exec);
   if (g != nullptr) CALL(cuGraphDestroy, g);

@@ -26,6 +26,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "call_report.h"
+
 namespace {
 
 __global__ void step(float* x, int n) {
@@ -33,11 +35,6 @@ __global__ void step(float* x, int n) {
   if (i < n) x[i] = x[i] * 0.5f + 1.0f;
 }
 
-cudaError_t report(const char* name, cudaError_t rc) {
-  std::printf("call %s %d\n", name, static_cast<int>(rc));
-  return rc;
-}
-#define CALL(name, ...) report(#name, name(__VA_ARGS__))
 
 // What the launches just made left in the thread's last error.
 void check_launches(const char* which) { std::printf("launches %s %d\n", which, static_cast<int>(cudaGetLastError())); }
@@ -48,7 +45,7 @@ void launch_step(float* d, cudaStream_t s) { step<<<kElements / 256, 256, 0, s>>
 
 void launch_graph(cudaGraphExec_t exec, cudaStream_t s, int launches, int kernels, int copies, int memsets) {
   for (int i = 0; i < launches; ++i)
-    if (CALL(cudaGraphLaunch, exec, s) == cudaSuccess) std::printf("ran %d %d %d\n", kernels, copies, memsets);
+    if (CALL(cudaGraphLaunch, exec, s) == cudaSuccess) report_graph_run(kernels, copies, memsets);
 }
 
 int capture(int launches) {
@@ -69,7 +66,8 @@ int capture(int launches) {
     CALL(cudaStreamEndCapture, s, &g);
   }
   cudaGraphExec_t exec = nullptr;
-  if (g != nullptr && CALL(cudaGraphInstantiate, &exec, g, 0ull) == cudaSuccess) launch_graph(exec, s, launches, 3, 1, 1);
+  if (g != nullptr && CALL(cudaGraphInstantiate, &exec, g, 0ull) == cudaSuccess)
+    launch_graph(exec, s, launches, 3, 1, 1);
   CALL(cudaStreamSynchronize, s);
   if (exec != nullptr) CALL(cudaGraphExecDestroy, exec);
   if (g != nullptr) CALL(cudaGraphDestroy, g);

@@ -92,6 +92,16 @@ uint64_t calls_of(const TraceContents& t, const std::string& function, bool capt
   });
 }
 
+struct CallCount {
+  std::string function;
+  bool captured;
+  uint64_t count;
+};
+void expect_calls(const TraceContents& t, const std::vector<CallCount>& expected) {
+  for (const auto& [function, captured, count] : expected)
+    EXPECT_EQ(calls_of(t, function, captured), count) << function << (captured ? ", captured" : ", run");
+}
+
 class Graphs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -100,31 +110,31 @@ class Graphs : public ::testing::Test {
   }
 
   // The program plain and traced: same output and status, and its trace.
-  Traced run_both(const std::vector<std::string>& program, const std::vector<std::string>& env = {}) {
+  static Traced run_both(const std::vector<std::string>& program, const std::vector<std::string>& env = {}) {
     std::vector<std::string> plain_env = env;
     plain_env.push_back("LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR));
     std::vector<std::string> argv = program;
     argv[0] = bin(argv[0]);
     const ProcessResult plain = run(argv, environment_with(plain_env, {"LD_PRELOAD"}));
-    Traced traced = run_on_simgpu_with(program, env);
+    Traced traced = run_on_simgpu(program, {}, env);
     EXPECT_EQ(traced.process.exit_code(), plain.exit_code()) << traced.process.err;
     EXPECT_EQ(traced.process.out, plain.out);
     EXPECT_TRUE(traced.trace.opened) << traced.trace.error;
     return traced;
   }
 
-  static Traced run_on_simgpu_with(const std::vector<std::string>& program, const std::vector<std::string>& env) {
-    TempDir dir;
-    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin(program.front())};
+  // The program under `gpuscope run -o DIR/t.gpuscope`: the trace's path
+  // (the program's stdout in last_output_).
+  std::string traced_to(const TempDir& dir, const std::vector<std::string>& program) {
+    const std::string trace = dir.path() + "/t.gpuscope";
+    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", trace, "--", bin(program.front())};
     argv.insert(argv.end(), program.begin() + 1, program.end());
-    std::vector<std::string> set = env;
-    set.push_back("LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR));
-    Traced t;
-    t.process = run(argv, environment_with(set));
-    const auto traces = traces_in(dir.path());
-    if (traces.size() == 1) t.trace = read_trace_file(traces[0]);
-    return t;
+    const ProcessResult r = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+    EXPECT_EQ(r.exit_code(), 0) << r.err;
+    last_output_ = r.out;
+    return trace;
   }
+  std::string last_output_;
 };
 
 TEST_F(Graphs, CapturedWorkDoesNotRunAndEachGraphLaunchCountsWhatItRan) {
@@ -135,10 +145,10 @@ TEST_F(Graphs, CapturedWorkDoesNotRunAndEachGraphLaunchCountsWhatItRan) {
   expect_graph_launches(printed, t.trace);
   // One kernel ran when launched; the three launched during the capture ran
   // only inside the graph, as did the capture's memset and copy.
-  EXPECT_EQ(calls_of(t.trace, "__cudaLaunchKernel", false), 1u);
-  EXPECT_EQ(calls_of(t.trace, "__cudaLaunchKernel", true), 3u);
-  EXPECT_EQ(calls_of(t.trace, "cudaMemsetAsync", true), 1u);
-  EXPECT_EQ(calls_of(t.trace, "cudaMemcpyAsync", true), 1u);
+  expect_calls(t.trace, {{"__cudaLaunchKernel", false, 1},
+                         {"__cudaLaunchKernel", true, 3},
+                         {"cudaMemsetAsync", true, 1},
+                         {"cudaMemcpyAsync", true, 1}});
   EXPECT_EQ(t.trace.kernels.size(), 1u);
   EXPECT_TRUE(t.trace.copies.empty());
   EXPECT_TRUE(t.trace.memsets.empty());
@@ -158,16 +168,12 @@ TEST_F(Graphs, ExplicitGraphsExecUpdatesAndNewExecsCountWhatEachLaunchRan) {
 // `gpuscope info` lists it by name and code.
 TEST_F(Graphs, FailingGraphCallsShowTheirErrorInTheTrace) {
   TempDir dir;
-  const ProcessResult r =
-      run({gpuscope_exe(), "run", "-q", "-o", dir.path() + "/t.gpuscope", "--", bin("graph_work"), "errors"},
-          environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
-  const Printed printed = parse(r.out);
-  ASSERT_EQ(printed.calls.size(), 3u) << r.out;
+  const std::string trace = traced_to(dir, {"graph_work", "errors"});
+  const Printed printed = parse(last_output_);
+  ASSERT_EQ(printed.calls.size(), 3u) << last_output_;
   for (const auto& [name, result] : printed.calls) EXPECT_NE(result, 0) << name << " was meant to fail";
-  const TraceContents trace = read_trace_file(dir.path() + "/t.gpuscope");
-  expect_every_call_recorded(printed, trace);
-  const ProcessResult info = run({gpuscope_exe(), "info", dir.path() + "/t.gpuscope"}, clean_env());
+  expect_every_call_recorded(printed, read_trace_file(trace));
+  const ProcessResult info = run({gpuscope_exe(), "info", trace}, clean_env());
   for (const auto& [name, result] : printed.calls)
     EXPECT_NE(info.out.find(name + " returned " + std::to_string(result)), std::string::npos) << info.out;
 }
@@ -203,11 +209,11 @@ TEST_F(Graphs, DriverApiCaptureAndGraphLaunchesAreCountedTheSameWay) {
   const Printed printed = parse(t.process.out);
   ASSERT_EQ(printed.ran.size(), 3u) << t.process.out;
   expect_graph_launches(printed, t.trace);
-  EXPECT_EQ(calls_of(t.trace, "cuLaunchKernel", false), 1u);
-  EXPECT_EQ(calls_of(t.trace, "cuLaunchKernel", true), 2u);
-  EXPECT_EQ(calls_of(t.trace, "cuMemsetD8Async", true), 1u);
-  EXPECT_EQ(calls_of(t.trace, "cuStreamBeginCapture_v2", false), 1u);
-  EXPECT_EQ(calls_of(t.trace, "cuGraphInstantiateWithFlags", false), 1u);
+  expect_calls(t.trace, {{"cuLaunchKernel", false, 1},
+                         {"cuLaunchKernel", true, 2},
+                         {"cuMemsetD8Async", true, 1},
+                         {"cuStreamBeginCapture_v2", false, 1},
+                         {"cuGraphInstantiateWithFlags", false, 1}});
   EXPECT_EQ(t.trace.kernels.size(), 1u);
   EXPECT_TRUE(t.trace.memsets.empty());
 }
@@ -216,9 +222,7 @@ TEST_F(Graphs, DriverApiCaptureAndGraphLaunchesAreCountedTheSameWay) {
 // one by one, and says how many calls a capture took.
 TEST_F(Graphs, AnalyzeCountsTheKernelsGraphLaunchesRan) {
   TempDir dir;
-  const std::string trace = dir.path() + "/t.gpuscope";
-  run({gpuscope_exe(), "run", "-q", "-o", trace, "--", bin("graph_work"), "capture", "4"},
-      environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  const std::string trace = traced_to(dir, {"graph_work", "capture", "4"});
   const ProcessResult r = run({gpuscope_exe(), "analyze", "--json", trace}, clean_env());
   ASSERT_EQ(r.exit_code(), 0) << r.err;
   const auto metrics = nlohmann::json::parse(r.out)["metrics"];
