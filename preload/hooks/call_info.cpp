@@ -85,9 +85,9 @@ void CallInfo::before(capture::ApiCallScope& scope) noexcept {
 }
 
 void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  if (finish_if_captured(s, result, flags)) return;
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
+  const bool in_graph = captured(s, result, flags);  // then no typed record: nothing ran
+  const uint64_t end = finish(s, result, call_flags(flags, in_graph));
+  if (!outermost(s) || in_graph) return;
   // A prefetch's pages are managed at both ends; only its destination is known.
   Endpoints e = endpoints(kind, dst, src);
   if (prefetch) e.src = e.dst = MemoryKind::Managed;
@@ -98,9 +98,9 @@ void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) no
 }
 
 void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  if (finish_if_captured(s, result, flags)) return;
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
+  const bool in_graph = captured(s, result, flags);
+  const uint64_t end = finish(s, result, call_flags(flags, in_graph));
+  if (!outermost(s) || in_graph) return;
   const auto kind = registry::memory_registry().find(reinterpret_cast<uint64_t>(target)).kind;
   capture::record(s.slot(), fb::Memset(s.start(), end - s.start(), s.correlation_id(), bytes, stream, value,
                                        kind == MemoryKind::Unknown ? MemoryKind::Device : kind, fb::Source::Host,
@@ -111,8 +111,8 @@ void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) 
 void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
   // A stream-ordered allocation captured into a graph reserves its address
   // now (copies may name it) but allocates only when the graph runs.
-  const bool in_graph = captured(s, result, flags);
-  const uint64_t end = finish(s, result, in_graph ? flags | container::kCallCaptured : flags);
+  const bool in_graph = async && captured(s, result, flags);
+  const uint64_t end = finish(s, result, call_flags(flags, in_graph));
   uint64_t where = reinterpret_cast<uint64_t>(address);
   uint64_t size = bytes;
   auto& reg = registry::memory_registry();
@@ -142,9 +142,9 @@ void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) no
 }
 
 void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  if (finish_if_captured(s, result, flags)) return;
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s)) return;
+  const bool in_graph = captured(s, result, flags);
+  const uint64_t end = finish(s, result, call_flags(flags, in_graph));
+  if (!outermost(s) || in_graph) return;
   const auto clamp16 = [](uint32_t v) { return static_cast<uint16_t>(v > 0xFFFF ? 0xFFFF : v); };
   capture::record(s.slot(), fb::Kernel(s.start(), end - s.start(), s.correlation_id(), stream,
                                        registry::kernel_names().find(function), grid[0], clamp16(grid[1]),
@@ -156,9 +156,9 @@ void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) 
 // Only a launch that succeeded ran anything; its graph's work as counted
 // when the graph was instantiated (flagged unknown when it never was).
 void GraphLaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  if (finish_if_captured(s, result, flags)) return;
-  const uint64_t end = finish(s, result, flags);
-  if (!outermost(s) || result != 0) return;
+  const bool in_graph = captured(s, result, flags);
+  const uint64_t end = finish(s, result, call_flags(flags, in_graph));
+  if (!outermost(s) || in_graph || result != 0) return;
   const registry::GraphWork w = registry::graph_execs().find(exec);
   const uint8_t graph_flags = (w.known ? 0 : container::kGraphContentsUnknown) |
                               (w.conditional ? container::kGraphHasConditional : 0);
@@ -177,7 +177,6 @@ CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const 
   c.src = src;
   c.kind = kind >= 0 && kind <= 5 ? static_cast<CopyKind>(kind) : CopyKind::Default;
   c.async = async;
-  c.enqueues = true;
   return c;
 }
 
@@ -193,7 +192,6 @@ GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept {
   c.stream = stream_id(stream);
   c.wants_stack = true;
   c.sample_stack = true;
-  c.enqueues = true;
   c.exec = reinterpret_cast<uint64_t>(exec);
   return c;
 }
@@ -205,7 +203,6 @@ MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const v
   c.target = target;
   c.value = value;
   c.async = async;
-  c.enqueues = true;
   return c;
 }
 
@@ -227,7 +224,6 @@ AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, cons
   c.bytes = bytes;
   c.kind = kind;
   c.async = async;
-  c.enqueues = async;
   return c;
 }
 

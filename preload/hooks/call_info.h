@@ -41,7 +41,6 @@ struct CallInfo {
   uint64_t stream = 0;
   bool wants_stack = false;
   bool sample_stack = false;  // launches: unwind only every kLaunchStackEvery-th one
-  bool enqueues = false;      // puts work on `stream`, which a stream capture takes instead
   uint32_t stack = 0;
 
   void before(capture::ApiCallScope& scope) noexcept;
@@ -49,21 +48,18 @@ struct CallInfo {
     return scope.finish(result, stream, flags, current_device(), stack);
   }
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
-    finish(scope, result, captured(scope, result, flags) ? flags | container::kCallCaptured : flags);
+    finish(scope, result, flags);
   }
-  // The outermost call's work went into a graph being captured, not to the
-  // device: it runs when that graph is launched (GraphLaunch counts it
-  // then). Costs one relaxed load unless some capture is open.
+  // For calls that put work on `stream`: the outermost call's work went
+  // into a graph being captured, not to the device; it runs when that graph
+  // is launched (GraphLaunch counts it then). Costs one relaxed load unless
+  // some capture is open.
   bool captured(const capture::ApiCallScope& scope, int32_t result, uint8_t flags) const noexcept {
-    return enqueues && result == 0 && scope.depth() == 0 && registry::open_captures().any() &&
-           stream_is_capturing(stream, flags);
+    return result == 0 && scope.depth() == 0 && registry::open_captures().any() && stream_is_capturing(stream, flags);
   }
-  // For the typed families: records a captured call as such (and no typed
-  // record); false when the work runs.
-  bool finish_if_captured(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
-    if (!captured(scope, result, flags)) return false;
-    finish(scope, result, flags | container::kCallCaptured);
-    return true;
+  // The ApiCall's flags: the slot's, plus kCallCaptured when `in_graph`.
+  static uint8_t call_flags(uint8_t flags, bool in_graph) noexcept {
+    return in_graph ? flags | container::kCallCaptured : flags;
   }
 };
 
@@ -162,10 +158,16 @@ inline CallInfo plain(const void* stream = nullptr) noexcept {
   return c;
 }
 
-// A call that only puts work on a stream (a host function, a callback).
-inline CallInfo stream_work(const void* stream) noexcept {
-  CallInfo c = plain(stream);
-  c.enqueues = true;
+// A call that only puts work on a stream (a host function, a callback): an
+// ApiCall, flagged when a stream capture took the work.
+struct StreamWorkCall : CallInfo {
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+    finish(scope, result, call_flags(flags, captured(scope, result, flags)));
+  }
+};
+inline StreamWorkCall stream_work(const void* stream) noexcept {
+  StreamWorkCall c;
+  c.stream = stream_id(stream);
   return c;
 }
 
@@ -202,7 +204,6 @@ inline LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_
   c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
   c.block[0] = bx, c.block[1] = by, c.block[2] = bz;
   c.shared_bytes = shared;
-  c.enqueues = true;
   return c;
 }
 

@@ -28,10 +28,8 @@ void OpenCaptures::ended(uint64_t stream) noexcept {
   }
 }
 
+// Constant-initialized in .bss, and still there for hooks that run at exit.
 static_assert(std::is_trivially_destructible_v<OpenCaptures>);
-OpenCaptures& open_captures() {
-  static constinit OpenCaptures captures;
-  return captures;
-}
+constinit OpenCaptures detail::g_open_captures;
 
 }  // namespace gpuscope::registry

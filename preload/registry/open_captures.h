@@ -32,6 +32,10 @@ class OpenCaptures {
   std::atomic<uint64_t> streams_[kCapacity] = {};
 };
 
-OpenCaptures& open_captures();
+// The process-wide gate, inline: every launch, copy and memset hook reads it.
+namespace detail {
+extern OpenCaptures g_open_captures;
+}  // namespace detail
+inline OpenCaptures& open_captures() noexcept { return detail::g_open_captures; }
 
 }  // namespace gpuscope::registry
