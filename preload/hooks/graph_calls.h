@@ -41,9 +41,13 @@ struct CaptureBeginCall : CallInfo {
 struct CaptureEndCall : CallInfo {
   uint64_t key = 0;
   uint8_t api_flags = 0;
-  // Whatever the result: an invalidated capture ends with an error.
-  void track(int32_t) const noexcept {
-    if (!stream_is_capturing(key, api_flags & ~kPerThreadStream)) registry::open_captures().ended(key);
+  // An invalidated capture ends with an error too, so a failed end asks
+  // CUDA; only about a stream a capture began on (a valid one: asking about
+  // a bad handle would leave an error of ours as the program's last error).
+  void track(int32_t result) const noexcept {
+    auto& captures = registry::open_captures();
+    if (!captures.holds(key)) return;
+    if (result == 0 || !stream_is_capturing(key, api_flags & ~kPerThreadStream)) captures.ended(key);
   }
 };
 inline CaptureBeginCall capture_begin(const void* stream, uint8_t flags) noexcept {
@@ -198,9 +202,13 @@ template <class Api>
 NodeEnableCall<Api> node_enabling(typename Api::Exec exec, typename Api::Node node, unsigned enable) {
   NodeEnableCall<Api> c;
   c.exec = reinterpret_cast<uint64_t>(exec);
-  c.type = Api::type(node);
-  c.was_enabled = Api::enabled(exec, node);
   c.enable = enable != 0;
+  c.type = Api::type(node);
+  // Only these kinds can be disabled; asking about others would fail.
+  using registry::GraphNodeType;
+  if (c.type == static_cast<int>(GraphNodeType::Kernel) || c.type == static_cast<int>(GraphNodeType::Memcpy) ||
+      c.type == static_cast<int>(GraphNodeType::Memset))
+    c.was_enabled = Api::enabled(exec, node);
   return c;
 }
 

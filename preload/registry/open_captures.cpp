@@ -5,8 +5,7 @@
 namespace gpuscope::registry {
 
 void OpenCaptures::begun(uint64_t stream) noexcept {
-  for (auto& s : streams_)
-    if (s.load(std::memory_order_acquire) == stream) return;
+  if (holds(stream)) return;
   for (auto& s : streams_) {
     uint64_t expected = 0;
     if (s.compare_exchange_strong(expected, stream, std::memory_order_acq_rel)) {
@@ -16,6 +15,12 @@ void OpenCaptures::begun(uint64_t stream) noexcept {
     if (expected == stream) return;  // another level of the same call got there first
   }
   if (!overflowed_.exchange(true, std::memory_order_relaxed)) open_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool OpenCaptures::holds(uint64_t stream) const noexcept {
+  for (const auto& s : streams_)
+    if (s.load(std::memory_order_acquire) == stream) return true;
+  return false;
 }
 
 // Every copy: two threads beginning on the same stream at once may both

@@ -25,6 +25,8 @@ class OpenCaptures {
   // and CUDA says the stream no longer captures).
   void ended(uint64_t stream) noexcept;
   bool any() const noexcept { return open_.load(std::memory_order_relaxed) != 0; }
+  // Whether a capture was begun on `stream` and not seen ended.
+  bool holds(uint64_t stream) const noexcept;
 
  private:
   std::atomic<uint32_t> open_{0};  // streams held, plus one for good once the table overflowed

@@ -12,6 +12,8 @@
 // copies and memsets it put into that graph.
 //   graph_work capture N   an eager kernel, then a capture of 3 kernels, a memset
 //                          and a device-to-device copy; N launches of the graph
+//   graph_work window N    the same, with only the launches between
+//                          cudaProfilerStart and cudaProfilerStop
 //   graph_work build N     explicit nodes: 2 kernels, a memset, a child graph of
 //                          1 kernel; N launches; an exec update from a graph of
 //                          the same shape, N launches; an update from a graph
@@ -20,6 +22,7 @@
 //   graph_work errors      graph calls that must fail (invalid flags, null graph)
 //   graph_work apis        callbacks, host functions, occupancy, peer access,
 //                          pools, prefetch and advice
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -48,7 +51,7 @@ void launch_graph(cudaGraphExec_t exec, cudaStream_t s, int launches, int kernel
     if (CALL(cudaGraphLaunch, exec, s) == cudaSuccess) report_graph_run(kernels, copies, memsets);
 }
 
-int capture(int launches) {
+int capture(int launches, bool profiler_window) {
   float* d = nullptr;
   float* e = nullptr;
   cudaStream_t s = nullptr;
@@ -66,9 +69,12 @@ int capture(int launches) {
     CALL(cudaStreamEndCapture, s, &g);
   }
   cudaGraphExec_t exec = nullptr;
-  if (g != nullptr && CALL(cudaGraphInstantiate, &exec, g, 0ull) == cudaSuccess)
+  if (g != nullptr && CALL(cudaGraphInstantiate, &exec, g, 0ull) == cudaSuccess) {
+    if (profiler_window) CALL(cudaProfilerStart);
     launch_graph(exec, s, launches, 3, 1, 1);
-  CALL(cudaStreamSynchronize, s);
+    CALL(cudaStreamSynchronize, s);
+    if (profiler_window) CALL(cudaProfilerStop);
+  }
   if (exec != nullptr) CALL(cudaGraphExecDestroy, exec);
   if (g != nullptr) CALL(cudaGraphDestroy, g);
   CALL(cudaStreamDestroy, s);
@@ -210,10 +216,11 @@ int apis() {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int launches = argc > 2 ? std::atoi(argv[2]) : 4;
-  if (std::strcmp(mode, "capture") == 0) return capture(launches);
+  if (std::strcmp(mode, "capture") == 0) return capture(launches, false);
+  if (std::strcmp(mode, "window") == 0) return capture(launches, true);
   if (std::strcmp(mode, "build") == 0) return build(launches);
   if (std::strcmp(mode, "errors") == 0) return errors();
   if (std::strcmp(mode, "apis") == 0) return apis();
-  std::fprintf(stderr, "usage: graph_work capture|build [LAUNCHES] | errors | apis\n");
+  std::fprintf(stderr, "usage: graph_work capture|window|build [LAUNCHES] | errors | apis\n");
   return 2;
 }

@@ -155,6 +155,17 @@ TEST_F(Graphs, CapturedWorkDoesNotRunAndEachGraphLaunchCountsWhatItRan) {
   EXPECT_EQ(t.trace.summary.captured_calls, 5u);
 }
 
+// What a graph runs is kept from its instantiation on, recording or not: a
+// capture window that opens later still counts the launches' kernels.
+TEST_F(Graphs, LaunchesInACaptureWindowCountAGraphInstantiatedBeforeIt) {
+  const Traced t = run_on_simgpu({"graph_work", "window", "3"}, {"--capture-range", "cudaProfilerApi"});
+  ASSERT_EQ(t.process.exit_code(), 0) << t.process.err;
+  const Printed printed = parse(t.process.out);
+  ASSERT_EQ(printed.ran.size(), 3u) << t.process.out;
+  expect_graph_launches(printed, t.trace);
+  EXPECT_EQ(calls_of(t.trace, "cudaGraphInstantiate", false), 0u);  // outside the window
+}
+
 TEST_F(Graphs, ExplicitGraphsExecUpdatesAndNewExecsCountWhatEachLaunchRan) {
   const Traced t = run_both({"graph_work", "build", "2"});
   const Printed printed = parse(t.process.out);

@@ -168,7 +168,10 @@ TEST(OpenCaptures, TheGateIsOpenWhileAnyCaptureIs) {
   captures->begun(0x10);  // the runtime call and the driver call under it
   captures->begun(0x20);
   EXPECT_TRUE(captures->any());
+  EXPECT_TRUE(captures->holds(0x10));
   captures->ended(0x10);
+  EXPECT_FALSE(captures->holds(0x10));
+  EXPECT_TRUE(captures->holds(0x20));
   EXPECT_TRUE(captures->any());
   captures->ended(0x30);  // never begun: nothing changes
   EXPECT_TRUE(captures->any());
