@@ -1,5 +1,6 @@
 #include "call_info.h"
 
+#include "graph_execs.h"
 #include "kernel_names.h"
 #include "memory_registry.h"
 #include "stacks/stack_capture.h"
@@ -66,8 +67,6 @@ Endpoints endpoints(CopyKind kind, const void* dst, const void* src) {
   return infer_endpoints(dst, src);
 }
 
-bool outermost(const capture::ApiCallScope& s) { return s.depth() == 0; }
-
 }  // namespace
 
 int16_t current_device() noexcept { return t_device; }
@@ -84,15 +83,18 @@ void CallInfo::before(capture::ApiCallScope& scope) noexcept {
 }
 
 void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  finish_with(s, result, flags, [&](uint64_t end) {
-    const Endpoints e = endpoints(kind, dst, src);
+  finish_work(s, result, flags, captured(s, result, flags), [&](uint64_t end) {
+    // A prefetch's pages are managed at both ends; only its destination is known.
+    Endpoints e = endpoints(kind, dst, src);
+    if (prefetch) e.src = e.dst = MemoryKind::Managed;
+    const uint16_t copy_flags = (async ? container::kCopyAsync : 0) | (prefetch ? container::kCopyPrefetch : 0);
     return fb::Copy(s.start(), end - s.start(), s.correlation_id(), bytes, stream, e.direction, e.src, e.dst,
-                    fb::Source::Host, current_device(), async ? 1 : 0);
+                    fb::Source::Host, current_device(), copy_flags);
   });
 }
 
 void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  finish_with(s, result, flags, [&](uint64_t end) {
+  finish_work(s, result, flags, captured(s, result, flags), [&](uint64_t end) {
     const auto kind = registry::memory_registry().find(reinterpret_cast<uint64_t>(target)).kind;
     return fb::Memset(s.start(), end - s.start(), s.correlation_id(), bytes, stream, value,
                       kind == MemoryKind::Unknown ? MemoryKind::Device : kind, fb::Source::Host, current_device());
@@ -118,18 +120,17 @@ AllocCall::Range AllocCall::update_registry(int32_t result) const noexcept {
 }
 
 void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  if (!outermost(s)) {
-    finish(s, result, flags);
-    update_registry(result);
-    return;
-  }
-  finish_with(s, result, flags, [&](uint64_t end) {
-    const Range r = update_registry(result);
+  // A stream-ordered allocation captured into a graph reserves its address
+  // now (copies may name it) but allocates only when the graph runs.
+  const bool in_graph = async && captured(s, result, flags);
+  const Range r = update_registry(result);
+  finish_work(s, result, flags, in_graph, [&](uint64_t end) {
     return fb::Alloc(s.start(), end - s.start(), s.correlation_id(), r.address, r.size, op, kind, fb::Source::Host,
                      async ? 1 : 0, current_device(), 0);
   });
 }
 
+// A failing synchronize still held the thread: its record carries the result.
 void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
   finish_with(s, result, flags, [&](uint64_t end) {
     return fb::Sync(s.start(), end - s.start(), s.correlation_id(), reinterpret_cast<uint64_t>(object), kind,
@@ -138,11 +139,23 @@ void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) no
 }
 
 void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const auto clamp16 = [](uint32_t v) { return static_cast<uint16_t>(v > 0xFFFF ? 0xFFFF : v); };
-  finish_with(s, result, flags, [&](uint64_t end) {
+  finish_work(s, result, flags, captured(s, result, flags), [&](uint64_t end) {
+    const auto clamp16 = [](uint32_t v) { return static_cast<uint16_t>(v > 0xFFFF ? 0xFFFF : v); };
     return fb::Kernel(s.start(), end - s.start(), s.correlation_id(), stream, registry::kernel_names().find(function),
                       grid[0], clamp16(grid[1]), clamp16(grid[2]), clamp16(block[0]), clamp16(block[1]),
                       clamp16(block[2]), current_device(), shared_bytes, fb::Source::Host, 0, 0, 0);
+  });
+}
+
+// The graph's work as counted when it was instantiated (flagged unknown
+// when it never was).
+void GraphLaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  finish_work(s, result, flags, captured(s, result, flags), [&](uint64_t end) {
+    const registry::GraphWork w = registry::graph_execs().find(exec);
+    const uint8_t graph_flags = (w.known ? 0 : container::kGraphContentsUnknown) |
+                                (w.conditional ? container::kGraphHasConditional : 0);
+    return fb::GraphLaunch(s.start(), end - s.start(), s.correlation_id(), stream, exec, w.kernels, w.copies,
+                           w.memsets, w.other, current_device(), fb::Source::Host, graph_flags, 0);
   });
 }
 
@@ -155,6 +168,22 @@ CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const 
   c.src = src;
   c.kind = kind >= 0 && kind <= 5 ? static_cast<CopyKind>(kind) : CopyKind::Default;
   c.async = async;
+  return c;
+}
+
+CopyCall prefetch(const void* address, uint64_t bytes, bool to_device, const void* stream) noexcept {
+  const CopyKind kind = to_device ? CopyKind::HostToDevice : CopyKind::DeviceToHost;
+  CopyCall c = copy(address, address, bytes, static_cast<int>(kind), stream, true);
+  c.prefetch = true;
+  return c;
+}
+
+GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept {
+  GraphLaunchCall c;
+  c.stream = stream_id(stream);
+  c.wants_stack = true;
+  c.sample_stack = true;
+  c.exec = reinterpret_cast<uint64_t>(exec);
   return c;
 }
 

@@ -2,15 +2,19 @@
 // turned into records after it. One type per family; the runtime and driver
 // tables share them. `after()` always records the ApiCall (a nested one that
 // succeeds is only counted: call_counts.h); the typed record (Copy, Memset,
-// Alloc, Sync, Kernel) is written only for the outermost gpuscope-visible
-// call on the thread, so a runtime call and the driver call it makes count
-// once, and it goes into the ring together with its ApiCall
-// (ApiCallScope::finish_with): a full buffer drops both or neither.
+// Alloc, Sync, Kernel, GraphLaunch) is written only for the outermost
+// gpuscope-visible call on the thread, so a runtime call and the driver call
+// it makes count once, and it goes into the ring together with its ApiCall
+// (ApiCallScope::finish_with): a full buffer drops both or neither. Work
+// records are written only for work that happened (finish_work).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "capture_window.h"
+#include "open_captures.h"
+#include "record_flags.h"
 #include "recorder.h"
 
 namespace gpuscope::hooks {
@@ -19,6 +23,12 @@ namespace gpuscope::hooks {
 // cuCtxSetCurrent told us (0 until then, like CUDA itself).
 int16_t current_device() noexcept;
 void set_current_device(int device) noexcept;
+
+// Whether `stream` (0: the legacy default stream, or with kPerThreadStream
+// in `flags` the thread's own) is capturing into a CUDA graph right now, as
+// the API the call came through (runtime, or kDriverApi) says.
+// hooks/stream_capture.cpp.
+bool stream_is_capturing(uint64_t stream, uint8_t flags) noexcept;
 
 // A 32-frame unwind costs ~350 ns, a tenth of a kernel launch; launches
 // therefore carry a stack every 64th time per thread (the first included),
@@ -48,6 +58,27 @@ struct CallInfo {
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
     finish(scope, result, flags);
   }
+  // For calls that put work on `stream`: the outermost call's work went
+  // into a graph being captured, not to the device; it runs when that graph
+  // is launched (GraphLaunch counts it then). Costs one relaxed load unless
+  // some capture is open.
+  bool captured(const capture::ApiCallScope& scope, int32_t result, uint8_t flags) const noexcept {
+    return result == 0 && scope.depth() == 0 && registry::open_captures().any() && stream_is_capturing(stream, flags);
+  }
+  // The ApiCall's flags: the slot's, plus kCallCaptured when `in_graph`.
+  static uint8_t call_flags(uint8_t flags, bool in_graph) noexcept {
+    return in_graph ? flags | container::kCallCaptured : flags;
+  }
+  // For calls that do work (copies, memsets, allocations, launches): the
+  // typed record only when the work happened - the call succeeded and no
+  // stream capture took it into a graph. A failing call is its ApiCall
+  // alone (the result is the evidence); its bytes were never moved.
+  template <class MakeTyped>
+  void finish_work(capture::ApiCallScope& scope, int32_t result, uint8_t flags, bool in_graph,
+                   MakeTyped&& make) noexcept {
+    if (in_graph || result != 0) finish(scope, result, call_flags(flags, in_graph));
+    else finish_with(scope, result, flags, make);
+  }
 };
 
 // cudaProfilerStart/Stop and their driver twins: plain calls that also
@@ -73,6 +104,7 @@ struct CopyCall : CallInfo {
   const void* src = nullptr;
   CopyKind kind = CopyKind::Default;
   bool async = false;
+  bool prefetch = false;  // managed memory migrated toward `kind`'s destination
 
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
 };
@@ -125,9 +157,24 @@ struct LaunchCall : CallInfo {
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
 };
 
+// cudaGraphLaunch / cuGraphLaunch: a GraphLaunch record with what the
+// executable graph runs (registry/graph_execs.h).
+struct GraphLaunchCall : CallInfo {
+  uint64_t exec = 0;
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
 // Constructors for the tables: a stream handle as a number, and the common
 // shapes, so table rows stay one line each.
 inline uint64_t stream_id(const void* stream) noexcept { return reinterpret_cast<uint64_t>(stream); }
+
+// The bytes of a batch of copies or prefetches (sizes may be null).
+inline uint64_t batch_bytes(const size_t* sizes, size_t count) noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; sizes != nullptr && i < count; ++i) total += sizes[i];
+  return total;
+}
 
 inline CallInfo plain(const void* stream = nullptr) noexcept {
   CallInfo c;
@@ -135,7 +182,34 @@ inline CallInfo plain(const void* stream = nullptr) noexcept {
   return c;
 }
 
+// A call that only puts work on a stream (a host function, a callback): an
+// ApiCall, flagged when a stream capture took the work.
+struct StreamWorkCall : CallInfo {
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+    finish(scope, result, call_flags(flags, captured(scope, result, flags)));
+  }
+};
+inline StreamWorkCall stream_work(const void* stream) noexcept {
+  StreamWorkCall c;
+  c.stream = stream_id(stream);
+  return c;
+}
+
 CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const void* stream, bool async) noexcept;
+// Managed memory moved to a device (`to_device`) or to the host.
+CopyCall prefetch(const void* address, uint64_t bytes, bool to_device, const void* stream) noexcept;
+// Prefetches of `n` ranges (runtime pointers or CUdeviceptrs) to `nto`
+// locations, runtime or driver (`device_location`: its "a device" type),
+// as one call: their bytes together, the first range and destination. A
+// single prefetch is a batch of one.
+template <class Pointer, class Location>
+CopyCall prefetches(const Pointer* ranges, const size_t* sizes, size_t n, const Location* to, size_t nto,
+                    int device_location, const void* stream) noexcept {
+  const bool to_device = to != nullptr && nto != 0 && static_cast<int>(to[0].type) == device_location;
+  const void* first = ranges != nullptr && n != 0 ? reinterpret_cast<const void*>(ranges[0]) : nullptr;
+  return prefetch(first, batch_bytes(sizes, n), to_device, stream);
+}
+GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept;
 MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept;
 SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept;
 AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream = nullptr,

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "../support/exported.h"
 #include "../support/sample_trace.h"
 #include "../support/trace_event_check.h"
 #include "chrome_trace.h"
@@ -103,29 +104,6 @@ TraceBytes flow_and_nvtx_trace(bool with_end = true) {
   }
   t.frame();
   return t;
-}
-
-struct Exported {
-  std::string text;
-  ExportResult result;
-};
-
-Exported export_bytes(const std::vector<uint8_t>& bytes, bool csv = false) {
-  reader::TraceReader r;
-  std::string error;
-  EXPECT_TRUE(r.open(reader::memory_source(bytes), "trace", &error)) << error;
-  char* data = nullptr;
-  size_t size = 0;
-  std::FILE* f = open_memstream(&data, &size);
-  Exported e;
-  {
-    Output out(f);
-    e.result = csv ? write_csv(r, out) : write_chrome_trace(r, out);
-  }
-  std::fclose(f);
-  e.text.assign(data, size);
-  std::free(data);
-  return e;
 }
 
 std::vector<nlohmann::json> events_named(const nlohmann::json& doc, const std::string& name,

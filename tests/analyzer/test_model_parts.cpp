@@ -21,6 +21,8 @@ TEST(ClassifyFunction, RuntimeAndDriverNamesShareKinds) {
   EXPECT_EQ(classify_function("__cudaLaunchKernel"), CallKind::Launch);
   EXPECT_EQ(classify_function("cuLaunchKernelEx"), CallKind::Launch);
   EXPECT_EQ(classify_function("cudaGraphLaunch"), CallKind::Launch);
+  EXPECT_EQ(classify_function("cudaLaunchHostFunc"), CallKind::Other);  // a host function, no kernel
+  EXPECT_EQ(classify_function("cuLaunchHostFunc_ptsz"), CallKind::Other);
   EXPECT_EQ(classify_function("cudaGetDeviceCount"), CallKind::Init);
   EXPECT_EQ(classify_function("cudaGetDevice"), CallKind::Other);
 }
