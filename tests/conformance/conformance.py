@@ -51,9 +51,10 @@ def mask_timings(text):
     return TIMING.sub("<t>", text)
 
 
-def exported_functions(path):
-    """The functions a shared library exports (.dynsym, defined, STT_FUNC):
-    which CUDA calls this libgpuscope.so intercepts at all."""
+def dynamic_functions(path, defined):
+    """The functions an ELF file exports (`defined`) or imports, from its
+    .dynsym: which CUDA calls a libgpuscope.so intercepts at all, and which
+    ones a program can make."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2:
@@ -68,7 +69,7 @@ def exported_functions(path):
         strings = sections[link][4]
         for sym in range(offset, offset + size, 24):
             name, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", data, sym)
-            if shndx != 0 and info & 0xF == 2:
+            if (shndx != 0) == defined and info & 0xF == 2:
                 start = strings + name
                 names.add(data[start:data.index(b"\0", start)].decode())
     return names
@@ -287,7 +288,7 @@ def main():
         if args.static:
             report = check_no_driver(info, status, err, t_err) if not args.gpu else "ran on the GPU"
         else:
-            report = check_counts(args, program, exe, trace, status, out)
+            report = check_counts(args, program, exe, trace, status, out, err)
     except Failure as f:
         print(f"conformance {label}: FAILED\n{f}")
         return 1
@@ -302,7 +303,7 @@ def check_no_driver(info, status, err, t_err):
     the same error as without gpuscope."""
     if status == 0:
         raise Failure("the static-cudart program succeeded with no driver on the library path")
-    if not re.search(r"^gpu libs:.*LOAD FAILED libcuda\.so\.1", info, re.M):
+    if not re.search(r"LOAD FAILED libcuda\.so\.1", info):
         raise Failure(f"the trace does not name the failed load of libcuda.so.1:\n{info}")
     if not re.search(r"^driver:\s+libcuda\.so\.1 NOT LOADABLE", info, re.M):
         raise Failure(f"the trace's probe does not say that libcuda.so.1 cannot be loaded:\n{info}")
@@ -312,17 +313,22 @@ def check_no_driver(info, status, err, t_err):
     return "the trace names the failed libcuda.so.1 load"
 
 
-def check_counts(args, program, exe, trace, status, out):
+def check_counts(args, program, exe, trace, status, out, err):
     outcome = expectations.Outcome(status, out, program.args, simulated=args.simgpu is not None)
-    expect = program.expect(outcome)
+    try:
+        expect = program.expect(outcome)
+    except (AssertionError, KeyError) as e:
+        raise Failure(f"{e}\nplain stdout:\n{out}\nplain stderr:\n{err}")
     status_, csv_text, err = run([args.gpuscope, "export", "--format", "csv", "--no-symbols", "-o", "-", trace],
                                  os.environ.copy(), args.timeout)
     if status_ != 0:
         raise Failure(f"gpuscope export failed ({status_}):\n{err}")
     driver_api = any(is_driver_call(name) for name in expect.calls)
     tally = Tally(csv_text, driver_api, expect.library_calls)
+    check_imports(expect, [exe] + [os.path.join(args.corpus, lib.format(exe=os.path.basename(exe)))
+                                   for lib in program.libraries])
     library = library_path(args.gpuscope)
-    problems, not_hooked = compare(expect, tally, exported_functions(library))
+    problems, not_hooked = compare(expect, tally, dynamic_functions(library, defined=True))
     if problems:
         raise Failure("the trace does not hold what the program did:\n  " + "\n  ".join(problems))
     report = f"{sum(tally.calls.values())} calls"
@@ -334,6 +340,18 @@ def check_counts(args, program, exe, trace, status, out):
         report += "; driver calls made for the program by the runtime or a library (not compared): " + \
             ", ".join(f"{name} x{n}" for name, n in sorted(tally.driver.items()))
     return report
+
+
+def check_imports(expect, binaries):
+    """An expectation can only name functions the program's binaries import:
+    this catches a miscounted expectation even for calls gpuscope does not
+    intercept."""
+    imported = set()
+    for binary in binaries:
+        imported |= dynamic_functions(binary, defined=False)
+    never = sorted(name for name in expect.calls if name not in imported)
+    if never:
+        raise Failure(f"expectations.py names calls the program never imports: {', '.join(never)}")
 
 
 def library_path(gpuscope):
