@@ -10,6 +10,7 @@
 #include "collector.h"
 #include "cupti_api.h"
 #include "diag.h"
+#include "instance.h"
 #include "real_symbol.h"
 #include "recorder.h"
 #include "session.h"
@@ -28,14 +29,11 @@ std::atomic<bool> g_injected{false};
 void finish_at_exit() { cupti::process_collector().finish(); }
 
 }  // namespace
-}  // namespace gpuscope::preload
-
-using namespace gpuscope;
 
 // Returns 1 whatever happens: a failure here must never fail the program's
 // CUDA initialization.
-GPUSCOPE_EXPORT int InitializeInjection(void) {
-  if (preload::g_injected.exchange(true)) return 1;
+int initialize_injection() {
+  if (g_injected.exchange(true)) return 1;
   capture::InternalScope internal;  // CUPTI's own loads and calls are not the program's
   if (capture::current_phase() == capture::Phase::Idle) capture::initialize_capture_early();
   if (capture::current_phase() != capture::Phase::Recording) return 1;  // opted out, fork child, ended
@@ -48,6 +46,16 @@ GPUSCOPE_EXPORT int InitializeInjection(void) {
     collector.mark_unavailable(static_cast<uint8_t>(fb::DeviceCollectionState::LibraryMissing), error);
     return 1;
   }
-  if (collector.start(api, path)) std::atexit(preload::finish_at_exit);
+  if (collector.start(api, path)) std::atexit(finish_at_exit);
   return 1;
+}
+
+}  // namespace gpuscope::preload
+
+// A copy that stands down (instance.h) hands the call to the primary, so
+// CUDA_INJECTION64_PATH naming another copy still gets the primary CUPTI.
+GPUSCOPE_EXPORT int InitializeInjection(void) {
+  using namespace gpuscope::preload;
+  if (const InstanceMarker* primary = primary_instance_marker()) return primary->initialize_injection();
+  return is_primary_instance() ? initialize_injection() : 1;
 }

@@ -19,6 +19,7 @@
 
 #include "cupti_source.h"
 #include "diag.h"
+#include "instance.h"
 #include "real_symbol.h"
 #include "capture_window.h"
 #include "session.h"
@@ -106,6 +107,7 @@ ParentLink pass_parent_link_down(pid_t self) {
 void initialize_capture() {
   if (g_initialized.exchange(true)) return;
   capture::InternalScope internal;
+  if (!is_primary_instance()) return stand_down();
   g_process_pid = getpid();
   const capture::CaptureConfig config = capture::read_capture_config();
   if (config.secure_execution) {

@@ -14,10 +14,14 @@ DlsymFn real_dlsym() {
 }
 
 // RTLD_NEXT is relative to the caller, and the caller of real_dlsym() here
-// is libgpuscope.so: "next" means after us, whoever asks.
+// is libgpuscope.so: "next" means after us, whoever asks. Never a tail call,
+// which would make next_symbol's caller glibc's caller: another copy of the
+// library asks this one through its marker (instance.h).
 void* next_symbol(const char* name) {
   const DlsymFn fn = real_dlsym();
-  return fn != nullptr ? fn(RTLD_NEXT, name) : nullptr;
+  void* p = fn != nullptr ? fn(RTLD_NEXT, name) : nullptr;
+  asm volatile("" : "+r"(p));
+  return p;
 }
 
 }  // namespace gpuscope::preload

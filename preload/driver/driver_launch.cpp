@@ -64,11 +64,9 @@ GPUSCOPE_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const ch
 GPUSCOPE_EXPORT CUresult cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name);
 GPUSCOPE_EXPORT CUresult cuKernelGetFunction(CUfunction* f, CUkernel k);
 
-namespace gpuscope::hooks::slots {
-HookSlot cuModuleGetFunction{"cuModuleGetFunction", reinterpret_cast<void*>(&::cuModuleGetFunction), kDriverApi};
-HookSlot cuLibraryGetKernel{"cuLibraryGetKernel", reinterpret_cast<void*>(&::cuLibraryGetKernel), kDriverApi};
-HookSlot cuKernelGetFunction{"cuKernelGetFunction", reinterpret_cast<void*>(&::cuKernelGetFunction), kDriverApi};
-}  // namespace gpuscope::hooks::slots
+GPUSCOPE_HOOK_SLOT(cuModuleGetFunction, D)
+GPUSCOPE_HOOK_SLOT(cuLibraryGetKernel, D)
+GPUSCOPE_HOOK_SLOT(cuKernelGetFunction, D)
 
 GPUSCOPE_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   const auto real = real_of<decltype(&cuModuleGetFunction)>(gpuscope::hooks::slots::cuModuleGetFunction);
@@ -97,7 +95,7 @@ GPUSCOPE_EXPORT CUresult cuKernelGetFunction(CUfunction* f, CUkernel k) {
 
 namespace gpuscope::hooks {
 std::span<HookSlot* const> driver_launch_hooks() {
-  static HookSlot* const slots[] = {GPUSCOPE_DRIVER_LAUNCH(GPUSCOPE_HOOK_SLOT_POINTER) &slots::cuModuleGetFunction,
+  static constinit HookSlot* const slots[] = {GPUSCOPE_DRIVER_LAUNCH(GPUSCOPE_HOOK_SLOT_POINTER) &slots::cuModuleGetFunction,
                                     &slots::cuLibraryGetKernel, &slots::cuKernelGetFunction};
   return slots;
 }

@@ -17,19 +17,19 @@
 #undef cuGetProcAddress  // cuda.h maps it to _v2; the v1 entry point is exported too
 
 #include "hooks/hook_support.h"
+#include "instance.h"
 
 GPUSCOPE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
 GPUSCOPE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
                                              CUdriverProcAddressQueryResult* status);
 
+GPUSCOPE_HOOK_SLOT(cuGetProcAddress, kDriverApi)
+GPUSCOPE_HOOK_SLOT(cuGetProcAddress_v2, kDriverApi)
+
 namespace gpuscope::hooks {
-namespace slots {
-HookSlot cuGetProcAddress{"cuGetProcAddress", reinterpret_cast<void*>(&::cuGetProcAddress), kDriverApi};
-HookSlot cuGetProcAddress_v2{"cuGetProcAddress_v2", reinterpret_cast<void*>(&::cuGetProcAddress_v2), kDriverApi};
-}  // namespace slots
 
 std::span<HookSlot* const> driver_entry_hooks() {
-  static HookSlot* const all[] = {&slots::cuGetProcAddress, &slots::cuGetProcAddress_v2};
+  static constinit HookSlot* const all[] = {&slots::cuGetProcAddress, &slots::cuGetProcAddress_v2};
   return all;
 }
 
@@ -52,11 +52,13 @@ Interception intercept(void* handle, const char* name, void* caller) {
   if (handle == RTLD_NEXT) return {};
   HookSlot* slot = find_hook(name);
   if (slot == nullptr || called_from_cupti(caller)) return {};
+  // A copy standing down (instance.h) is glibc's dlsym and nothing else.
+  if (!preload::is_primary_instance()) return {};
   if (handle != RTLD_DEFAULT) remember_library_handle(handle);
   void* real = handle == RTLD_DEFAULT ? nullptr : preload::real_dlsym()(handle, name);
-  if (real == nullptr || real == slot->wrapper) real = preload::next_symbol(name);
+  if (real == nullptr || real == slot->wrapper()) real = preload::next_definition(name);
   if (real == nullptr) return {true, nullptr};
-  return {true, slot->adopt(real) ? slot->wrapper : real};  // a second, different implementation stays unhooked
+  return {true, slot->adopt(real) ? slot->wrapper() : real};  // a second, different implementation stays unhooked
 }
 
 // An entry point cuGetProcAddress handed out: named by dladdr (the exact
@@ -69,8 +71,8 @@ void* substitute(void* p) {
   if (p == nullptr || dladdr(p, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != p) return p;
   HookSlot* slot = find_hook(info.dli_sname);
   if (slot == nullptr) return p;
-  if (p == slot->wrapper) return p;  // real one resolved from the handle on first call
-  return slot->adopt(p) ? slot->wrapper : p;
+  if (p == slot->wrapper()) return p;  // real one resolved from the handle on first call
+  return slot->adopt(p) ? slot->wrapper() : p;
 }
 
 }  // namespace

@@ -1,14 +1,14 @@
-#include <algorithm>
-#include <cstring>
-#include <vector>
-
 #include "call_counts.h"
 #include "hook_support.h"
+#include "instance.h"
 
 namespace gpuscope::hooks {
 
 bool HookSlot::adopt(void* p) noexcept {
-  if (p == nullptr || p == wrapper) return false;
+  if (p == nullptr || p == wrapper()) return false;
+  if (void* held = real.load(std::memory_order_acquire); held != nullptr) return held == p;
+  // Another copy's hook hands the call back to the primary: never chain to it.
+  if (preload::is_primary_instance() && preload::in_other_instance(p)) return false;
   void* expected = nullptr;
   if (real.compare_exchange_strong(expected, p, std::memory_order_acq_rel)) return true;
   return expected == p;
@@ -28,13 +28,17 @@ void remember_library_handle(void* handle) noexcept {
 }
 
 void* HookSlot::resolve_next() noexcept {
-  void* p = preload::next_symbol(name);
-  for (size_t i = 0; (p == nullptr || p == wrapper) && i < kMaxHandles; ++i) {
+  void* const own = wrapper();
+  // A copy standing down passes every call to the primary's hook (instance.h).
+  const preload::InstanceMarker* primary = preload::primary_instance_marker();
+  void* p = primary != nullptr ? primary->hook_address(name) : nullptr;
+  if (p == nullptr) p = preload::next_definition(name);
+  for (size_t i = 0; (p == nullptr || p == own) && i < kMaxHandles; ++i) {
     void* handle = g_handles[i].load(std::memory_order_acquire);
     if (handle == nullptr) break;
     p = preload::real_dlsym()(handle, name);
   }
-  if (p == nullptr || p == wrapper) return nullptr;
+  if (p == nullptr || p == own) return nullptr;
   adopt(p);
   return real.load(std::memory_order_acquire);
 }
@@ -56,24 +60,26 @@ uint16_t HookSlot::assign_counter() {
 
 namespace {
 
-std::vector<HookSlot*> sorted_hooks() {
-  std::vector<HookSlot*> all;
-  for (auto family : {runtime_copy_hooks, runtime_memset_hooks, runtime_alloc_hooks, runtime_sync_hooks,
-                      runtime_launch_hooks, runtime_device_hooks, driver_copy_hooks, driver_alloc_hooks,
-                      driver_sync_hooks, driver_launch_hooks, driver_entry_hooks})
-    for (HookSlot* slot : family()) all.push_back(slot);
-  std::sort(all.begin(), all.end(), [](const HookSlot* a, const HookSlot* b) { return std::strcmp(a->name, b->name) < 0; });
-  return all;
-}
+using Family = std::span<HookSlot* const> (*)();
+constexpr Family kFamilies[] = {runtime_copy_hooks,  runtime_memset_hooks, runtime_alloc_hooks, runtime_sync_hooks,
+                                runtime_launch_hooks, runtime_device_hooks, driver_copy_hooks,   driver_alloc_hooks,
+                                driver_sync_hooks,   driver_launch_hooks,  driver_entry_hooks};
 
 }  // namespace
 
+// A scan of the families' constant slot arrays, comparing 64-bit hashes: a
+// few hundred loads, against the several allocations of dlsym itself.
 HookSlot* find_hook(std::string_view name) {
-  // Never destroyed: dlsym is still called while the process tears down.
-  static const std::vector<HookSlot*>& all = *new std::vector<HookSlot*>(sorted_hooks());
-  auto it = std::lower_bound(all.begin(), all.end(), name,
-                             [](const HookSlot* slot, std::string_view n) { return std::string_view(slot->name) < n; });
-  return it != all.end() && std::string_view((*it)->name) == name ? *it : nullptr;
+  const uint64_t hash = hook_name_hash(name);
+  for (const Family family : kFamilies)
+    for (HookSlot* slot : family())
+      if (slot->name_hash == hash && name == slot->name) return slot;
+  return nullptr;
 }
 
 }  // namespace gpuscope::hooks
+
+void* gpuscope::preload::hook_address(const char* name) {
+  hooks::HookSlot* slot = name != nullptr ? hooks::find_hook(name) : nullptr;
+  return slot != nullptr ? slot->wrapper() : nullptr;
+}

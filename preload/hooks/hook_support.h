@@ -7,7 +7,9 @@
 // Where the real function comes from, in order of arrival:
 //  - dlsym(handle, name) or cuGetProcAddress handing it out (the override in
 //    preload/driver/ adopts it and returns our wrapper instead);
-//  - otherwise, on first call, the next definition after libgpuscope.so.
+//  - otherwise, on first call, the next definition after libgpuscope.so that
+//    is not another copy of it; in a copy standing down, the primary copy's
+//    hook (instance.h).
 #pragma once
 
 #include <atomic>
@@ -23,13 +25,30 @@
 
 namespace gpuscope::hooks {
 
+// FNV-1a of a hooked function's name; constexpr so that every slot carries
+// it from load time on.
+constexpr uint64_t hook_name_hash(std::string_view name) noexcept {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  return h;
+}
+
 // HookSlot::flags, also written to ApiCall.flags.
 inline constexpr uint8_t kDriverApi = 1u << 0;
 inline constexpr uint8_t kPerThreadStream = 1u << 1;
 
+// Constant-initialized (constinit, so the compiler proves it): a library
+// whose ELF constructor runs before ours (libcublasLt's dlsym of cuInit, say)
+// may reach find_hook() or a hook before any of libgpuscope.so's static
+// initializers have run, from any thread.
 struct HookSlot {
+  // Returns our exported wrapper's address. A function, because turning a
+  // function's address into void* is not a constant expression.
+  using AddressFn = void* (*)() noexcept;
+
   const char* name;
-  void* wrapper;
+  uint64_t name_hash;  // hook_name_hash(name): find_hook's first comparison
+  AddressFn wrapper_address;
   uint8_t flags;
   std::atomic<void*> real{nullptr};
   std::atomic<uint32_t> function_id{0};
@@ -37,8 +56,10 @@ struct HookSlot {
 
   static constexpr uint16_t kNoCounter = 0xFFFF;
 
-  HookSlot(const char* n, void* w, uint8_t f) : name(n), wrapper(w), flags(f) {}
+  constexpr HookSlot(const char* n, AddressFn w, uint8_t f)
+      : name(n), name_hash(hook_name_hash(n)), wrapper_address(w), flags(f) {}
 
+  void* wrapper() const noexcept { return wrapper_address(); }
   template <class Fn> Fn real_function() noexcept {
     void* p = real.load(std::memory_order_acquire);
     if (__builtin_expect(p == nullptr, 0)) p = resolve_next();
@@ -65,8 +86,9 @@ struct HookSlot {
   uint32_t intern_name();
 };
 
-// Every hook of every family, sorted by name, for the dlsym and
-// cuGetProcAddress overrides. Built on first use.
+// The hook named `name` of any family, for the dlsym and cuGetProcAddress
+// overrides; null when none. Reads constant data only: no allocation, no
+// lock, correct before libgpuscope.so's constructors have run.
 HookSlot* find_hook(std::string_view name);
 
 // A library handle a hooked lookup went through (libcuda.so.1 opened
@@ -145,13 +167,24 @@ inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype
 
 }  // namespace gpuscope::hooks
 
+// The slot of the exported hook `name` (declared before and defined in the
+// same file), constant-initialized. Hand-written hooks declare theirs with it
+// too. The wrapper's address is taken through a hidden alias: `&::name`
+// would bind to the first definition of `name` in the global scope, which is
+// another copy's hook, or the CUDA library's own function, when this copy is
+// not first (instance.h).
+#define GPUSCOPE_HOOK_SLOT(name, flags)                                                         \
+  extern "C" __attribute__((visibility("hidden"), alias(#name))) decltype(::name) gpuscope_own_##name; \
+  namespace gpuscope::hooks::slots {                                                            \
+  constinit HookSlot name{                                                                      \
+      #name, []() noexcept -> void* { return reinterpret_cast<void*>(&::gpuscope_own_##name); }, flags}; \
+  }
+
 // One table row -> one exported hook. `describe` builds the CallInfo from the
 // parameters; parenthesize it when it contains commas.
 #define GPUSCOPE_DEFINE_HOOK(Ret, name, flags, params, args, describe)                          \
   GPUSCOPE_EXPORT Ret name params;                                                              \
-  namespace gpuscope::hooks::slots {                                                            \
-  HookSlot name{#name, reinterpret_cast<void*>(&::name), flags};                                \
-  }                                                                                             \
+  GPUSCOPE_HOOK_SLOT(name, flags)                                                               \
   GPUSCOPE_EXPORT Ret name params {                                                             \
     using Fn = Ret(*) params;                                                                   \
     const Fn real = gpuscope::hooks::slots::name.real_function<Fn>();                           \
@@ -167,7 +200,7 @@ inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype
   list(GPUSCOPE_DEFINE_HOOK)                                                     \
   namespace gpuscope::hooks {                                                    \
   std::span<HookSlot* const> accessor() {                                        \
-    static HookSlot* const slots[] = {list(GPUSCOPE_HOOK_SLOT_POINTER)};         \
+    static constinit HookSlot* const slots[] = {list(GPUSCOPE_HOOK_SLOT_POINTER)}; \
     return slots;                                                                \
   }                                                                              \
   }

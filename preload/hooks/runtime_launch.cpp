@@ -63,10 +63,8 @@ GPUSCOPE_EXPORT void __cudaRegisterFunction(void** handle, const char* host_fun,
                                             dim3* block, dim3* grid, int* warp_size);
 GPUSCOPE_EXPORT cudaError_t __cudaGetKernel(cudaKernelHandle* kernel, const void* host_fun);
 
-namespace gpuscope::hooks::slots {
-HookSlot __cudaRegisterFunction{"__cudaRegisterFunction", reinterpret_cast<void*>(&::__cudaRegisterFunction), 0};
-HookSlot __cudaGetKernel{"__cudaGetKernel", reinterpret_cast<void*>(&::__cudaGetKernel), 0};
-}  // namespace gpuscope::hooks::slots
+GPUSCOPE_HOOK_SLOT(__cudaRegisterFunction, 0)
+GPUSCOPE_HOOK_SLOT(__cudaGetKernel, 0)
 
 GPUSCOPE_EXPORT void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun,
                                             const char* device_name, int thread_limit, uint3* tid, uint3* bid,
@@ -88,7 +86,7 @@ GPUSCOPE_EXPORT cudaError_t __cudaGetKernel(cudaKernelHandle* kernel, const void
 
 namespace gpuscope::hooks {
 std::span<HookSlot* const> runtime_launch_hooks() {
-  static HookSlot* const slots[] = {GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_HOOK_SLOT_POINTER) & slots::__cudaRegisterFunction,
+  static constinit HookSlot* const slots[] = {GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_HOOK_SLOT_POINTER) & slots::__cudaRegisterFunction,
                                     &slots::__cudaGetKernel};
   return slots;
 }

@@ -18,6 +18,7 @@
 #include <cwchar>
 
 #include "hooks/hook_support.h"
+#include "instance.h"
 #include "nvtx_capture.h"
 #include "nvtx_record.h"
 
@@ -128,12 +129,16 @@ nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) {
 void NVTX_API domain_destroy(nvtxDomainHandle_t) {}  // ids stay valid: records may still name the domain
 void NVTX_API initialize(const void*) {}
 
+// Constant-initialized: NVTX may call the entry point from a constructor
+// that runs before ours. A handler's address is returned by a function
+// because casting it to NvtxFunctionPointer is not a constant expression.
 struct Entry {
   unsigned id;
-  NvtxFunctionPointer handler;
+  NvtxFunctionPointer (*handler)() noexcept;
 };
-#define GPUSCOPE_NVTX_ENTRY(cbid, fn) Entry{cbid, reinterpret_cast<NvtxFunctionPointer>(&fn)}
-const Entry kCoreEntries[] = {
+#define GPUSCOPE_NVTX_ENTRY(cbid, fn) \
+  Entry { cbid, []() noexcept { return reinterpret_cast<NvtxFunctionPointer>(&fn); } }
+constinit const Entry kCoreEntries[] = {
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_MarkEx, mark_ex),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_MarkA, mark_a),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_MarkW, mark_w),
@@ -148,7 +153,7 @@ const Entry kCoreEntries[] = {
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_NameOsThreadA, name_os_thread_a),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE_NameOsThreadW, name_os_thread_w),
 };
-const Entry kCore2Entries[] = {
+constinit const Entry kCore2Entries[] = {
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE2_DomainMarkEx, domain_mark_ex),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE2_DomainRangeStartEx, domain_range_start_ex),
     GPUSCOPE_NVTX_ENTRY(NVTX_CBID_CORE2_DomainRangeEnd, domain_range_end),
@@ -170,7 +175,7 @@ bool install(const NvtxExportTableCallbacks* callbacks, NvtxCallbackModule modul
   unsigned size = 0;
   if (callbacks->GetModuleFunctionTable(module, &table, &size) == 0 || table == nullptr) return false;
   for (const Entry& e : entries)
-    if (e.id < size && table[e.id] != nullptr) *table[e.id] = e.handler;
+    if (e.id < size && table[e.id] != nullptr) *table[e.id] = e.handler();
   return true;
 }
 
@@ -179,7 +184,7 @@ bool install(const NvtxExportTableCallbacks* callbacks, NvtxCallbackModule modul
 
 // 1 = attached, 0 = not (NVTX then unloads nothing of ours that matters:
 // the library is preloaded, and its functions become no-ops).
-GPUSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+int gpuscope::preload::initialize_injection_nvtx2(NvtxGetExportTableFunc_t get_export_table) {
   using namespace gpuscope::nvtx;
   if (get_export_table == nullptr) return 0;
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
@@ -189,4 +194,13 @@ GPUSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export
   const bool core = install(callbacks, NVTX_CB_MODULE_CORE, kCoreEntries);
   install(callbacks, NVTX_CB_MODULE_CORE2, kCore2Entries);  // absent in very old NVTX: core still works
   return core ? 1 : 0;
+}
+
+// A copy that stands down (instance.h) hands the call to the primary, so
+// NVTX_INJECTION64_PATH naming another copy still records into the primary.
+GPUSCOPE_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+  using namespace gpuscope::preload;
+  if (const InstanceMarker* primary = primary_instance_marker())
+    return primary->initialize_injection_nvtx2(get_export_table);
+  return is_primary_instance() ? initialize_injection_nvtx2(get_export_table) : 0;
 }

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "real_symbol.h"
 #include "recorder.h"
 
 // Only for the declarations and the symbol names: nothing of libunwind is
@@ -42,9 +43,9 @@ Unwinder& unwinder() {
   return u;
 }
 
-// Every lookup goes through here: dlsym with a real handle, which the dlsym
-// override of the driver hooks passes through untouched.
-void* lookup(void* handle, const char* name) { return dlsym(handle, name); }
+// glibc's dlsym: a plain dlsym call binds to the first dlsym in the global
+// scope, which may be another copy of libgpuscope.so (docs/interception.md).
+void* lookup(void* handle, const char* name) { return preload::real_dlsym()(handle, name); }
 
 bool load(Unwinder& u) {
   // Whatever the loader runs for libunwind (its constructors, the dlopen

@@ -1,0 +1,147 @@
+#include "instance.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "diag.h"
+#include "gpuscope_version.h"
+#include "real_symbol.h"
+#include "session.h"
+
+// Constant data: relocated before any constructor runs, so another copy can
+// read it before this copy's constructors have run.
+extern "C" __attribute__((visibility("default"))) constinit const gpuscope::preload::InstanceMarker
+    gpuscope_instance = {GPUSCOPE_INSTANCE_MAGIC,
+                         gpuscope::preload::kInstanceAbi,
+                         sizeof(gpuscope::preload::InstanceMarker),
+                         GPUSCOPE_VERSION_STRING,
+                         &gpuscope::preload::initialize_injection,
+                         &gpuscope::preload::initialize_injection_nvtx2,
+                         &gpuscope::preload::hook_address,
+                         &gpuscope::preload::next_symbol};
+
+namespace gpuscope::preload {
+namespace {
+
+enum Role : int { kUndecided = 0, kPrimary = 1, kSecondary = 2 };
+std::atomic<int> g_role{kUndecided};
+std::atomic<const InstanceMarker*> g_primary{nullptr};
+
+struct LoadedObject {
+  std::string name;
+  ElfW(Addr) load_bias;
+};
+
+int collect(dl_phdr_info* info, size_t, void* out) {
+  // The main program (empty name) is never a copy of the library.
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
+    static_cast<std::vector<LoadedObject>*>(out)->push_back({info->dlpi_name, info->dlpi_addr});
+  return 0;
+}
+
+link_map* object_of(const void* address) {
+  Dl_info info{};
+  link_map* map = nullptr;
+  return dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0 ? map : nullptr;
+}
+
+// An address in this copy. Not &gpuscope_instance: a reference to an
+// exported symbol binds to the first definition in the global scope, which
+// is another copy's when this one is not first.
+const void* own_address() { return reinterpret_cast<const void*>(&object_of); }
+
+// The marker `object` exports itself (a handle's lookup also searches its
+// dependencies), or null. dlmopen into the base namespace is dlopen without
+// passing through any copy's dlopen override; RTLD_NOLOAD never loads.
+const InstanceMarker* marker_of(const LoadedObject& object) {
+  void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return nullptr;
+  const auto* marker = static_cast<const InstanceMarker*>(real_dlsym()(handle, kInstanceSymbol));
+  const link_map* map = marker != nullptr ? object_of(marker) : nullptr;
+  dlclose(handle);
+  if (map == nullptr || map->l_addr != object.load_bias) return nullptr;
+  return std::memcmp(marker->magic, kInstanceMagic, sizeof kInstanceMagic) == 0 ? marker : nullptr;
+}
+
+Role decide() {
+  capture::InternalScope internal;  // the loads and lookups below are gpuscope's own
+  std::vector<LoadedObject> objects;
+  dl_iterate_phdr(collect, &objects);  // in load order
+  const link_map* self = object_of(own_address());
+  for (const LoadedObject& object : objects) {
+    const InstanceMarker* marker = marker_of(object);
+    if (marker == nullptr) continue;
+    if (self != nullptr && self->l_addr == object.load_bias) return kPrimary;
+    g_primary.store(marker, std::memory_order_release);
+    return kSecondary;
+  }
+  return kPrimary;  // our own marker not found (cannot happen): trace as a lone copy would
+}
+
+bool has_entry_points(const InstanceMarker* m) {
+  return m->abi >= 1 && m->size >= offsetof(InstanceMarker, next_symbol) + sizeof(void*);
+}
+
+// The marker of the other copy `address` lies in, or null.
+const InstanceMarker* other_instance_at(const void* address) {
+  const link_map* map = object_of(address);
+  if (map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0' || map == object_of(own_address()))
+    return nullptr;
+  return marker_of({map->l_name, map->l_addr});
+}
+
+std::string path_of(const void* address) {
+  Dl_info info{};
+  return dladdr(address, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "?";
+}
+
+}  // namespace
+
+bool is_primary_instance() noexcept {
+  int role = g_role.load(std::memory_order_acquire);
+  if (__builtin_expect(role == kUndecided, 0)) {
+    int undecided = kUndecided;
+    const int decided = decide();  // any thread may decide: they all find the same
+    role = g_role.compare_exchange_strong(undecided, decided, std::memory_order_acq_rel) ? decided : undecided;
+  }
+  return role == kPrimary;
+}
+
+const InstanceMarker* primary_instance_marker() noexcept {
+  if (is_primary_instance()) return nullptr;
+  const InstanceMarker* m = g_primary.load(std::memory_order_acquire);
+  return m != nullptr && has_entry_points(m) ? m : nullptr;
+}
+
+bool in_other_instance(const void* address) { return other_instance_at(address) != nullptr; }
+
+void* next_definition(const char* name) {
+  void* p = next_symbol(name);
+  // Bounded: each hop moves on past one more copy in the scope.
+  for (int hop = 0; p != nullptr && hop < 8; ++hop) {
+    const InstanceMarker* other = other_instance_at(p);
+    if (other == nullptr) return p;
+    p = has_entry_points(other) ? other->next_symbol(name) : nullptr;
+  }
+  return nullptr;
+}
+
+void stand_down() {
+  capture::disable_capture();
+  const capture::CaptureConfig config = capture::read_capture_config();
+  if (config.disabled || config.secure_execution) return;
+  const InstanceMarker* primary = g_primary.load(std::memory_order_acquire);
+  const bool versioned = primary != nullptr && primary->abi >= 1 && primary->version != nullptr;
+  capture::diag_line("another libgpuscope.so is loaded (%s, version %s): this copy (%s, version %s) stands down",
+                     primary != nullptr ? path_of(primary).c_str() : "?", versioned ? primary->version : "?",
+                     path_of(own_address()).c_str(), GPUSCOPE_VERSION_STRING);
+}
+
+}  // namespace gpuscope::preload
