@@ -151,6 +151,61 @@ TEST(Model, CopyAndComputeEnginesOverlap) {
   CUDA_OK(cudaFree(dev));
 }
 
+TEST(Model, PinnedAsyncCopiesMoveBytesWhenTheStreamReachesThem) {
+  constexpr size_t kBytes = 4096;
+  char *dev = nullptr, *pinned = nullptr, *staged = nullptr;
+  CUDA_OK(cudaMalloc(&dev, kBytes));
+  CUDA_OK(cudaMallocHost(&pinned, kBytes));
+  CUDA_OK(cudaMallocHost(&staged, kBytes));
+  std::memset(pinned, 'a', kBytes);
+  std::memset(staged, 'h', kBytes);
+  CUDA_OK(cudaMemcpy(dev, pinned, kBytes, cudaMemcpyHostToDevice));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // Behind a 50 ms kernel: upload new bytes, then read them back.
+  CUDA_OK(launch(kernel("k_50ms"), s));
+  CUDA_OK(cudaMemcpyAsync(dev, staged, kBytes, cudaMemcpyHostToDevice, s));
+  CUDA_OK(cudaMemcpyAsync(pinned, dev, kBytes, cudaMemcpyDeviceToHost, s));
+  // The calls returned; the stream has not reached the copies yet.
+  EXPECT_EQ('a', pinned[0]);
+  EXPECT_EQ('a', dev[kBytes - 1]);
+  EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ('h', pinned[0]);
+  EXPECT_EQ('h', pinned[kBytes - 1]);
+  EXPECT_EQ(cudaSuccess, cudaStreamQuery(s));
+  // A memset is asynchronous too, and a later synchronous copy sees it.
+  CUDA_OK(launch(kernel("k_10ms"), s));
+  CUDA_OK(cudaMemsetAsync(dev, 'm', kBytes, s));
+  EXPECT_EQ('h', dev[0]);
+  std::vector<char> back(kBytes);
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(back.data(), dev, kBytes, cudaMemcpyDeviceToHost));
+  EXPECT_EQ('m', back[kBytes / 2]);
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFreeHost(staged));
+  CUDA_OK(cudaFreeHost(pinned));
+  CUDA_OK(cudaFree(dev));
+}
+
+TEST(Model, LegacyStreamOrdersAsyncAndSynchronousCopies) {
+  // An asynchronous upload queued behind a kernel, then a synchronous
+  // download on the same (legacy) stream: the download sees the upload.
+  constexpr size_t kBytes = 1 << 16;
+  char *dev = nullptr, *pinned = nullptr;
+  CUDA_OK(cudaMalloc(&dev, kBytes));
+  CUDA_OK(cudaMallocHost(&pinned, kBytes));
+  std::memset(pinned, 7, kBytes);
+  CUDA_OK(launch(kernel("k_10ms")));
+  CUDA_OK(cudaMemcpyAsync(dev, pinned, kBytes, cudaMemcpyHostToDevice, nullptr));
+  std::vector<char> back(kBytes, 0);
+  CUDA_OK(cudaMemcpy(back.data(), dev, kBytes, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(7, back[0]);
+  EXPECT_EQ(7, back[kBytes - 1]);
+  CUDA_OK(cudaFreeHost(pinned));
+  CUDA_OK(cudaFree(dev));
+}
+
 TEST(Model, FreeSynchronizesTheDeviceButFreeAsyncDoesNot) {
   void *a = nullptr, *b = nullptr;
   cudaStream_t s;

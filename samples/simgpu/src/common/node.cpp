@@ -109,6 +109,12 @@ KernelCost parse_kernel_cost(const json& j) {
   k.min_us = get(j, "min_us", -1.0);
   k.flops_per_thread = get(j, "flops_per_thread", -1.0);
   k.bytes_per_thread = get(j, "bytes_per_thread", -1.0);
+  k.registers = get(j, "registers", -1);
+  k.shared_bytes = get(j, "shared_bytes", -1);
+  k.local_bytes = get(j, "local_bytes", -1);
+  k.max_threads_per_block = get(j, "max_threads_per_block", -1);
+  if (k.registers > 255 || k.max_threads_per_block == 0 || k.max_threads_per_block > 1024)
+    throw std::runtime_error("kernel registers must be at most 255 and max_threads_per_block 1..1024");
   return k;
 }
 

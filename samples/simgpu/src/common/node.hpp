@@ -52,10 +52,15 @@ struct HostCosts {
 };
 
 // How long a kernel runs: a fixed time, or the slower of its arithmetic and
-// its DRAM traffic, both proportional to the launched thread count.
+// its DRAM traffic, both proportional to the launched thread count.  Also the
+// resources one thread block takes on an SM (what the occupancy calculator
+// and cudaFuncGetAttributes report): simgpu compiles nothing, so a kernel
+// uses what the node says, by default 32 registers per thread, no static
+// shared memory and up to 1024 threads per block.  -1: not given.
 struct KernelCost {
   std::optional<KernelClass> kind;
   double fixed_us = -1, min_us = -1, flops_per_thread = -1, bytes_per_thread = -1;
+  int registers = -1, shared_bytes = -1, local_bytes = -1, max_threads_per_block = -1;
 };
 
 struct NodeDesc {

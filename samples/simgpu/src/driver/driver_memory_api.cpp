@@ -5,6 +5,7 @@
 using simgpu::drv::CopyDir;
 using simgpu::drv::CopyRequest;
 using simgpu::drv::MemKind;
+using simgpu::drv::MemsetRequest;
 using simgpu::drv::Model;
 using simgpu::drv::with_model;
 
@@ -47,47 +48,43 @@ CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s
   });
 }
 
-// Where one side of a 2D copy lives; CU_MEMORYTYPE_UNIFIED asks simgpu to
-// look the pointer up, as cudaMemcpyDefault does.
-bool on_device(Model& m, CUmemorytype type, const void* p) {
-  if (type == CU_MEMORYTYPE_HOST) return false;
-  if (type == CU_MEMORYTYPE_DEVICE) return true;
-  simgpu::drv::Allocation a;
-  return m.find_allocation(p, 1, &a) && (a.kind == MemKind::Device || a.kind == MemKind::Managed);
-}
-
-const char* side_address(CUmemorytype type, const void* host, CUdeviceptr dev, size_t x, size_t y, size_t pitch) {
-  const char* base = type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host) : static_cast<const char*>(as_ptr(dev));
-  return base ? base + y * pitch + x : nullptr;
+// A 2D copy is a 3D copy of depth 1.
+CUDA_MEMCPY3D as_3d(const CUDA_MEMCPY2D& c) {
+  CUDA_MEMCPY3D d{};
+  d.srcXInBytes = c.srcXInBytes, d.srcY = c.srcY, d.srcMemoryType = c.srcMemoryType, d.srcHost = c.srcHost;
+  d.srcDevice = c.srcDevice, d.srcArray = c.srcArray, d.srcPitch = c.srcPitch;
+  d.dstXInBytes = c.dstXInBytes, d.dstY = c.dstY, d.dstMemoryType = c.dstMemoryType, d.dstHost = c.dstHost;
+  d.dstDevice = c.dstDevice, d.dstArray = c.dstArray, d.dstPitch = c.dstPitch;
+  d.WidthInBytes = c.WidthInBytes, d.Height = c.Height, d.Depth = 1;
+  return d;
 }
 
 CUresult copy_2d(const CUDA_MEMCPY2D* c, CUstream s, bool pt, bool async) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-    return CUDA_ERROR_NOT_SUPPORTED;  // simgpu has no CUDA arrays
-  CopyRequest r;
-  r.src = side_address(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
-  r.dst = const_cast<char*>(side_address(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch));
-  r.width = c->WidthInBytes;
-  r.height = c->Height;
-  r.src_pitch = c->srcPitch ? c->srcPitch : c->WidthInBytes;
-  r.dst_pitch = c->dstPitch ? c->dstPitch : c->WidthInBytes;
-  if (r.src_pitch < r.width || r.dst_pitch < r.width) return CUDA_ERROR_INVALID_VALUE;
-  r.stream = s;
-  r.per_thread = pt;
-  r.async = async;
-  return with_model([&](Model& m) {
-    const bool src_dev = on_device(m, c->srcMemoryType, r.src), dst_dev = on_device(m, c->dstMemoryType, r.dst);
-    r.dir = src_dev && dst_dev ? CopyDir::DeviceToDevice
-            : dst_dev          ? CopyDir::HostToDevice
-            : src_dev          ? CopyDir::DeviceToHost
-                               : CopyDir::HostToHost;
-    return m.copy(r);
-  });
+  return with_model([&](Model& m) { return m.copy_3d(as_3d(*c), s, pt, async); });
 }
 
-CUresult memset_n(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream s, bool pt, bool async) {
-  return with_model([&](Model& m) { return m.memset(dst, value, elem, n, s, pt, async); });
+CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream s, bool pt, bool async) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.copy_3d(*c, s, pt, async); });
+}
+
+CUresult memset_2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width, size_t height,
+                   CUstream s, bool pt) {
+  MemsetRequest r;
+  r.dst = as_ptr(dst);
+  r.value = value;
+  r.elem_size = elem;
+  r.width = width;
+  r.height = height;
+  r.pitch = pitch;
+  r.stream = s;
+  r.per_thread = pt;
+  return with_model([&](Model& m) { return m.memset(r); });
+}
+
+CUresult memset_n(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream s, bool pt) {
+  return memset_2d(dst, n * elem, value, elem, n, 1, s, pt);
 }
 
 template <bool PT>
@@ -135,28 +132,63 @@ CUresult cuMemcpy2DAsync_v2_impl(const CUDA_MEMCPY2D* c, CUstream s) {
   return copy_2d(c, s, PT, true);
 }
 template <bool PT>
+CUresult cuMemcpy3D_v2_impl(const CUDA_MEMCPY3D* c) {
+  return copy_3d(c, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpy3DAsync_v2_impl(const CUDA_MEMCPY3D* c, CUstream s) {
+  return copy_3d(c, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemsetD2D8_v2_impl(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height) {
+  return memset_2d(dst, pitch, v, 1, width, height, nullptr, PT);
+}
+template <bool PT>
+CUresult cuMemsetD2D16_v2_impl(CUdeviceptr dst, size_t pitch, unsigned short v, size_t width, size_t height) {
+  return memset_2d(dst, pitch, v, 2, width, height, nullptr, PT);
+}
+template <bool PT>
+CUresult cuMemsetD2D32_v2_impl(CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height) {
+  return memset_2d(dst, pitch, v, 4, width, height, nullptr, PT);
+}
+template <bool PT>
+CUresult cuMemsetD2D8Async_impl(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height,
+                                CUstream s) {
+  return memset_2d(dst, pitch, v, 1, width, height, s, PT);
+}
+template <bool PT>
+CUresult cuMemsetD2D16Async_impl(CUdeviceptr dst, size_t pitch, unsigned short v, size_t width, size_t height,
+                                 CUstream s) {
+  return memset_2d(dst, pitch, v, 2, width, height, s, PT);
+}
+template <bool PT>
+CUresult cuMemsetD2D32Async_impl(CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height,
+                                 CUstream s) {
+  return memset_2d(dst, pitch, v, 4, width, height, s, PT);
+}
+template <bool PT>
 CUresult cuMemsetD8_v2_impl(CUdeviceptr dst, unsigned char v, size_t n) {
-  return memset_n(dst, v, 1, n, nullptr, PT, false);
+  return memset_n(dst, v, 1, n, nullptr, PT);
 }
 template <bool PT>
 CUresult cuMemsetD16_v2_impl(CUdeviceptr dst, unsigned short v, size_t n) {
-  return memset_n(dst, v, 2, n, nullptr, PT, false);
+  return memset_n(dst, v, 2, n, nullptr, PT);
 }
 template <bool PT>
 CUresult cuMemsetD32_v2_impl(CUdeviceptr dst, unsigned v, size_t n) {
-  return memset_n(dst, v, 4, n, nullptr, PT, false);
+  return memset_n(dst, v, 4, n, nullptr, PT);
 }
 template <bool PT>
 CUresult cuMemsetD8Async_impl(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
-  return memset_n(dst, v, 1, n, s, PT, true);
+  return memset_n(dst, v, 1, n, s, PT);
 }
 template <bool PT>
 CUresult cuMemsetD16Async_impl(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
-  return memset_n(dst, v, 2, n, s, PT, true);
+  return memset_n(dst, v, 2, n, s, PT);
 }
 template <bool PT>
 CUresult cuMemsetD32Async_impl(CUdeviceptr dst, unsigned v, size_t n, CUstream s) {
-  return memset_n(dst, v, 4, n, s, PT, true);
+  return memset_n(dst, v, 4, n, s, PT);
 }
 template <bool PT>
 CUresult cuMemAllocAsync_impl(CUdeviceptr* dptr, size_t bytes, CUstream s) {
@@ -191,6 +223,18 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) { return alloc_d
 
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   return alloc_device(dptr, bytes, MemKind::Managed, flags);
+}
+
+// Rows are padded to 512 bytes, the pitch real GPUs hand out.
+CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                    unsigned int element_size) {
+  if (!dptr || (element_size != 4 && element_size != 8 && element_size != 16)) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) {
+    void* p = nullptr;
+    CUresult r = m.mem_alloc_pitch(width, height, &p, pitch);
+    if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
+    return r;
+  });
 }
 
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
@@ -265,3 +309,20 @@ SIMGPU_DRIVER_DUAL(cuMemsetD16Async, _ptsz, (CUdeviceptr dst, unsigned short v, 
 SIMGPU_DRIVER_DUAL(cuMemsetD32Async, _ptsz, (CUdeviceptr dst, unsigned int v, size_t n, CUstream s), (dst, v, n, s))
 SIMGPU_DRIVER_DUAL(cuMemAllocAsync, _ptsz, (CUdeviceptr* dptr, size_t bytes, CUstream s), (dptr, bytes, s))
 SIMGPU_DRIVER_DUAL(cuMemFreeAsync, _ptsz, (CUdeviceptr p, CUstream s), (p, s))
+SIMGPU_DRIVER_DUAL(cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D* c), (c))
+SIMGPU_DRIVER_DUAL(cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D* c, CUstream s), (c, s))
+SIMGPU_DRIVER_DUAL(cuMemsetD2D8_v2, _ptds, (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h),
+                   (dst, pitch, v, w, h))
+SIMGPU_DRIVER_DUAL(cuMemsetD2D16_v2, _ptds, (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h),
+                   (dst, pitch, v, w, h))
+SIMGPU_DRIVER_DUAL(cuMemsetD2D32_v2, _ptds, (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h),
+                   (dst, pitch, v, w, h))
+SIMGPU_DRIVER_DUAL(cuMemsetD2D8Async, _ptsz,
+                   (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s),
+                   (dst, pitch, v, w, h, s))
+SIMGPU_DRIVER_DUAL(cuMemsetD2D16Async, _ptsz,
+                   (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s),
+                   (dst, pitch, v, w, h, s))
+SIMGPU_DRIVER_DUAL(cuMemsetD2D32Async, _ptsz,
+                   (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s),
+                   (dst, pitch, v, w, h, s))

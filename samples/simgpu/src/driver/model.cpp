@@ -162,221 +162,31 @@ CUresult Model::context_device(CUcontext ctx, int* dev) {
 
 int64_t Model::device_idle_time(int dev) const {
   const DeviceState& d = devices_[dev];
-  int64_t t = std::max(d.legacy.tail, d.blocking_tail);
+  int64_t t = std::max({d.legacy.tail, d.blocking_tail, d.host_tail});
   for (int64_t e : d.engine_free) t = std::max(t, e);
+  return t;
+}
+
+int64_t Model::max_idle_time() const {
+  int64_t t = 0;
+  for (int dev = 0; dev < device_count(); ++dev) t = std::max(t, device_idle_time(dev));
   return t;
 }
 
 CUresult Model::ctx_synchronize(CUcontext ctx) {
   int64_t until = 0;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (!ctx) ctx = t_current;
     if (!ctx || !contexts_.count(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    // Work behind a host function has no time yet: wait until it has one.
+    const DeviceState& d = devices_[ctx->device];
+    resolved_.wait(lock, [&] { return d.unresolved.empty(); });
     until = device_idle_time(ctx->device);
   }
   wait_until(until);
+  HostWorker::instance().wait_bytes_through(until);
   spend_host_time(us_to_ns(node_.costs.sync));
-  return CUDA_SUCCESS;
-}
-
-// --- scheduling -----------------------------------------------------------------
-
-CUstream_st* Model::per_thread_stream(int dev) {
-  // One per thread and device, created on first use and never freed: work
-  // queued on it may outlive the thread, and a handful of bytes per thread is
-  // cheaper than tracking thread exit.
-  thread_local std::array<CUstream_st*, SharedState::kMaxDevices> streams{};
-  if (!streams[dev]) {
-    streams[dev] = new CUstream_st;
-    streams[dev]->device = dev;
-    streams[dev]->per_thread = true;
-  }
-  return streams[dev];
-}
-
-CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out) {
-  if (!s) s = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
-    int dev = 0;
-    if (CUresult r = current_device(&dev)) return r;
-    *out = s == CU_STREAM_LEGACY ? &devices_[dev].legacy : per_thread_stream(dev);
-    return CUDA_SUCCESS;
-  }
-  if (!streams_.count(s)) return CUDA_ERROR_INVALID_HANDLE;
-  *out = s;
-  return CUDA_SUCCESS;
-}
-
-// Earliest instant new work on s may start: after everything queued on s and,
-// by the legacy default stream's rules, after the implicit dependencies (the
-// NULL stream waits for all blocking streams and they wait for it).
-int64_t Model::stream_ready(const CUstream_st& s, int64_t submit) const {
-  const DeviceState& d = devices_[s.device];
-  int64_t t = std::max(submit, s.tail);
-  if (s.legacy)
-    t = std::max(t, d.blocking_tail);
-  else if (s.blocking())
-    t = std::max(t, d.legacy.tail);
-  return t;
-}
-
-void Model::wait_for_queue_slot() {
-  int dev = 0;
-  if (current_device(&dev) != CUDA_SUCCESS) return;
-  for (;;) {
-    int64_t until = 0;
-    {
-      std::lock_guard lock(mu_);
-      std::multiset<int64_t>& q = devices_[dev].in_flight;
-      q.erase(q.begin(), q.upper_bound(now_ns()));
-      if (q.size() < kQueueDepth) return;
-      until = *q.begin();
-    }
-    wait_until(until);
-  }
-}
-
-int64_t Model::enqueue(CUstream_st& s, const Work& work) {
-  DeviceState& d = devices_[s.device];
-  const int64_t ready = stream_ready(s, now_ns() + work.start_latency);
-  int64_t& engine = d.engine_free[static_cast<size_t>(work.engine)];
-  const int64_t start = std::max(ready, engine);
-  const int64_t end = start + std::max<int64_t>(work.duration, 0);
-  engine = end;
-  s.tail = end;
-  if (!s.legacy && s.blocking()) d.blocking_tail = std::max(d.blocking_tail, end);
-  d.in_flight.insert(end);
-  shared_.record(d.node_index, work.activity, start, end, work.bytes, work.sm_fraction);
-  return end;
-}
-
-// --- streams --------------------------------------------------------------------
-
-CUresult Model::stream_create(unsigned flags, int priority, CUstream* out) {
-  int dev = 0;
-  if (CUresult r = current_device(&dev)) return r;
-  if (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu_);
-  auto* s = new CUstream_st;
-  s->device = dev;
-  s->flags = flags;
-  s->priority = std::clamp(priority, -5, 0);  // H100/H200 range: [-5, 0]
-  streams_.insert(s);
-  *out = s;
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::stream_destroy(CUstream s) {
-  std::lock_guard lock(mu_);
-  // Work already queued still completes on the engines; only the handle goes.
-  if (!streams_.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
-  delete s;
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::stream_query(CUstream s, bool per_thread) {
-  std::lock_guard lock(mu_);
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  return now_ns() >= stream_ready(*st, 0) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-}
-
-CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
-  int64_t until = 0;
-  {
-    std::lock_guard lock(mu_);
-    CUstream_st* st = nullptr;
-    if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-    until = stream_ready(*st, 0);
-  }
-  wait_until(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread) {
-  std::lock_guard lock(mu_);
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
-  if (!e->recorded) return CUDA_SUCCESS;  // waiting on a never-recorded event is a no-op
-  st->tail = std::max(st->tail, e->time);
-  // A blocking stream's wait delays the legacy stream's next operation too.
-  if (!st->legacy && st->blocking()) {
-    DeviceState& d = devices_[st->device];
-    d.blocking_tail = std::max(d.blocking_tail, st->tail);
-  }
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority) {
-  std::lock_guard lock(mu_);
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  if (flags) *flags = st->flags;
-  if (priority) *priority = st->priority;
-  return CUDA_SUCCESS;
-}
-
-// --- events ---------------------------------------------------------------------
-
-CUresult Model::event_create(unsigned flags, CUevent* out) {
-  int dev = 0;
-  if (CUresult r = current_device(&dev)) return r;
-  std::lock_guard lock(mu_);
-  auto* e = new CUevent_st;
-  e->device = dev;
-  e->flags = flags;
-  events_.insert(e);
-  *out = e;
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::event_destroy(CUevent e) {
-  std::lock_guard lock(mu_);
-  if (!events_.erase(e)) return CUDA_ERROR_INVALID_HANDLE;
-  delete e;
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::event_record(CUevent e, CUstream s, bool per_thread) {
-  std::lock_guard lock(mu_);
-  if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  e->device = st->device;
-  e->time = stream_ready(*st, now_ns());
-  e->recorded = true;
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::event_query(CUevent e) {
-  std::lock_guard lock(mu_);
-  if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
-  return !e->recorded || now_ns() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-}
-
-CUresult Model::event_synchronize(CUevent e) {
-  int64_t until = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
-    if (e->recorded) until = e->time;
-  }
-  wait_until(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::event_elapsed(float* ms, CUevent start, CUevent end) {
-  if (!ms) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu_);
-  if (!events_.count(start) || !events_.count(end)) return CUDA_ERROR_INVALID_HANDLE;
-  if (!start->recorded || !end->recorded) return CUDA_ERROR_INVALID_HANDLE;
-  if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
-  if (now_ns() < std::max(start->time, end->time)) return CUDA_ERROR_NOT_READY;
-  *ms = static_cast<float>(static_cast<double>(end->time - start->time) / 1e6);
   return CUDA_SUCCESS;
 }
 

@@ -4,12 +4,11 @@
 // (compute, host-to-device copy, device-to-host copy) in simulated time, which
 // is CLOCK_MONOTONIC: an operation completes at an absolute instant and a
 // synchronize sleeps until then, so wall-clock timings match the model.
-// Device memory is ordinary host memory; copies and memsets move real bytes at
-// enqueue time (stream order is enqueue order), kernels compute nothing.
+// Device memory is ordinary host memory; copies and memsets move real bytes
+// when their stream reaches them (host_worker.hpp), kernels compute nothing.
 #pragma once
 
-#include <array>
-#include <cstdint>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,107 +16,41 @@
 #include <string>
 #include <vector>
 
-#include <cuda.h>
-
-#include "../common/node.hpp"
-#include "../common/shared_state.hpp"
-
-// The driver's opaque handle types, defined here: a handle is a pointer to
-// one of these, validated against the model's registries before use.
-struct CUctx_st {
-  int device;
-  bool primary;
-};
-
-struct CUstream_st {
-  int device = 0;
-  unsigned flags = 0;
-  int priority = 0;
-  bool legacy = false;      // the device's NULL stream
-  bool per_thread = false;  // a thread's per-thread default stream
-  int64_t tail = 0;         // modeled completion of everything queued here
-  bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
-};
-
-struct CUevent_st {
-  int device = 0;
-  unsigned flags = 0;
-  bool recorded = false;
-  int64_t time = 0;  // modeled instant the recorded work completes
-};
-
-struct CUfunc_st;
-struct CUmod_st {
-  const void* image = nullptr;
-  bool is_ptx = false;
-  std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
-};
-
-struct CUfunc_st {
-  CUmod_st* module = nullptr;
-  std::string name;  // as given (mangled for C++ kernels)
-  simgpu::KernelCost cost;  // the node's entry for this kernel, over the default
-};
+#include "model_types.hpp"
 
 namespace simgpu::drv {
 
-enum class Engine { Compute, HostToDevice, DeviceToHost, Count };
-enum class MemKind { Device, Managed, HostPinned, HostRegistered };
-enum class CopyDir { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
-
-struct Allocation {
-  uintptr_t base = 0;
-  size_t size = 0;
-  int device = 0;
-  MemKind kind = MemKind::Device;
-  unsigned flags = 0;
-  bool mapped = true;  // false for cuMemHostRegister'ed user memory
-};
-
-// One copy, 1D or 2D (height rows of `width` bytes at the given pitches).
-struct CopyRequest {
-  CopyDir dir = CopyDir::HostToDevice;
-  void* dst = nullptr;
-  const void* src = nullptr;
-  size_t width = 0, height = 1, dst_pitch = 0, src_pitch = 0;
-  CUstream stream = nullptr;
-  bool per_thread = false;  // the _ptsz/_ptds entry point was called
-  bool async = false;       // the *Async entry point was called
-};
-
-struct KernelTiming {
-  int64_t duration_ns = 0;
-  Activity activity = Activity::KernelCompute;
-  uint64_t dram_bytes = 0;
-  double sm_fraction = 1.0;
-};
-
-// One operation for a device engine: how long it runs once started, the
-// least time between its submission and its start, and what NVML sees.
-struct Work {
-  Engine engine = Engine::Compute;
-  Activity activity = Activity::KernelCompute;
-  int64_t duration = 0, start_latency = 0;
-  uint64_t bytes = 0;
-  double sm_fraction = 1.0;
-};
-
-struct DeviceState {
-  const DeviceDesc* desc = nullptr;
-  int node_index = 0;
-  std::array<int64_t, static_cast<size_t>(Engine::Count)> engine_free{};
-  CUstream_st legacy;
-  int64_t blocking_tail = 0;  // newest completion queued on any blocking stream
-  uint64_t memory_used = 0;
-  CUctx_st primary;
-  int primary_refs = 0;
-  unsigned primary_flags = 0;
-  std::multiset<int64_t> in_flight;  // completion times of queued operations
-};
+inline bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
+inline bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
+void unmap_memory(const Allocation& a);
 
 // Operations a device accepts before submitting more blocks the host, as a
 // real GPU's launch queue does once it is full.
 constexpr size_t kQueueDepth = 1024;
+
+// What one SM of a Hopper-class GPU offers thread blocks (compute capability
+// 9.0; the node gives the SM count and threads per SM), as the device
+// attributes report it and the occupancy calculator uses it.
+namespace sm {
+constexpr int kWarpSize = 32, kMaxThreadsPerBlock = 1024, kMaxBlocks = 32;
+constexpr int kRegisters = 65536, kMaxRegistersPerThread = 255, kRegisterAllocUnit = 256;
+constexpr int kSharedBytes = 233472;           // 228 KiB usable per SM
+constexpr int kSharedPerBlockOptin = 232448;   // 227 KiB with cuFuncSetAttribute
+constexpr int kSharedPerBlock = 49152;         // without opting in
+constexpr int kReservedSharedPerBlock = 1024;  // the system's share of each block
+constexpr int kSharedAllocUnit = 128;
+}  // namespace sm
+
+// A kernel's resources after the node's defaults: registers per thread,
+// static and dynamic shared memory per block, threads per block.
+struct FunctionResources {
+  int registers = 32, shared_bytes = 0, local_bytes = 0, max_threads = sm::kMaxThreadsPerBlock;
+  int max_dynamic_shared = sm::kSharedPerBlock;
+};
+FunctionResources function_resources(const CUfunc_st& f);
+// Thread blocks of `block_size` threads and `dynamic_shared` bytes that fit
+// on one SM at once; 0 when one does not fit.
+int blocks_per_sm(const FunctionResources& r, int max_threads_per_sm, int block_size, size_t dynamic_shared);
 
 // How long kernel `f` runs when launched with this many blocks and threads.
 KernelTiming kernel_timing(const NodeDesc& node, const DeviceDesc& dev, const KernelCost& cost,
@@ -149,7 +82,7 @@ class Model {
   CUresult context_device(CUcontext ctx, int* dev);
   CUresult ctx_synchronize(CUcontext ctx);
 
-  // Streams and events.
+  // Streams, events and host functions (model_streams.cpp).
   CUresult stream_create(unsigned flags, int priority, CUstream* out);
   CUresult stream_destroy(CUstream s);
   CUresult stream_query(CUstream s, bool per_thread);
@@ -162,6 +95,9 @@ class Model {
   CUresult event_query(CUevent e);
   CUresult event_synchronize(CUevent e);
   CUresult event_elapsed(float* ms, CUevent start, CUevent end);
+  // Runs fn on simgpu's host thread when the stream reaches it; the stream's
+  // later work waits for its return (cuStreamAddCallback, cuLaunchHostFunc).
+  CUresult host_function(CUstream s, bool per_thread, std::function<void()> fn);
 
   // Memory (model_memory.cpp).
   CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
@@ -171,9 +107,12 @@ class Model {
   CUresult host_register(void* p, size_t bytes, unsigned flags);
   CUresult host_unregister(void* p);
   CUresult mem_info(size_t* free_bytes, size_t* total_bytes);
+  CUresult mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch);
+
+  // Copies and memsets (model_copies.cpp).
   CUresult copy(const CopyRequest& req);
-  CUresult memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size_t count, CUstream s,
-                  bool per_thread, bool async);
+  CUresult copy_3d(const CUDA_MEMCPY3D& c, CUstream s, bool per_thread, bool async);
+  CUresult memset(const MemsetRequest& req);
   CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr p);
   bool find_allocation(const void* p, size_t bytes, Allocation* out);
   CUresult host_flags(void* p, unsigned* flags);
@@ -186,6 +125,12 @@ class Model {
   CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
                   CUstream s, bool per_thread);
 
+  // Kernel attributes and occupancy (model_occupancy.cpp).
+  CUresult function_attribute(CUfunction f, CUfunction_attribute attr, int* value);
+  CUresult set_function_attribute(CUfunction f, CUfunction_attribute attr, int value);
+  CUresult occupancy(CUfunction f, int block_size, size_t dynamic_shared, int* blocks);
+  CUresult occupancy_dynamic_shared(CUfunction f, int blocks, int block_size, size_t* bytes);
+
  private:
   explicit Model(const NodeDesc& node, std::vector<int> visible);
   static std::vector<int> visible_devices(const NodeDesc& node);
@@ -197,15 +142,32 @@ class Model {
   CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out);
   CUstream_st* per_thread_stream(int dev);
   int64_t stream_ready(const CUstream_st& s, int64_t submit) const;
-  int64_t enqueue(CUstream_st& s, const Work& work);
+  // Submits an operation to s: scheduled at once when s and the streams it
+  // implicitly follows are resolved, else queued on s's backlog.
+  std::shared_ptr<Scheduled> submit(CUstream_st& s, StreamOp op);
+  void add_implicit_waits(CUstream_st& s, int64_t submit);
+  void schedule(CUstream_st& s, StreamOp& op);
+  void drain_backlogs();
+  void host_function_returned(CUstream_st* s);
+  void advance_tail(CUstream_st& s, int64_t t);
+  // Whether stream_ready(s) is final: nothing it follows is still unresolved.
+  bool ready_known(const CUstream_st& s) const;
+  void wait_until_ready_known(std::unique_lock<std::mutex>& lock, const CUstream_st& s);
+  void wait_until_scheduled(const std::shared_ptr<Scheduled>& op);
+  Slot enqueue(CUstream_st& s, Work work, int64_t submit);
   int64_t device_idle_time(int dev) const;
   CUresult free_locked(void* p, bool host, Allocation* freed);
   bool find_locked(const void* p, size_t bytes, Allocation* out) const;
-  CUresult plan_copy(const CopyRequest& req, int64_t* complete_at, int64_t* host_until);
+  enum class HostHold { None, Staging, UntilDone };
+  CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
+  CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
+  CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
+  int64_t max_idle_time() const;
 
   NodeDesc node_;
   SharedState& shared_;
   mutable std::mutex mu_;
+  std::condition_variable resolved_;  // a backlog drained or a host function returned
   std::vector<DeviceState> devices_;
   std::set<CUctx_st*> contexts_;
   std::set<CUstream_st*> streams_;

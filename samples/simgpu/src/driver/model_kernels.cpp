@@ -75,6 +75,10 @@ KernelCost resolve_kernel_cost(const NodeDesc& node, const std::string& name) {
     if (o->min_us >= 0) cost.min_us = o->min_us;
     if (o->flops_per_thread >= 0) cost.flops_per_thread = o->flops_per_thread;
     if (o->bytes_per_thread >= 0) cost.bytes_per_thread = o->bytes_per_thread;
+    if (o->registers >= 0) cost.registers = o->registers;
+    if (o->shared_bytes >= 0) cost.shared_bytes = o->shared_bytes;
+    if (o->local_bytes >= 0) cost.local_bytes = o->local_bytes;
+    if (o->max_threads_per_block > 0) cost.max_threads_per_block = o->max_threads_per_block;
   }
   return cost;
 }
@@ -165,18 +169,23 @@ CUresult Model::launch(CUfunction f, const unsigned grid[3], const unsigned bloc
   if (threads_per_block == 0 || threads_per_block > 1024 || block[2] > 64 || blocks == 0 ||
       grid[1] > 65535 || grid[2] > 65535 || grid[0] > 0x7fffffffu)
     return CUDA_ERROR_INVALID_VALUE;
-  if (shared_mem > 232448) return CUDA_ERROR_INVALID_VALUE;  // Hopper opt-in maximum
   // The CPU cost of the launch call comes first: the GPU cannot start a
   // kernel the host has not finished submitting.
   spend_host_time(us_to_ns(node_.costs.launch));
   wait_for_queue_slot();
   std::lock_guard lock(mu_);
   if (!functions_.count(f)) return CUDA_ERROR_INVALID_HANDLE;
+  const FunctionResources res = function_resources(*f);
+  if (threads_per_block > static_cast<uint64_t>(res.max_threads) || shared_mem > static_cast<unsigned>(res.max_dynamic_shared))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (uint64_t(res.registers) * threads_per_block > uint64_t(sm::kRegisters)) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
   const KernelTiming t = kernel_timing(node_, desc(st->device), f->cost, blocks, threads_per_block);
-  enqueue(*st, Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
-                    t.dram_bytes, t.sm_fraction});
+  submit(*st, StreamOp{StreamOp::Kind::Work,
+                       Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
+                            t.dram_bytes, t.sm_fraction, nullptr},
+                       {}, nullptr, nullptr, now_ns()});
   return CUDA_SUCCESS;
 }
 

@@ -1,7 +1,6 @@
-// Device model: allocations, copies and memsets.  Device memory is anonymous
-// host memory (MAP_NORESERVE, so a 100 GiB cudaMalloc costs nothing until
-// touched); the model charges host time for allocation and copies occupy the
-// copy engines for bytes / bandwidth.
+// Device model: allocations.  Device memory is anonymous host memory
+// (MAP_NORESERVE, so a 100 GiB cudaMalloc costs nothing until touched); the
+// model charges host time for allocation.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -25,58 +24,19 @@ void* map_memory(size_t bytes, bool populate = false) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
+}  // namespace
+
 void unmap_memory(const Allocation& a) {
   if (a.mapped) munmap(reinterpret_cast<void*>(a.base), (a.size + kPage - 1) / kPage * kPage);
 }
 
-bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
-bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
+namespace {
+
 
 int64_t alloc_cost(const HostCosts& c, MemKind kind, size_t bytes) {
   const double mib = static_cast<double>(bytes) / kMiB;
   if (kind == MemKind::HostPinned) return us_to_ns(c.host_alloc + c.host_alloc_per_mib * mib);
   return us_to_ns(c.malloc + c.malloc_per_mib * mib);
-}
-
-size_t extent(size_t width, size_t height, size_t pitch) {
-  return height == 0 ? 0 : (height - 1) * pitch + width;
-}
-
-// memmove, minus a host-CPU pathology: glibc's "rep movsb" runs at a tenth
-// of its speed on some x86 parts (AMD EPYC here) when the destination sits
-// just past the source modulo 4 KiB -- which is exactly how a malloc'ed host
-// buffer (page + 16) lines up with page-aligned device memory.  Those copies
-// go through 64-byte chunks instead, so host memory speed never overrides
-// the modeled PCIe time.
-void copy_bytes(char* dst, const char* src, size_t n) {
-  const uintptr_t skew = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & 4095;
-  const bool overlap = dst < src + n && src < dst + n;
-  if (overlap || skew == 0 || skew >= 256 || n < 4096) {
-    std::memmove(dst, src, n);
-    return;
-  }
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    char chunk[64];
-    std::memcpy(chunk, src + i, 64);
-    std::memcpy(dst + i, chunk, 64);
-  }
-  std::memcpy(dst + i, src + i, n - i);
-}
-
-void move_bytes(const CopyRequest& r) {
-  auto* dst = static_cast<char*>(r.dst);
-  const auto* src = static_cast<const char*>(r.src);
-  if (r.height == 1 || (r.dst_pitch == r.width && r.src_pitch == r.width)) {
-    copy_bytes(dst, src, r.width * r.height);
-    return;
-  }
-  for (size_t row = 0; row < r.height; ++row) copy_bytes(dst + row * r.dst_pitch, src + row * r.src_pitch, r.width);
-}
-
-template <class T>
-void fill(void* dst, T value, size_t count) {
-  std::fill_n(static_cast<T*>(dst), count, value);
 }
 
 }  // namespace
@@ -121,6 +81,15 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   return CUDA_SUCCESS;
 }
 
+CUresult Model::mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch) {
+  constexpr size_t kPitchAlignment = 512;
+  if (!out || !pitch || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  const size_t padded = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  if (CUresult r = mem_alloc(padded * height, MemKind::Device, 0, out)) return r;
+  *pitch = padded;
+  return CUDA_SUCCESS;
+}
+
 CUresult Model::mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void** out) {
   if (!out || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   {
@@ -162,16 +131,22 @@ CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
 }
 
 CUresult Model::mem_free(void* p, bool host) {
-  int64_t idle = 0;
+  int64_t idle = 0, bytes_idle = 0;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     Allocation a;
     if (!find_locked(p, 1, &a) || a.base != reinterpret_cast<uintptr_t>(p)) return CUDA_ERROR_INVALID_VALUE;
+    resolved_.wait(lock, [&] {
+      return std::all_of(devices_.begin(), devices_.end(), [](const DeviceState& d) { return d.unresolved.empty(); });
+    });
     idle = device_idle_time(a.device);
+    // Pinned memory may be any device's copy source or destination.
+    bytes_idle = host ? max_idle_time() : idle;
   }
   // cudaFree / cudaFreeHost wait for the whole device to drain, as on real
   // hardware: the page tables cannot change under running work.
   wait_until(idle);
+  HostWorker::instance().wait_bytes_through(bytes_idle);
   Allocation freed;
   {
     std::lock_guard lock(mu_);
@@ -184,17 +159,17 @@ CUresult Model::mem_free(void* p, bool host) {
 }
 
 CUresult Model::mem_free_async(void* p, CUstream s, bool per_thread) {
-  Allocation freed;
   {
     std::lock_guard lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    Allocation freed;
     if (CUresult r = free_locked(p, false, &freed)) return r;
+    // The pages go when the stream reaches the free: copies queued before it
+    // may still move bytes there.
+    submit(*st, StreamOp{StreamOp::Kind::Task, {}, [freed] { unmap_memory(freed); }, nullptr, nullptr, now_ns()});
   }
-  // Copies already moved their bytes at enqueue, so nothing queued can still
-  // touch this memory: returning it now is indistinguishable from the pool.
   spend_host_time(us_to_ns(node_.costs.async_alloc));
-  unmap_memory(freed);
   return CUDA_SUCCESS;
 }
 
@@ -215,11 +190,17 @@ CUresult Model::host_register(void* p, size_t bytes, unsigned flags) {
 }
 
 CUresult Model::host_unregister(void* p) {
-  std::lock_guard lock(mu_);
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
-  if (it == allocations_.end() || it->second.kind != MemKind::HostRegistered)
-    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-  allocations_.erase(it);
+  int64_t idle = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == allocations_.end() || it->second.kind != MemKind::HostRegistered)
+      return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    allocations_.erase(it);
+    idle = max_idle_time();
+  }
+  // The program may free the memory next: no queued copy may still write there.
+  HostWorker::instance().wait_bytes_through(idle);
   return CUDA_SUCCESS;
 }
 
@@ -240,95 +221,6 @@ CUresult Model::mem_info(size_t* free_bytes, size_t* total_bytes) {
   for (const ProcessUsage& p : shared_.processes(devices_[dev].node_index)) used += p.memory_bytes;
   if (total_bytes) *total_bytes = d.memory_bytes;
   if (free_bytes) *free_bytes = d.memory_bytes > used ? d.memory_bytes - used : 0;
-  return CUDA_SUCCESS;
-}
-
-// Validates a copy, queues it and says until when the caller is held.
-CUresult Model::plan_copy(const CopyRequest& req, int64_t* complete_at, int64_t* host_until) {
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
-  const size_t bytes = req.width * req.height;
-  const size_t dst_len = extent(req.width, req.height, req.dst_pitch);
-  const size_t src_len = extent(req.width, req.height, req.src_pitch);
-  Allocation dst, src;
-  const bool dst_dev = find_locked(req.dst, dst_len, &dst) && is_device_kind(dst.kind);
-  const bool src_dev = find_locked(req.src, src_len, &src) && is_device_kind(src.kind);
-  const DeviceDesc& d = desc(st->device);
-  Work w;
-  w.bytes = bytes;
-  bool staged = false, holds = false;  // device-to-device copies never hold the host
-  if (req.dir == CopyDir::DeviceToDevice) {
-    if (!dst_dev || !src_dev) return CUDA_ERROR_INVALID_VALUE;
-    w.engine = Engine::Compute;
-    w.activity = Activity::CopyD2D;
-    w.bytes = 2 * bytes;  // read and written once each
-    w.duration = static_cast<int64_t>(2.0 * bytes / d.dram_gbps);
-    w.start_latency = us_to_ns(node_.costs.kernel_start_latency);
-  } else {
-    const bool to_device = req.dir == CopyDir::HostToDevice;
-    if (to_device ? !dst_dev : !src_dev) return CUDA_ERROR_INVALID_VALUE;
-    Allocation host;
-    const bool pinned = find_locked(to_device ? req.src : req.dst, to_device ? src_len : dst_len, &host) &&
-                        is_pinned_kind(host.kind);
-    w.engine = to_device ? Engine::HostToDevice : Engine::DeviceToHost;
-    w.activity = to_device ? Activity::CopyH2D : Activity::CopyD2H;
-    const double gbps = pinned ? d.pinned_gbps : d.pageable_gbps;
-    const double latency = pinned ? node_.costs.copy_latency_pinned : node_.costs.copy_latency_pageable;
-    w.duration = us_to_ns(latency) + static_cast<int64_t>(static_cast<double>(bytes) / gbps);
-    // When the caller gets control back, as on real hardware: the synchronous
-    // API and device-to-host copies into pageable memory return once the
-    // bytes have landed; a pageable "async" upload returns once the CPU has
-    // staged it (its full duration, but not the wait for earlier work in the
-    // stream); a pinned async copy returns at once.
-    staged = req.async && to_device && !pinned;
-    holds = !req.async || !pinned;
-  }
-  *complete_at = enqueue(*st, w);
-  *host_until = staged ? now_ns() + w.duration : holds ? *complete_at : 0;
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::copy(const CopyRequest& req) {
-  if (req.width * req.height == 0) return CUDA_SUCCESS;
-  if (!req.dst || !req.src) return CUDA_ERROR_INVALID_VALUE;
-  int64_t complete_at = 0, host_until = 0;
-  if (req.dir == CopyDir::HostToHost) {
-    // Fully synchronous: waits for the stream, then the CPU copies.
-    CUresult r = stream_synchronize(req.stream, req.per_thread);
-    if (r == CUDA_SUCCESS) move_bytes(req);
-    return r;
-  }
-  wait_for_queue_slot();
-  {
-    std::lock_guard lock(mu_);
-    if (CUresult r = plan_copy(req, &complete_at, &host_until)) return r;
-  }
-  move_bytes(req);
-  wait_until(host_until);
-  return CUDA_SUCCESS;
-}
-
-CUresult Model::memset(CUdeviceptr dst, unsigned value, unsigned elem_size, size_t count, CUstream s,
-                       bool per_thread, bool /*async*/) {
-  void* p = reinterpret_cast<void*>(dst);
-  const size_t bytes = count * elem_size;
-  if (bytes == 0) return CUDA_SUCCESS;
-  wait_for_queue_slot();
-  {
-    std::lock_guard lock(mu_);
-    CUstream_st* st = nullptr;
-    if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-    Allocation a;
-    if (!find_locked(p, bytes, &a) || !is_device_kind(a.kind)) return CUDA_ERROR_INVALID_VALUE;
-    // Device memsets are asynchronous to the host, even the "synchronous" API.
-    Work w{Engine::Compute, Activity::Memset,
-           static_cast<int64_t>(static_cast<double>(bytes) / desc(st->device).dram_gbps),
-           us_to_ns(node_.costs.kernel_start_latency), bytes, 1.0};
-    enqueue(*st, w);
-  }
-  if (elem_size == 1) std::memset(p, static_cast<int>(value & 0xff), count);
-  if (elem_size == 2) fill<uint16_t>(p, static_cast<uint16_t>(value), count);
-  if (elem_size == 4) fill<uint32_t>(p, value, count);
   return CUDA_SUCCESS;
 }
 

@@ -41,7 +41,11 @@ namespace simgpu::rt {
   X(cuEventQuery, 2000) X(cuEventSynchronize, 2000) X(cuEventElapsedTime, 12080)                 \
   X(cuModuleLoadData, 2000) X(cuModuleGetFunction, 2000) X(cuLaunchKernel, 4000)                 \
   X(cuLaunchKernelEx, 11060) X(cuFuncGetName, 12030) X(cuProfilerStart, 4000)                    \
-  X(cuProfilerStop, 4000)
+  X(cuProfilerStop, 4000) X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000)                \
+  X(cuFuncSetCacheConfig, 3000) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)    \
+  X(cuOccupancyAvailableDynamicSMemPerBlock, 10020) X(cuStreamAddCallback, 5000)                 \
+  X(cuLaunchHostFunc, 10000) X(cuMemAllocPitch, 3020) X(cuMemcpy3D, 3020) X(cuMemcpy3DAsync, 3020)   \
+  X(cuMemsetD2D8, 3020) X(cuMemsetD2D8Async, 3020)
 
 // Field names go through cuda.h's renaming macros (cuMemAlloc -> cuMemAlloc_v2)
 // both where they are declared and where they are used, so they stay in step.
@@ -70,6 +74,15 @@ int& current_device();  // the thread's device (cudaSetDevice)
 // Binds the thread to its device's primary context, as the real runtime does
 // lazily on the first call that needs one.
 cudaError_t ensure_context();
+
+// cudaMemcpy3DParms in the driver's terms; cudaErrorNotSupported for CUDA
+// arrays, which simgpu does not model.
+cudaError_t to_driver_copy(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out);
+
+// The current device's CUfunction for a kernel: a host stub address (what
+// <<<>>> and cudaLaunchKernel pass) or a handle from cudaGetKernel.  Loads the
+// kernel's module into the device on first use.
+cudaError_t kernel_function(const DriverTable& d, const void* func, CUfunction* out);
 
 // Runs f() and records its error; no exception crosses the C ABI.
 template <class F>

@@ -96,10 +96,8 @@ cudaError_t function_for(const DriverTable& d, Kernel* k, CUfunction* out) {
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s,
                    bool per_thread) {
   return with_driver(per_thread, [&](const DriverTable& d) -> cudaError_t {
-    Kernel* k = find_kernel(func);
-    if (!k) return cudaErrorInvalidDeviceFunction;
     CUfunction f = nullptr;
-    if (cudaError_t e = function_for(d, k, &f)) return e;
+    if (cudaError_t e = simgpu::rt::kernel_function(d, func, &f)) return e;
     const CUresult r = d.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                         static_cast<unsigned>(shared_mem), s, args, nullptr);
     // The driver rejects bad dimensions as invalid values; the runtime calls
@@ -107,6 +105,15 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
     return r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidConfiguration : from_driver(r);
   });
 }
+
+}  // namespace
+
+cudaError_t simgpu::rt::kernel_function(const DriverTable& d, const void* func, CUfunction* out) {
+  Kernel* k = find_kernel(func);
+  return k ? function_for(d, k, out) : cudaErrorInvalidDeviceFunction;
+}
+
+namespace {
 
 template <bool PT>
 cudaError_t __cudaLaunchKernel_impl(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_mem,
@@ -210,9 +217,8 @@ cudaError_t CUDARTAPI cudaFuncGetName(const char** name, const void* func) {
 
 cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* function, const void* symbol) {
   return with_driver(false, [&](const DriverTable& d) -> cudaError_t {
-    Kernel* k = find_kernel(symbol);
-    if (!function || !k) return k ? cudaErrorInvalidValue : cudaErrorInvalidDeviceFunction;
-    return function_for(d, k, function);
+    if (!function) return cudaErrorInvalidValue;
+    return simgpu::rt::kernel_function(d, symbol, function);
   });
 }
 

@@ -1,5 +1,7 @@
 // Runtime entry points for streams and events.  cudaStream_t and cudaEvent_t
 // are the driver's CUstream and CUevent, so handles pass straight through.
+#include <memory>
+
 #include "runtime.hpp"
 
 using simgpu::rt::DriverTable;
@@ -31,6 +33,34 @@ cudaError_t cudaStreamGetFlags_impl(cudaStream_t s, unsigned* flags) {
 template <bool PT>
 cudaError_t cudaStreamGetPriority_impl(cudaStream_t s, int* priority) {
   return with_driver(PT, [&](const DriverTable& d) { return from_driver(d.cuStreamGetPriority(s, priority)); });
+}
+
+// cudaStreamAddCallback's callback takes a cudaError_t where the driver's
+// takes a CUresult: the driver calls this trampoline, which owns the pair.
+struct RuntimeCallback {
+  cudaStreamCallback_t fn;
+  void* user_data;
+};
+
+void CUDA_CB runtime_callback(CUstream s, CUresult status, void* data) {
+  const std::unique_ptr<RuntimeCallback> cb(static_cast<RuntimeCallback*>(data));
+  cb->fn(s, from_driver(status), cb->user_data);
+}
+
+template <bool PT>
+cudaError_t cudaStreamAddCallback_impl(cudaStream_t s, cudaStreamCallback_t fn, void* user_data, unsigned flags) {
+  return with_driver(PT, [&](const DriverTable& d) -> cudaError_t {
+    if (!fn) return cudaErrorInvalidValue;
+    auto cb = std::make_unique<RuntimeCallback>(RuntimeCallback{fn, user_data});
+    const cudaError_t e = from_driver(d.cuStreamAddCallback(s, runtime_callback, cb.get(), flags));
+    if (e == cudaSuccess) cb.release();  // the trampoline frees it
+    return e;
+  });
+}
+
+template <bool PT>
+cudaError_t cudaLaunchHostFunc_impl(cudaStream_t s, cudaHostFn_t fn, void* user_data) {
+  return with_driver(PT, [&](const DriverTable& d) { return from_driver(d.cuLaunchHostFunc(s, fn, user_data)); });
 }
 
 template <bool PT>
@@ -101,3 +131,7 @@ SIMGPU_RUNTIME_DUAL(cudaStreamGetPriority, _ptsz, (cudaStream_t s, int* priority
 SIMGPU_RUNTIME_DUAL(cudaEventRecord, _ptsz, (cudaEvent_t e, cudaStream_t s), (e, s))
 SIMGPU_RUNTIME_DUAL(cudaEventRecordWithFlags, _ptsz, (cudaEvent_t e, cudaStream_t s, unsigned int flags),
                     (e, s, flags))
+SIMGPU_RUNTIME_DUAL(cudaStreamAddCallback, _ptsz,
+                    (cudaStream_t s, cudaStreamCallback_t fn, void* user_data, unsigned int flags),
+                    (s, fn, user_data, flags))
+SIMGPU_RUNTIME_DUAL(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t fn, void* user_data), (s, fn, user_data))

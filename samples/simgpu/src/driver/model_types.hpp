@@ -1,0 +1,188 @@
+// The device model's data: the driver's handle types and what the model
+// keeps about streams, events, allocations and queued work.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <cuda.h>
+
+#include "../common/node.hpp"
+#include "../common/shared_state.hpp"
+#include "host_worker.hpp"
+
+namespace simgpu::drv {
+
+enum class Engine { Compute, HostToDevice, DeviceToHost, Count };
+enum class MemKind { Device, Managed, HostPinned, HostRegistered };
+enum class CopyDir { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
+
+// One operation for a device engine: how long it runs once started, the
+// least time between its submission and its start, what NVML sees, and the
+// bytes it moves when its stream reaches it (copies and memsets; run by the
+// HostWorker).
+struct Work {
+  Engine engine = Engine::Compute;
+  Activity activity = Activity::KernelCompute;
+  int64_t duration = 0, start_latency = 0;
+  uint64_t bytes = 0;
+  double sm_fraction = 1.0;
+  std::function<void()> move;
+};
+
+// Where the model put an operation: its modeled start and end, and the
+// HostWorker task that moves its bytes (when it has any).
+struct Slot {
+  int64_t start = 0, end = 0;
+  TaskKey task;
+};
+
+// An instant in a stream that the model knows once everything ahead of it
+// is scheduled: where an event was recorded, or an internal dependency.
+struct Marker {
+  bool resolved = false;
+  int64_t time = 0;
+};
+using MarkerRef = std::shared_ptr<Marker>;
+
+// Filled in when a submitted operation is scheduled, for a caller that
+// waits for it (a synchronous copy queued behind a host function).
+struct Scheduled {
+  bool done = false;
+  Slot slot;
+};
+
+// What a stream is asked to do, in its order.
+struct StreamOp {
+  enum class Kind {
+    Work,          // occupies an engine
+    HostFunction,  // runs `fn` on simgpu's host thread; later work waits for its return
+    Record,        // resolves `marker` where the stream is
+    Wait,          // later work waits for `marker`
+    Task,          // runs `fn` (bytes) where the stream is, without engine time
+  };
+  Kind kind = Kind::Work;
+  Work work;
+  std::function<void()> fn;
+  MarkerRef marker;
+  std::shared_ptr<Scheduled> scheduled;
+  int64_t submit = 0;  // when the host submitted it
+};
+
+}  // namespace simgpu::drv
+
+// The driver's opaque handle types, defined here: a handle is a pointer to
+// one of these, validated against the model's registries before use.
+struct CUctx_st {
+  int device;
+  bool primary;
+};
+
+struct CUstream_st {
+  int device = 0;
+  unsigned flags = 0;
+  int priority = 0;
+  bool legacy = false;      // the device's NULL stream
+  bool per_thread = false;  // a thread's per-thread default stream
+  bool destroyed = false;   // the handle is gone; queued work still runs
+  int64_t tail = 0;         // modeled completion of everything scheduled here
+  // Submitted work the model cannot schedule yet: it follows a host function
+  // that has not returned (`held`) or waits for an unresolved marker.
+  bool held = false;
+  std::deque<simgpu::drv::StreamOp> backlog;
+  bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
+  bool unresolved() const { return held || !backlog.empty(); }
+};
+
+struct CUevent_st {
+  int device = 0;
+  unsigned flags = 0;
+  simgpu::drv::MarkerRef record;  // the latest record; null: never recorded
+};
+
+struct CUfunc_st;
+struct CUmod_st {
+  const void* image = nullptr;
+  bool is_ptx = false;
+  std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
+};
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  std::string name;  // as given (mangled for C++ kernels)
+  simgpu::KernelCost cost;  // the node's entry for this kernel, over the default
+  int max_dynamic_shared = -1;  // cuFuncSetAttribute's opt-in; -1: the 48 KiB default
+  int carveout = -1;            // preferred shared memory carveout, percent
+};
+
+namespace simgpu::drv {
+
+struct Allocation {
+  uintptr_t base = 0;
+  size_t size = 0;
+  int device = 0;
+  MemKind kind = MemKind::Device;
+  unsigned flags = 0;
+  bool mapped = true;  // false for cuMemHostRegister'ed user memory
+};
+
+// One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows
+// `pitch` bytes apart and slices `slice` bytes apart on each side.
+struct CopyRequest {
+  CopyDir dir = CopyDir::HostToDevice;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t width = 0, height = 1, depth = 1;
+  size_t dst_pitch = 0, src_pitch = 0, dst_slice = 0, src_slice = 0;
+  CUstream stream = nullptr;
+  bool per_thread = false;  // the _ptsz/_ptds entry point was called
+  bool async = false;       // the *Async entry point was called
+  size_t bytes() const { return width * height * depth; }
+};
+
+// One memset of `elem_size`-byte elements: height rows of `width` elements,
+// rows `pitch` bytes apart.
+struct MemsetRequest {
+  void* dst = nullptr;
+  unsigned value = 0, elem_size = 1;
+  size_t width = 0, height = 1, pitch = 0;
+  CUstream stream = nullptr;
+  bool per_thread = false;
+  size_t bytes() const { return width * elem_size * height; }
+};
+
+// Bytes from the first to the last byte a strided region touches.
+inline size_t span(size_t width, size_t height, size_t depth, size_t pitch, size_t slice) {
+  return height == 0 || depth == 0 ? 0 : (depth - 1) * slice + (height - 1) * pitch + width;
+}
+
+struct KernelTiming {
+  int64_t duration_ns = 0;
+  Activity activity = Activity::KernelCompute;
+  uint64_t dram_bytes = 0;
+  double sm_fraction = 1.0;
+};
+
+struct DeviceState {
+  const DeviceDesc* desc = nullptr;
+  int node_index = 0;
+  std::array<int64_t, static_cast<size_t>(Engine::Count)> engine_free{};
+  CUstream_st legacy;
+  int64_t blocking_tail = 0;  // newest completion queued on any blocking stream
+  int64_t host_tail = 0;      // newest return of a host function
+  uint64_t memory_used = 0;
+  CUctx_st primary;
+  int primary_refs = 0;
+  unsigned primary_flags = 0;
+  std::multiset<int64_t> in_flight;      // completion times of queued operations
+  std::set<CUstream_st*> unresolved;     // streams with a backlog or a running host function
+  size_t backlog_ops = 0;                // operations in those backlogs
+};
+
+}  // namespace simgpu::drv

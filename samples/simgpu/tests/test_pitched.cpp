@@ -1,0 +1,128 @@
+// Pitched memory: 2D and 3D allocations, copies and memsets move the right
+// bytes and leave the padding alone (tests/nodes/test.json).
+#include <cstring>
+#include <vector>
+
+#include <cuda.h>
+
+#include "test_support.hpp"
+
+namespace {
+
+using simgpu_test::kernel;
+using simgpu_test::launch;
+
+TEST(Pitched, TwoDimensionalCopiesAndMemsetsKeepTheirRows) {
+  constexpr size_t kWidth = 100, kHeight = 8, kHostPitch = 128;
+  char* dev = nullptr;
+  size_t pitch = 0;
+  CUDA_OK(cudaMallocPitch(reinterpret_cast<void**>(&dev), &pitch, kWidth, kHeight));
+  EXPECT_EQ(512u, pitch);
+  std::vector<char> in(kWidth * kHeight);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<char>(i % 97);
+  CUDA_OK(cudaMemcpy2D(dev, pitch, in.data(), kWidth, kWidth, kHeight, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset2D(dev + 10, pitch, 0xAB, 20, kHeight));
+  std::vector<char> out(kHostPitch * kHeight, 'S');
+  CUDA_OK(cudaMemcpy2D(out.data(), kHostPitch, dev, pitch, kWidth, kHeight, cudaMemcpyDeviceToHost));
+  for (size_t y = 0; y < kHeight; ++y) {
+    for (size_t x = 0; x < kHostPitch; ++x) {
+      const char expected = x >= kWidth ? 'S' : x >= 10 && x < 30 ? static_cast<char>(0xAB) : in[y * kWidth + x];
+      ASSERT_EQ(expected, out[y * kHostPitch + x]) << "row " << y << " column " << x;
+    }
+  }
+  CUDA_OK(cudaFree(dev));
+}
+
+TEST(Pitched, ThreeDimensionalCopiesAndMemsetsReachEverySlice) {
+  const cudaExtent extent = make_cudaExtent(64, 4, 3);  // bytes, rows, slices
+  cudaPitchedPtr dev{};
+  CUDA_OK(cudaMalloc3D(&dev, extent));
+  EXPECT_EQ(512u, dev.pitch);
+  EXPECT_EQ(4u, dev.ysize);
+  std::vector<unsigned char> volume(64 * 4 * 3);
+  for (size_t i = 0; i < volume.size(); ++i) volume[i] = static_cast<unsigned char>(i * 7);
+  cudaMemcpy3DParms up{};
+  up.srcPtr = make_cudaPitchedPtr(volume.data(), 64, 64, 4);
+  up.dstPtr = dev;
+  up.extent = extent;
+  up.kind = cudaMemcpyHostToDevice;
+  CUDA_OK(cudaMemcpy3D(&up));
+  CUDA_OK(cudaMemset3D(dev, 1, make_cudaExtent(8, 4, 3)));  // whole slices: one 2D memset
+  CUDA_OK(cudaMemset3D(dev, 2, make_cudaExtent(4, 2, 3)));  // part of each slice
+  // Read back the box x 0..15, y 1..2, z 1..2 into a dense buffer.
+  std::vector<unsigned char> box(16 * 2 * 2, 0xEE);
+  cudaMemcpy3DParms down{};
+  down.srcPtr = dev;
+  down.srcPos = make_cudaPos(0, 1, 1);
+  down.dstPtr = make_cudaPitchedPtr(box.data(), 16, 16, 2);
+  down.extent = make_cudaExtent(16, 2, 2);
+  down.kind = cudaMemcpyDeviceToHost;
+  CUDA_OK(cudaMemcpy3D(&down));
+  for (size_t z = 0; z < 2; ++z) {
+    for (size_t y = 0; y < 2; ++y) {
+      for (size_t x = 0; x < 16; ++x) {
+        const size_t vz = z + 1, vy = y + 1;
+        const unsigned char expected = x < 4 && vy < 2 ? 2 : x < 8 ? 1 : volume[(vz * 4 + vy) * 64 + x];
+        ASSERT_EQ(expected, box[(z * 2 + y) * 16 + x]) << x << "," << vy << "," << vz;
+      }
+    }
+  }
+  CUDA_OK(cudaFree(dev.ptr));
+}
+
+TEST(Pitched, AsyncThreeDimensionalCopyWaitsForItsStream) {
+  cudaPitchedPtr dev{};
+  const cudaExtent extent = make_cudaExtent(32, 2, 2);
+  CUDA_OK(cudaMalloc3D(&dev, extent));
+  CUDA_OK(cudaMemset3D(dev, 0, extent));
+  unsigned char* pinned = nullptr;
+  CUDA_OK(cudaMallocHost(&pinned, 32 * 2 * 2));
+  std::memset(pinned, 5, 32 * 2 * 2);
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  CUDA_OK(launch(kernel("k_10ms"), s));
+  cudaMemcpy3DParms up{};
+  up.srcPtr = make_cudaPitchedPtr(pinned, 32, 32, 2);
+  up.dstPtr = dev;
+  up.extent = extent;
+  up.kind = cudaMemcpyDefault;
+  CUDA_OK(cudaMemcpy3DAsync(&up, s));
+  EXPECT_EQ(0, static_cast<unsigned char*>(dev.ptr)[dev.pitch * 3]);  // the stream is not there yet
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(5, static_cast<unsigned char*>(dev.ptr)[dev.pitch * 3]);  // slice 1, row 1
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFreeHost(pinned));
+  CUDA_OK(cudaFree(dev.ptr));
+}
+
+TEST(Pitched, DriverMemsetsAndArrays) {
+  CUDA_OK(cudaSetDevice(0));
+  CUdeviceptr dev = 0;
+  size_t pitch = 0;
+  ASSERT_EQ(CUDA_SUCCESS, cuMemAllocPitch(&dev, &pitch, 40, 3, 4));
+  ASSERT_EQ(CUDA_SUCCESS, cuMemsetD2D32(dev, pitch, 0x01020304u, 10, 3));
+  std::vector<uint32_t> row(10);
+  CUDA_MEMCPY3D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+  c.srcDevice = dev;
+  c.srcPitch = pitch;
+  c.srcY = 2;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = row.data();
+  c.WidthInBytes = 40;
+  c.Height = 1;
+  c.Depth = 1;
+  ASSERT_EQ(CUDA_SUCCESS, cuMemcpy3D(&c));
+  EXPECT_EQ(0x01020304u, row[9]);
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemAllocPitch(&dev, &pitch, 40, 3, 3));  // element size 4, 8 or 16
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cuMemcpy3D(&c));
+  cudaMemcpy3DParms p{};
+  p.srcArray = reinterpret_cast<cudaArray_t>(&row);
+  p.extent = make_cudaExtent(1, 1, 1);
+  EXPECT_EQ(cudaErrorNotSupported, cudaMemcpy3D(&p));
+  cudaGetLastError();
+}
+
+}  // namespace
