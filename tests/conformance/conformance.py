@@ -288,7 +288,7 @@ def main():
         if args.static:
             report = check_no_driver(info, status, err, t_err) if not args.gpu else "ran on the GPU"
         else:
-            report = check_counts(args, program, exe, trace, status, out, err)
+            report = check_counts(args, program, exe, trace, status, t_out, err)
     except Failure as f:
         print(f"conformance {label}: FAILED\n{f}")
         return 1
@@ -314,6 +314,8 @@ def check_no_driver(info, status, err, t_err):
 
 
 def check_counts(args, program, exe, trace, status, out, err):
+    """`out` is the traced run's stdout: a count the program printed about
+    itself (masked when compared with the plain run) is the traced run's."""
     outcome = expectations.Outcome(status, out, program.args, simulated=args.simgpu is not None)
     try:
         expect = program.expect(outcome)
