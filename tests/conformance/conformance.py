@@ -253,10 +253,11 @@ def traced_environment(args, env):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--corpus", required=True, help="directory of the built programs")
-    ap.add_argument("--gpuscope", required=True, help="the gpuscope CLI")
-    ap.add_argument("--work", required=True, help="scratch directory (emptied first)")
+    ap.add_argument("--list", action="store_true", help="print the programs' names and exit")
+    ap.add_argument("--program")
+    ap.add_argument("--corpus", help="directory of the built programs")
+    ap.add_argument("--gpuscope", help="the gpuscope CLI")
+    ap.add_argument("--work", help="scratch directory (emptied first)")
     ap.add_argument("--simgpu", help="simgpu's library directory: run on simgpu")
     ap.add_argument("--nodes", default=os.path.join(os.path.dirname(__file__), "../../samples/simgpu/nodes"))
     ap.add_argument("--gpu", action="store_true", help="run on the real GPU with the caller's LD_LIBRARY_PATH")
@@ -264,7 +265,12 @@ def main():
     ap.add_argument("--asan-runtime", help="libasan.so to preload (libgpuscope.so built with ASan)")
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
-
+    if args.list:
+        print("\n".join(expectations.PROGRAMS))
+        return 0
+    missing = [f"--{a}" for a in ("program", "corpus", "gpuscope", "work") if getattr(args, a) is None]
+    if missing:
+        ap.error(f"{', '.join(missing)} required")
     program = expectations.PROGRAMS[args.program]
     exe = os.path.join(args.corpus, args.program + ("_static" if args.static else ""))
     shutil.rmtree(args.work, ignore_errors=True)
