@@ -347,48 +347,44 @@ def omp_streams(o):
         kernels={"add_constant": c})
 
 
-def graph_work(launches, b):
-    """What `launches` launches of the graph_kernels.h graph execute: a copy
-    up, scale, offset, a copy down. A call captured into a graph, or a node
-    added to one, executes nothing by itself."""
-    return dict(copies={"HostToDevice Pinned->Device async": pair(launches, b),
-                        "DeviceToHost Device->Pinned async": pair(launches, b)},
-                kernels={"scale": launches, "offset": launches})
+def graph_program(o, calls, memsets_per_launch, memsets_outside=0):
+    """graph_work.h around a program's own graph calls: GraphBuffers (two
+    pinned and two device buffers of --n floats, a stream), 2 x --launches
+    graph launches in two rounds (one stream synchronize each). Work is
+    counted where it executes: each launch runs the graph's copy up, scale,
+    offset, copy down (and its memsets); a call captured into a graph or a
+    node added to one executes nothing by itself."""
+    success_only(o)
+    b, runs = o.arg("n") * FLOAT, 2 * o.arg("launches")
+    memsets = runs * memsets_per_launch + memsets_outside
+    return Expect(
+        calls=merge({"cudaHostAlloc": 2, "cudaMalloc": 2, "cudaStreamCreateWithFlags": 1, "cudaGraphInstantiate": 1,
+                     "cudaGraphLaunch": runs, "cudaStreamSynchronize": 2, "cudaGraphExecDestroy": 1,
+                     "cudaStreamDestroy": 1, "cudaFreeHost": 2, "cudaFree": 2}, results_check(), calls),
+        copies={"HostToDevice Pinned->Device async": pair(runs, b), "DeviceToHost Device->Pinned async": pair(runs, b)},
+        memsets={"Device": pair(memsets, b)} if memsets else {},
+        allocs={"Alloc Pinned": pair(2, b), "Alloc Device": pair(2, b), "Free Pinned": pair(2, b),
+                "Free Device": pair(2, b)},
+        syncs={"Stream": 2},
+        kernels={"scale": runs, "offset": runs})
 
 
 @program(args=["--n=65536", "--launches=10"])
 def graph_capture(o):
-    success_only(o)
-    b, launches = o.arg("n") * FLOAT, o.arg("launches")
-    work = graph_work(2 * launches, b)
-    return Expect(
-        calls=merge({"cudaHostAlloc": 2, "cudaMalloc": 2, "cudaMemset": 1, "cudaStreamCreateWithFlags": 1,
-                     "cudaStreamBeginCapture": 2, "cudaMemcpyAsync": 4, "__cudaLaunchKernel": 4,
-                     "cudaStreamEndCapture": 2, "cudaGraphGetNodes": 1, "cudaGraphInstantiate": 1,
-                     "cudaGraphLaunch": 2 * launches, "cudaStreamSynchronize": 2, "cudaGraphExecUpdate": 1,
-                     "cudaGraphExecDestroy": 1, "cudaGraphDestroy": 2, "cudaStreamDestroy": 1, "cudaFreeHost": 2,
-                     "cudaFree": 2}, results_check()),
-        memsets={"Device": pair(1, b)},
-        allocs={"Alloc Pinned": pair(2, b), "Alloc Device": pair(2, b), "Free Pinned": pair(2, b),
-                "Free Device": pair(2, b)},
-        syncs={"Stream": 2}, **work)
+    # Two captures of copy, two kernels, copy; the output cleared once, outside.
+    return graph_program(o, {"cudaMemset": 1, "cudaStreamBeginCapture": 2, "cudaMemcpyAsync": 4,
+                             "__cudaLaunchKernel": 4, "cudaStreamEndCapture": 2, "cudaGraphGetNodes": 1,
+                             "cudaGraphExecUpdate": 1, "cudaGraphDestroy": 2},
+                         memsets_per_launch=0, memsets_outside=1)
 
 
 @program(args=["--n=65536", "--launches=10"])
 def graph_build(o):
-    success_only(o)
-    b, launches = o.arg("n") * FLOAT, o.arg("launches")
-    work = graph_work(2 * launches, b)
-    return Expect(
-        calls=merge({"cudaHostAlloc": 2, "cudaMalloc": 2, "cudaStreamCreateWithFlags": 1, "cudaGraphCreate": 1,
-                     "cudaGraphAddMemcpyNode1D": 2, "cudaGraphAddMemsetNode": 1, "cudaGraphAddKernelNode": 2,
-                     "cudaGraphInstantiate": 1, "cudaGraphLaunch": 2 * launches, "cudaStreamSynchronize": 2,
-                     "cudaGraphExecKernelNodeSetParams": 1, "cudaGraphExecDestroy": 1, "cudaGraphDestroy": 1,
-                     "cudaStreamDestroy": 1, "cudaFreeHost": 2, "cudaFree": 2}, results_check()),
-        memsets={"Device": pair(2 * launches, b)},  # the clear node, every launch
-        allocs={"Alloc Pinned": pair(2, b), "Alloc Device": pair(2, b), "Free Pinned": pair(2, b),
-                "Free Device": pair(2, b)},
-        syncs={"Stream": 2}, **work)
+    # Five nodes; the clear node runs with every launch.
+    return graph_program(o, {"cudaGraphCreate": 1, "cudaGraphAddMemcpyNode1D": 2, "cudaGraphAddMemsetNode": 1,
+                             "cudaGraphAddKernelNode": 2, "cudaGraphExecKernelNodeSetParams": 1,
+                             "cudaGraphDestroy": 1},
+                         memsets_per_launch=1)
 
 
 @program()

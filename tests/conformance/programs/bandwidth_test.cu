@@ -15,23 +15,19 @@ struct Buffers {
   unsigned char* device2;
 };
 
-cudaEvent_t start, stop;
+conformance::EventTimer* timer;
 
 // Times --reps copies; pinned memory goes through cudaMemcpyAsync, as
 // bandwidth tools do, pageable memory through cudaMemcpy.
 double gbps(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, int reps, bool async) {
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer->start();
   for (int r = 0; r < reps; ++r) {
     if (async)
       checkCudaErrors(cudaMemcpyAsync(dst, src, bytes, kind, 0));
     else
       checkCudaErrors(cudaMemcpy(dst, src, bytes, kind));
   }
-  checkCudaErrors(cudaEventRecord(stop, 0));
-  checkCudaErrors(cudaEventSynchronize(stop));
-  float ms = 0;
-  checkCudaErrors(cudaEventElapsedTime(&ms, start, stop));
-  return static_cast<double>(bytes) * reps / (ms * 1e6);
+  return static_cast<double>(bytes) * reps / (timer->stop_ms() * 1e6);
 }
 
 bool measure(const char* mode, Buffers& b, size_t bytes, int reps, bool pinned) {
@@ -64,8 +60,8 @@ int main(int argc, char** argv) {
   checkCudaErrors(cudaMalloc(&pageable.device2, bytes));
   pinned.device = pageable.device;
   pinned.device2 = pageable.device2;
-  checkCudaErrors(cudaEventCreate(&start));
-  checkCudaErrors(cudaEventCreate(&stop));
+  conformance::EventTimer events;
+  timer = &events;
 
   bool ok = measure("Pageable", pageable, bytes, reps, false);
   ok = measure("Pinned", pinned, bytes, reps, true) && ok;
@@ -77,8 +73,7 @@ int main(int argc, char** argv) {
     ok = false;
   }
 
-  checkCudaErrors(cudaEventDestroy(start));
-  checkCudaErrors(cudaEventDestroy(stop));
+  events.release();
   checkCudaErrors(cudaFreeHost(pinned.host));
   checkCudaErrors(cudaFreeHost(pinned.host_back));
   checkCudaErrors(cudaFree(pageable.device));

@@ -62,6 +62,32 @@ inline void fill(int* v, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<int>(sample::mix(static_cast<unsigned>(i) + seed) & 0xffff);
 }
 
+// Times GPU work between two events, as samples do: two cudaEventCreate,
+// then per measurement two cudaEventRecord, one cudaEventSynchronize and
+// one cudaEventElapsedTime; release() makes the two cudaEventDestroy.
+class EventTimer {
+ public:
+  EventTimer() {
+    check_result(cudaEventCreate(&start_), "cudaEventCreate(&start_)", __FILE__, __LINE__);
+    check_result(cudaEventCreate(&stop_), "cudaEventCreate(&stop_)", __FILE__, __LINE__);
+  }
+  void start(cudaStream_t stream = 0) { check_result(cudaEventRecord(start_, stream), "cudaEventRecord(start_)", __FILE__, __LINE__); }
+  float stop_ms(cudaStream_t stream = 0) {
+    float ms = 0;
+    check_result(cudaEventRecord(stop_, stream), "cudaEventRecord(stop_)", __FILE__, __LINE__);
+    check_result(cudaEventSynchronize(stop_), "cudaEventSynchronize(stop_)", __FILE__, __LINE__);
+    check_result(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime", __FILE__, __LINE__);
+    return ms;
+  }
+  void release() {
+    check_result(cudaEventDestroy(start_), "cudaEventDestroy(start_)", __FILE__, __LINE__);
+    check_result(cudaEventDestroy(stop_), "cudaEventDestroy(stop_)", __FILE__, __LINE__);
+  }
+
+ private:
+  cudaEvent_t start_, stop_;
+};
+
 // The one line a sample ends with; the exit status follows it.
 inline int finish(bool passed) {
   std::printf("%s\n", passed ? "Test PASSED" : "Test FAILED");

@@ -42,21 +42,16 @@ int main(int argc, char** argv) {
   checkCudaErrors(cudaMemset(d_clocks, 0, bytes));
   std::vector<cudaStream_t> streams(nstreams);
   for (auto& s : streams) checkCudaErrors(cudaStreamCreate(&s));
-  cudaEvent_t start, stop;
-  checkCudaErrors(cudaEventCreate(&start));
-  checkCudaErrors(cudaEventCreate(&stop));
+  conformance::EventTimer timer;
 
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer.start();
   for (int i = 0; i < nstreams; ++i) {
     kernel_a<<<1, 1, 0, streams[i]>>>(&d_clocks[2 * i], clocks);
     kernel_b<<<1, 1, 0, streams[i]>>>(&d_clocks[2 * i + 1], clocks);
   }
   sum<<<1, 32>>>(d_clocks, 2 * nstreams);
   getLastCudaError("sum");
-  checkCudaErrors(cudaEventRecord(stop, 0));
-  checkCudaErrors(cudaEventSynchronize(stop));
-  float ms = 0;
-  checkCudaErrors(cudaEventElapsedTime(&ms, start, stop));
+  const float ms = timer.stop_ms();
   std::printf("Measured time for sample = %.3f s (serialized it would take %.3f s)\n", ms / 1000.0,
               2.0 * nstreams * us / 1e6);
 
@@ -67,8 +62,7 @@ int main(int argc, char** argv) {
   if (!ok) std::fprintf(stderr, "hyperq: the kernels spun %lld clocks in all, expected %lld\n", total, 2 * nstreams * clocks);
 
   for (auto& s : streams) checkCudaErrors(cudaStreamDestroy(s));
-  checkCudaErrors(cudaEventDestroy(start));
-  checkCudaErrors(cudaEventDestroy(stop));
+  timer.release();
   checkCudaErrors(cudaFree(d_clocks));
   return conformance::finish(ok);
 }

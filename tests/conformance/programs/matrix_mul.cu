@@ -49,10 +49,8 @@ int main(int argc, char** argv) {
   checkCudaErrors(cudaMalloc(&d_b, bytes_b));
   checkCudaErrors(cudaMalloc(&d_c, bytes_c));
   cudaStream_t stream;
-  cudaEvent_t start, stop;
   checkCudaErrors(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  checkCudaErrors(cudaEventCreate(&start));
-  checkCudaErrors(cudaEventCreate(&stop));
+  conformance::EventTimer timer;
 
   checkCudaErrors(cudaMemcpyAsync(d_a, a, bytes_a, cudaMemcpyHostToDevice, stream));
   checkCudaErrors(cudaMemcpyAsync(d_b, b, bytes_b, cudaMemcpyHostToDevice, stream));
@@ -63,13 +61,9 @@ int main(int argc, char** argv) {
   getLastCudaError("matrix_mul_tiled (warm-up)");
   checkCudaErrors(cudaStreamSynchronize(stream));
 
-  checkCudaErrors(cudaEventRecord(start, stream));
+  timer.start(stream);
   for (int k = 0; k < iters; ++k) matrix_mul_tiled<<<grid, threads, 0, stream>>>(d_c, d_a, d_b, wa, wb);
-  checkCudaErrors(cudaEventRecord(stop, stream));
-  checkCudaErrors(cudaEventSynchronize(stop));
-  float ms = 0;
-  checkCudaErrors(cudaEventElapsedTime(&ms, start, stop));
-  const double per_launch = ms / iters, flops = 2.0 * ha * wa * wb;
+  const double per_launch = timer.stop_ms(stream) / iters, flops = 2.0 * ha * wa * wb;
   std::printf("Performance= %.2f GFlop/s, Time= %.3f msec, Size= %.0f Ops, WorkgroupSize= %u threads/block\n",
               flops * 1.0e-9 / (per_launch / 1000.0), per_launch, flops, threads.x * threads.y);
 
@@ -86,8 +80,7 @@ int main(int argc, char** argv) {
     }
   std::printf("%s\n", ok ? "Result = PASS" : "Result = FAIL");
 
-  checkCudaErrors(cudaEventDestroy(start));
-  checkCudaErrors(cudaEventDestroy(stop));
+  timer.release();
   checkCudaErrors(cudaStreamDestroy(stream));
   checkCudaErrors(cudaFreeHost(a));
   checkCudaErrors(cudaFreeHost(b));

@@ -35,12 +35,10 @@ int main(int argc, char** argv) {
     checkCudaErrors(cudaStreamCreate(&stream[s]));
     conformance::fill(h_in[s], n, s);
   }
-  cudaEvent_t start, stop;
-  checkCudaErrors(cudaEventCreate(&start));
-  checkCudaErrors(cudaEventCreate(&stop));
+  conformance::EventTimer timer;
 
   const dim3 threads(256), blocks((n + 255) / 256);
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer.start();
   for (int k = 0; k < steps; ++k) {
     const int s = k % kSets;
     checkCudaErrors(cudaMemcpyAsync(d_in[s], h_in[s], bytes, cudaMemcpyHostToDevice, stream[s]));
@@ -48,10 +46,7 @@ int main(int argc, char** argv) {
     inc_kernel<<<blocks, threads, 0, stream[s]>>>(d_out[s], d_in[s], n, reps);
     checkCudaErrors(cudaMemcpyAsync(h_out[s], d_out[s], bytes, cudaMemcpyDeviceToHost, stream[s]));
   }
-  checkCudaErrors(cudaEventRecord(stop, 0));
-  checkCudaErrors(cudaEventSynchronize(stop));
-  float ms = 0;
-  checkCudaErrors(cudaEventElapsedTime(&ms, start, stop));
+  const float ms = timer.stop_ms();
   std::printf("%d steps in %.3f ms: %.2f GB/s moved\n", steps, ms, 2.0 * bytes * steps / (ms * 1e6));
 
   // An output holds in + reps where the kernel ran, else the memset's zeros.
@@ -71,7 +66,6 @@ int main(int argc, char** argv) {
     checkCudaErrors(cudaFree(d_in[s]));
     checkCudaErrors(cudaFree(d_out[s]));
   }
-  checkCudaErrors(cudaEventDestroy(start));
-  checkCudaErrors(cudaEventDestroy(stop));
+  timer.release();
   return conformance::finish(ok);
 }

@@ -46,21 +46,15 @@ int main(int argc, char** argv) {
   checkCudaErrors(cudaMallocHost(&h, bytes));
 
   checkCudaErrors(cudaSetDevice(0));
-  cudaEvent_t start, stop;
-  checkCudaErrors(cudaEventCreate(&start));
-  checkCudaErrors(cudaEventCreate(&stop));
-  checkCudaErrors(cudaEventRecord(start, 0));
+  conformance::EventTimer timer;
+  timer.start();
   for (int r = 0; r < reps; ++r) {
     if (r % 2 == 0)
       checkCudaErrors(cudaMemcpy(g1, g0, bytes, cudaMemcpyDefault));
     else
       checkCudaErrors(cudaMemcpy(g0, g1, bytes, cudaMemcpyDefault));
   }
-  checkCudaErrors(cudaEventRecord(stop, 0));
-  checkCudaErrors(cudaEventSynchronize(stop));
-  float ms = 0;
-  checkCudaErrors(cudaEventElapsedTime(&ms, start, stop));
-  std::printf("cudaMemcpy between GPU0 and GPU1: %.2f GB/s\n", static_cast<double>(bytes) * reps / (ms * 1e6));
+  std::printf("cudaMemcpy between GPU0 and GPU1: %.2f GB/s\n", static_cast<double>(bytes) * reps / (timer.stop_ms() * 1e6));
 
   std::vector<float> original(n);
   conformance::fill(original.data(), n, 6);
@@ -86,8 +80,7 @@ int main(int argc, char** argv) {
       ok = false;
     }
 
-  checkCudaErrors(cudaEventDestroy(start));
-  checkCudaErrors(cudaEventDestroy(stop));
+  timer.release();
   checkCudaErrors(cudaDeviceDisablePeerAccess(1));
   checkCudaErrors(cudaSetDevice(1));
   checkCudaErrors(cudaDeviceDisablePeerAccess(0));

@@ -10,13 +10,6 @@ __global__ void init_array(int* a, int value, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) a[i] = value;
 }
 
-float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
-  float ms = 0;
-  checkCudaErrors(cudaEventSynchronize(stop));
-  checkCudaErrors(cudaEventElapsedTime(&ms, start, stop));
-  return ms;
-}
-
 int main(int argc, char** argv) {
   sample::name() = "simple_streams";
   const sample::Flags flags(argc, argv, {"n=", "streams=", "iters="}, "[--n=INTS] [--streams=S] [--iters=K]");
@@ -42,38 +35,32 @@ int main(int argc, char** argv) {
 
   std::vector<cudaStream_t> streams(nstreams);
   for (auto& s : streams) checkCudaErrors(cudaStreamCreate(&s));
-  cudaEvent_t start, stop;
-  checkCudaErrors(cudaEventCreate(&start));
-  checkCudaErrors(cudaEventCreate(&stop));
+  conformance::EventTimer timer;
   const dim3 threads(512), blocks(n / (4 * threads.x)), chunk_blocks(chunk / (4 * threads.x) + 1);
 
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer.start();
   checkCudaErrors(cudaMemcpyAsync(a, d_a, bytes, cudaMemcpyDeviceToHost, streams[0]));
-  checkCudaErrors(cudaEventRecord(stop, streams[0]));
-  std::printf("memcopy:\t%.2f ms\n", elapsed_ms(start, stop));
+  std::printf("memcopy:\t%.2f ms\n", timer.stop_ms(streams[0]));
 
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer.start();
   init_array<<<blocks, threads, 0, streams[0]>>>(d_a, value, n);
   getLastCudaError("init_array");
-  checkCudaErrors(cudaEventRecord(stop, streams[0]));
-  std::printf("kernel:\t\t%.2f ms\n", elapsed_ms(start, stop));
+  std::printf("kernel:\t\t%.2f ms\n", timer.stop_ms(streams[0]));
 
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer.start();
   for (int k = 0; k < iters; ++k) {
     init_array<<<blocks, threads>>>(d_a, value, n);
     checkCudaErrors(cudaMemcpyAsync(a, d_a, bytes, cudaMemcpyDeviceToHost));
   }
-  checkCudaErrors(cudaEventRecord(stop, 0));
-  std::printf("non-streamed:\t%.2f ms\n", elapsed_ms(start, stop) / iters);
+  std::printf("non-streamed:\t%.2f ms\n", timer.stop_ms() / iters);
 
-  checkCudaErrors(cudaEventRecord(start, 0));
+  timer.start();
   for (int k = 0; k < iters; ++k) {
     for (int i = 0; i < nstreams; ++i) init_array<<<chunk_blocks, threads, 0, streams[i]>>>(d_a + i * chunk, value, chunk);
     for (int i = 0; i < nstreams; ++i)
       checkCudaErrors(cudaMemcpyAsync(a + i * chunk, d_a + i * chunk, chunk * sizeof(int), cudaMemcpyDeviceToHost, streams[i]));
   }
-  checkCudaErrors(cudaEventRecord(stop, 0));
-  std::printf("%d streams:\t%.2f ms\n", nstreams, elapsed_ms(start, stop) / iters);
+  std::printf("%d streams:\t%.2f ms\n", nstreams, timer.stop_ms() / iters);
 
   // Kernels that did not run leave the uploaded data for the copies to bring back.
   const bool computed = conformance::kernel_results_checkable();
@@ -85,8 +72,7 @@ int main(int argc, char** argv) {
     }
 
   for (auto& s : streams) checkCudaErrors(cudaStreamDestroy(s));
-  checkCudaErrors(cudaEventDestroy(start));
-  checkCudaErrors(cudaEventDestroy(stop));
+  timer.release();
   checkCudaErrors(cudaFreeHost(a));
   checkCudaErrors(cudaFree(d_a));
   return conformance::finish(ok);
