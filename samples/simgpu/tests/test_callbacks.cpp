@@ -103,7 +103,6 @@ TEST(Callbacks, HoldLaterWorkOfTheirStreamUntilTheyReturn) {
   EXPECT_EQ(cudaErrorNotReady, cudaEventQuery(after));  // still sleeping
   CUDA_OK(cudaEventSynchronize(after));
   EXPECT_GE(elapsed_ms(before, after), 31.0f);  // the callback, then the kernel
-  EXPECT_LT(elapsed_ms(before, other_done), 30.0f);
   CUDA_OK(cudaStreamDestroy(s));
   CUDA_OK(cudaStreamDestroy(other));
 }

@@ -64,16 +64,19 @@ TEST_F(Driver, ProcAddressReportsMissingSymbolsAndVersions) {
 
 TEST_F(Driver, UnsupportedEntryPointsReturnErrorsNotCrashes) {
   CUdriverProcAddressQueryResult status;
-  auto graph_create = reinterpret_cast<CUresult (*)(CUgraph*, unsigned)>(lookup("cuGraphCreate", 13000, 0, &status));
-  ASSERT_NE(nullptr, graph_create);
-  CUgraph graph = nullptr;
-  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, graph_create(&graph, 0));
+  auto array_create = reinterpret_cast<CUresult (*)(CUarray*, const CUDA_ARRAY_DESCRIPTOR*)>(
+      lookup("cuArrayCreate", 13000, 0, &status));
+  ASSERT_NE(nullptr, array_create);
+  CUarray array = nullptr;
+  const CUDA_ARRAY_DESCRIPTOR desc{16, 16, CU_AD_FORMAT_FLOAT, 1};
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, array_create(&array, &desc));
   auto tex = reinterpret_cast<CUresult (*)()>(exported("cuTexObjectCreate"));
   ASSERT_NE(nullptr, tex);
   EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, tex());
   // The runtime: a proper error, which also becomes the last error.
-  cudaGraph_t rt_graph = nullptr;
-  EXPECT_EQ(cudaErrorNotSupported, cudaGraphCreate(&rt_graph, 0));
+  cudaArray_t rt_array = nullptr;
+  const cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  EXPECT_EQ(cudaErrorNotSupported, cudaMallocArray(&rt_array, &format, 16, 16));
   EXPECT_EQ(cudaErrorNotSupported, cudaGetLastError());
   EXPECT_STREQ("cudaErrorNotSupported", cudaGetErrorName(cudaErrorNotSupported));
 }

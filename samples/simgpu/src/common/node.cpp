@@ -49,6 +49,8 @@ void parse_pcie(const json& j, DeviceDesc& d, double pageable_factor) {
   const double link = lane_gbps(d.pcie.gen_current) * d.pcie.width_current * d.pcie.efficiency;
   d.pinned_gbps = get(j, "pinned_gbps", link);
   d.pageable_gbps = get(j, "pageable_gbps", d.pinned_gbps * pageable_factor);
+  d.peer_gbps = get(j, "peer_gbps", d.pinned_gbps);
+  d.peer_access = get(j, "peer_access", true);
 }
 
 void parse_power_and_health(const json& j, DeviceDesc& d) {
@@ -129,7 +131,8 @@ void parse_host_costs(const json& j, HostCosts& c) {
       {"host_register_per_mib", &HostCosts::host_register_per_mib},
       {"async_alloc", &HostCosts::async_alloc},
       {"copy_latency_pinned", &HostCosts::copy_latency_pinned},
-      {"copy_latency_pageable", &HostCosts::copy_latency_pageable}};
+      {"copy_latency_pageable", &HostCosts::copy_latency_pageable},
+      {"graph_launch", &HostCosts::graph_launch}};
   for (const Field& f : fields) c.*f.member = get(j, f.key, c.*f.member);
 }
 

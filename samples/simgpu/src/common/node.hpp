@@ -28,6 +28,11 @@ struct DeviceDesc {
   int sm_count = 132, cc_major = 9, cc_minor = 0, max_threads_per_sm = 2048;
   PcieLink pcie;
   double pinned_gbps = 0, pageable_gbps = 0;  // derived from the link unless given
+  // Device-to-device copies to or from another GPU: whether this one can
+  // access its peers directly, and at what rate (default: its PCIe link's
+  // pinned rate, peers talking through the PCIe switch).
+  bool peer_access = true;
+  double peer_gbps = 0;
   double dram_gbps = 4800, fp32_tflops = 67;
   unsigned sm_mhz = 1980, sm_max_mhz = 1980, mem_mhz = 3201, mem_max_mhz = 3201;
   uint64_t clock_event_reasons = 0;
@@ -49,6 +54,7 @@ struct HostCosts {
   double malloc = 30, malloc_per_mib = 1.5, free = 20, free_per_mib = 0.5;
   double host_alloc = 50, host_alloc_per_mib = 250, host_register_per_mib = 150;
   double async_alloc = 1, copy_latency_pinned = 2.5, copy_latency_pageable = 8;
+  double graph_launch = 3;  // one cudaGraphLaunch, whatever the graph holds
 };
 
 // How long a kernel runs: a fixed time, or the slower of its arithmetic and

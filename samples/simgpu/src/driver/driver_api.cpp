@@ -96,10 +96,6 @@ void parse_uuid(const std::string& text, CUuuid* out) {
   }
 }
 
-void launch_dims(const CUlaunchConfig* c, unsigned grid[3], unsigned block[3]) {
-  grid[0] = c->gridDimX, grid[1] = c->gridDimY, grid[2] = c->gridDimZ;
-  block[0] = c->blockDimX, block[1] = c->blockDimY, block[2] = c->blockDimZ;
-}
 
 template <bool PT>
 CUresult cuStreamQuery_impl(CUstream s) {
@@ -110,8 +106,9 @@ CUresult cuStreamSynchronize_impl(CUstream s) {
   return with_model([&](Model& m) { return m.stream_synchronize(s, PT); });
 }
 template <bool PT>
-CUresult cuStreamWaitEvent_impl(CUstream s, CUevent e, unsigned) {
-  return with_model([&](Model& m) { return m.stream_wait_event(s, e, PT); });
+CUresult cuStreamWaitEvent_impl(CUstream s, CUevent e, unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.stream_wait_event(s, e, PT, flags); });
 }
 template <bool PT>
 CUresult cuStreamGetFlags_impl(CUstream s, unsigned* flags) {
@@ -128,23 +125,22 @@ CUresult cuEventRecord_impl(CUevent e, CUstream s) {
   return with_model([&](Model& m) { return m.event_record(e, s, PT); });
 }
 template <bool PT>
-CUresult cuEventRecordWithFlags_impl(CUevent e, CUstream s, unsigned) {
-  return with_model([&](Model& m) { return m.event_record(e, s, PT); });
+CUresult cuEventRecordWithFlags_impl(CUevent e, CUstream s, unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.event_record(e, s, PT, flags); });
 }
 template <bool PT>
 CUresult cuLaunchKernel_impl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_mem, CUstream s, void**, void**) {
-  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return with_model([&](Model& m) { return m.launch(f, grid, block, shared_mem, s, PT); });
+  const simgpu::drv::KernelNodeParams k{f, {gx, gy, gz}, {bx, by, bz}, shared_mem};
+  return with_model([&](Model& m) { return m.launch(k, s, PT); });
 }
 template <bool PT>
-CUresult cuLaunchKernelEx_impl(const CUlaunchConfig* config, CUfunction f, void**, void**) {
-  if (!config) return CUDA_ERROR_INVALID_VALUE;
-  unsigned grid[3], block[3];
-  launch_dims(config, grid, block);
-  return with_model([&](Model& m) {
-    return m.launch(f, grid, block, config->sharedMemBytes, config->hStream, PT);
-  });
+CUresult cuLaunchKernelEx_impl(const CUlaunchConfig* c, CUfunction f, void**, void**) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  const simgpu::drv::KernelNodeParams k{
+      f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes};
+  return with_model([&](Model& m) { return m.launch(k, c->hStream, PT); });
 }
 
 }  // namespace

@@ -195,7 +195,7 @@ CUresult cuMemAllocAsync_impl(CUdeviceptr* dptr, size_t bytes, CUstream s) {
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   return with_model([&](Model& m) {
     void* p = nullptr;
-    CUresult r = m.mem_alloc_async(bytes, s, PT, &p);
+    CUresult r = m.mem_alloc_async(bytes, s, PT, nullptr, &p);
     if (r == CUDA_SUCCESS) *dptr = reinterpret_cast<CUdeviceptr>(p);
     return r;
   });
@@ -222,6 +222,7 @@ extern "C" {
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) { return alloc_device(dptr, bytes, MemKind::Device, 0); }
 
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   return alloc_device(dptr, bytes, MemKind::Managed, flags);
 }
 

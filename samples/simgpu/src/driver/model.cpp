@@ -179,6 +179,7 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
     std::unique_lock lock(mu_);
     if (!ctx) ctx = t_current;
     if (!ctx || !contexts_.count(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (CUresult r = check_unsafe_call()) return r;
     // Work behind a host function has no time yet: wait until it has one.
     const DeviceState& d = devices_[ctx->device];
     resolved_.wait(lock, [&] { return d.unresolved.empty(); });
@@ -186,7 +187,7 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
+  synchronized();
   return CUDA_SUCCESS;
 }
 

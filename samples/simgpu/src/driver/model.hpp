@@ -16,12 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "model_graph.hpp"
 #include "model_types.hpp"
 
 namespace simgpu::drv {
 
 inline bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
 inline bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
+void* map_memory(size_t bytes, bool populate = false);
 void unmap_memory(const Allocation& a);
 
 // Operations a device accepts before submitting more blocks the host, as a
@@ -87,27 +89,33 @@ class Model {
   CUresult stream_destroy(CUstream s);
   CUresult stream_query(CUstream s, bool per_thread);
   CUresult stream_synchronize(CUstream s, bool per_thread);
-  CUresult stream_wait_event(CUstream s, CUevent e, bool per_thread);
+  CUresult stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags = 0);
   CUresult stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority);
   CUresult event_create(unsigned flags, CUevent* out);
   CUresult event_destroy(CUevent e);
-  CUresult event_record(CUevent e, CUstream s, bool per_thread);
+  CUresult event_record(CUevent e, CUstream s, bool per_thread, unsigned flags = 0);
   CUresult event_query(CUevent e);
   CUresult event_synchronize(CUevent e);
   CUresult event_elapsed(float* ms, CUevent start, CUevent end);
   // Runs fn on simgpu's host thread when the stream reaches it; the stream's
   // later work waits for its return (cuStreamAddCallback, cuLaunchHostFunc).
-  CUresult host_function(CUstream s, bool per_thread, std::function<void()> fn);
+  // A capturing stream records `node` as a host node instead; without one
+  // (a stream callback) it refuses, as CUDA does.
+  CUresult host_function(CUstream s, bool per_thread, std::function<void()> fn,
+                         const CUDA_HOST_NODE_PARAMS* node = nullptr);
 
   // Memory (model_memory.cpp).
   CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
-  CUresult mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void** out);
+  // A null pool: the device's current pool (model_pool.cpp).
+  CUresult mem_alloc_async(size_t bytes, CUstream s, bool per_thread, CUmemoryPool pool, void** out);
   CUresult mem_free(void* p, bool host);
   CUresult mem_free_async(void* p, CUstream s, bool per_thread);
   CUresult host_register(void* p, size_t bytes, unsigned flags);
   CUresult host_unregister(void* p);
   CUresult mem_info(size_t* free_bytes, size_t* total_bytes);
   CUresult mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch);
+  // Device memory for a graph's memory-allocation node, with mu_ held.
+  CUresult reserve_graph_memory(size_t bytes, int dev, void** out);
 
   // Copies and memsets (model_copies.cpp).
   CUresult copy(const CopyRequest& req);
@@ -122,8 +130,64 @@ class Model {
   CUresult module_unload(CUmodule m);
   CUresult module_get_function(CUmodule m, const char* name, CUfunction* out);
   CUresult function_name(CUfunction f, const char** name);
-  CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
-                  CUstream s, bool per_thread);
+  CUresult launch(const KernelNodeParams& k, CUstream s, bool per_thread);
+
+  // Graphs (model_graph.cpp, model_graph_exec.cpp).  Node parameters are
+  // in the model's terms (model_graph.hpp); graph_add_node fills in the
+  // address of a memory-allocation node.
+  CUresult graph_create(CUgraph* out);
+  CUresult graph_destroy(CUgraph g);
+  CUresult graph_add_node(CUgraph g, const CUgraphNode* deps, size_t count, NodeParams* params, CUgraphNode* out);
+  CUresult graph_node_params(CUgraphNode n, CUgraphNodeType type, NodeParams* out);
+  CUresult graph_set_node_params(CUgraphNode n, const NodeParams& params);
+  CUresult graph_node_type(CUgraphNode n, CUgraphNodeType* type);
+  CUresult graph_nodes(CUgraph g, bool roots_only, CUgraphNode* nodes, size_t* count);
+  CUresult graph_edges(CUgraph g, CUgraphNode* from, CUgraphNode* to, size_t* count);
+  CUresult graph_node_neighbours(CUgraphNode n, bool dependents, CUgraphNode* out, size_t* count);
+  CUresult graph_change_edges(CUgraph g, const CUgraphNode* from, const CUgraphNode* to, size_t count, bool add);
+  CUresult graph_destroy_node(CUgraphNode n);
+  CUresult graph_clone(CUgraph g, CUgraph* out);
+  CUresult graph_find_in_clone(CUgraphNode original, CUgraph clone, CUgraphNode* out);
+  CUresult graph_child(CUgraphNode n, CUgraph* out);
+  CUresult graph_instantiate(CUgraph g, unsigned long long flags, CUgraphExec* out, CUgraphNode* error_node);
+  CUresult graph_exec_destroy(CUgraphExec e);
+  CUresult graph_exec_flags(CUgraphExec e, unsigned long long* flags);
+  CUresult graph_exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo* info);
+  CUresult graph_exec_set_params(CUgraphExec e, CUgraphNode n, const NodeParams& params);
+  CUresult graph_launch(CUgraphExec e, CUstream s, bool per_thread);
+  CUresult graph_memory(int dev, uint64_t* current, uint64_t* high);
+
+  // Stream capture (model_capture.cpp).
+  CUresult capture_begin(CUstream s, bool per_thread, CUstreamCaptureMode mode, CUgraph into,
+                         const CUgraphNode* deps, size_t count);
+  CUresult capture_end(CUstream s, bool per_thread, CUgraph* out);
+  CUresult capture_info(CUstream s, bool per_thread, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                        const CUgraphNode** deps, size_t* count);
+  CUresult capture_update_deps(CUstream s, bool per_thread, const CUgraphNode* deps, size_t count, unsigned flags);
+  static CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
+
+  // Managed memory (model_managed.cpp).
+  CUresult prefetch(CUdeviceptr p, size_t count, CUmemLocation to, unsigned flags, CUstream s, bool per_thread);
+  CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation where);
+  CUresult range_attribute(void* data, size_t size, CUmem_range_attribute attr, CUdeviceptr p, size_t count);
+  CUresult attach_memory(CUstream s, bool per_thread, CUdeviceptr p, size_t length, unsigned flags);
+
+  // Memory pools (model_pool.cpp).
+  CUresult pool_create(const CUmemPoolProps* props, CUmemoryPool* out);
+  CUresult pool_destroy(CUmemoryPool pool);
+  CUresult device_pool(int dev, bool default_pool, CUmemoryPool* out);
+  CUresult set_device_pool(int dev, CUmemoryPool pool);
+  CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value, bool set);
+  CUresult pool_trim(CUmemoryPool pool, size_t keep);
+  CUresult pool_set_access(CUmemoryPool pool, const CUmemAccessDesc* descs, size_t count);
+  CUresult pool_get_access(CUmemoryPool pool, const CUmemLocation* location, CUmemAccess_flags* flags);
+
+  // Peer access and copies between devices (model_peer.cpp).
+  CUresult can_access_peer(int dev, int peer, int* can);
+  CUresult set_peer_access(CUcontext peer, unsigned flags, bool enable);
+  CUresult p2p_attribute(int* value, CUdevice_P2PAttribute attr, int src, int dst);
+  CUresult peer_copy(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes,
+                     CUstream s, bool per_thread, bool async);
 
   // Kernel attributes and occupancy (model_occupancy.cpp).
   CUresult function_attribute(CUfunction f, CUfunction_attribute attr, int* value);
@@ -162,6 +226,37 @@ class Model {
   CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
   CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
+  CUresult plan_kernel(const KernelNodeParams& k, int device, Work* work);
+  bool peer_capable(int dev, int peer) const;
+  CUmemoryPool pool_of(int dev, bool default_pool);
+  CUresult pool_alloc(CUmemoryPool pool, size_t bytes, CUstream_st& s, void** out, int64_t* host_cost);
+  void pool_free(const Allocation& a, const CUstream_st* s, MarkerRef freed_at);
+  void trim_pool(CUmemoryPool pool, uint64_t keep);
+  void release_pool_memory();  // at a synchronize: pools keep only their release threshold
+  void synchronized();         // (without mu_)
+  CUresult managed_range(CUdeviceptr p, size_t count, Allocation* out) const;
+  CUresult location_device(const CUmemLocation& l, int* dev) const;
+  void plan_peer_copy(int src, int dst, size_t bytes, Work* w) const;
+
+  // Graphs and capture, with mu_ held.
+  CUresult check_node(const NodeParams& p) const;
+  CUgraphNode_st* add_node(CUgraph_st& g, const std::vector<CUgraphNode_st*>& deps, NodeParams params);
+  void register_graph(CUgraph_st* g);
+  void forget_graph(CUgraph_st* g);
+  void forget_node(CUgraphNode_st* n);
+  CUresult build_exec(const CUgraph_st& g, CUgraphExec_st& e, CUgraphNode* error_node);
+  CUresult plan_node(const NodeParams& p, CUstream_st& s, std::vector<StreamOp>* ops);
+  void retire_stream(CUstream_st* s);
+  void release_graph_memory();
+  CUresult check_unsafe_call();
+  CUresult check_implicit_sync(const CUstream_st& s);
+  CUresult check_not_capturing(const CUstream_st& s);
+  CUresult capture_node(CUstream_st& s, NodeParams params, CUgraphNode_st** out = nullptr);
+  void invalidate(CaptureSession& session);
+  CUresult capture_alloc(CUstream_st& s, size_t bytes, void** out);
+  CUresult capture_free(CUstream_st& s, void* p);
+  CUresult capture_record_event(CUstream_st& s, CUevent e, unsigned flags);
+  CUresult capture_wait_event(CUstream_st& s, CUevent e, unsigned flags);
   int64_t max_idle_time() const;
 
   NodeDesc node_;
@@ -175,6 +270,22 @@ class Model {
   std::set<CUmod_st*> modules_;
   std::set<CUfunc_st*> functions_;
   std::map<uintptr_t, Allocation> allocations_;  // by base address
+  std::set<CUgraph_st*> graphs_;
+  std::set<CUgraphNode_st*> nodes_;
+  std::set<CUgraphExec_st*> execs_;
+  std::set<CaptureSession*> captures_;  // in progress
+  std::array<uint64_t, SharedState::kMaxDevices> graph_memory_high_{};
+  std::set<CUmemoryPool> pools_;
+
+ public:
+  // Graph memory a GraphMemory gave back (its destructor runs with mu_ held);
+  // release_graph_memory() frees it.
+  struct FreedRange {
+    uintptr_t base;
+    size_t bytes;
+    int device;
+  };
+  std::vector<FreedRange> released_graph_memory_;
 };
 
 }  // namespace simgpu::drv

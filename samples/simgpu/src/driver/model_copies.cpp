@@ -69,6 +69,25 @@ CUresult copy_side(CUmemorytype type, const void* host, CUdeviceptr dev, size_t 
   return CUDA_SUCCESS;
 }
 
+// A captured copy as a memcpy node's parameters.
+CUDA_MEMCPY3D as_node(const CopyRequest& r) {
+  const bool src_dev = r.dir == CopyDir::DeviceToHost || r.dir == CopyDir::DeviceToDevice;
+  const bool dst_dev = r.dir == CopyDir::HostToDevice || r.dir == CopyDir::DeviceToDevice;
+  CUDA_MEMCPY3D c{};
+  c.srcMemoryType = src_dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  c.srcHost = r.src;
+  c.srcDevice = reinterpret_cast<CUdeviceptr>(r.src);
+  c.srcPitch = r.src_pitch;
+  c.srcHeight = r.src_pitch ? r.src_slice / r.src_pitch : 0;
+  c.dstMemoryType = dst_dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  c.dstHost = r.dst;
+  c.dstDevice = reinterpret_cast<CUdeviceptr>(r.dst);
+  c.dstPitch = r.dst_pitch;
+  c.dstHeight = r.dst_pitch ? r.dst_slice / r.dst_pitch : 0;
+  c.WidthInBytes = r.width, c.Height = r.height, c.Depth = r.depth;
+  return c;
+}
+
 }  // namespace
 
 CUresult Model::describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const {
@@ -118,7 +137,9 @@ CUresult Model::plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, H
   Work w;
   w.bytes = bytes;
   bool staged = false, holds = false;  // device-to-device copies never hold the host
-  if (req.dir == CopyDir::DeviceToDevice) {
+  if (req.dir == CopyDir::DeviceToDevice && dst_dev && src_dev && dst.device != src.device) {
+    plan_peer_copy(src.device, dst.device, bytes, &w);
+  } else if (req.dir == CopyDir::DeviceToDevice) {
     if (!dst_dev || !src_dev) return CUDA_ERROR_INVALID_VALUE;
     w.engine = Engine::Compute;
     w.activity = Activity::CopyD2D;
@@ -170,6 +191,15 @@ CUresult Model::copy(const CopyRequest& req) {
     if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
     Work w;
     if (CUresult r = plan_copy(req, st, &w, &hold)) return r;
+    if (st->capture) {
+      if (!req.async) return check_not_capturing(*st);  // a synchronous copy cannot be captured
+      NodeParams node;
+      node.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+      node.copy = as_node(req);
+      return capture_node(*st, std::move(node));
+    }
+    if (hold == HostHold::UntilDone)
+      if (CUresult r = check_unsafe_call()) return r;
     duration = w.duration;
     scheduled = submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   }
@@ -219,6 +249,13 @@ CUresult Model::memset(const MemsetRequest& req) {
   const int64_t submitted = now_ns();
   Work w;
   if (CUresult r = plan_memset(req, st->device, &w)) return r;
+  if (st->capture) {
+    NodeParams node;
+    node.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    node.memset = CUDA_MEMSET_NODE_PARAMS{reinterpret_cast<CUdeviceptr>(req.dst), req.pitch, req.value,
+                                          req.elem_size, req.width, req.height};
+    return capture_node(*st, std::move(node));
+  }
   submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   return CUDA_SUCCESS;
 }

@@ -162,30 +162,42 @@ CUresult Model::function_name(CUfunction f, const char** name) {
   return CUDA_SUCCESS;
 }
 
-CUresult Model::launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared_mem,
-                       CUstream s, bool per_thread) {
-  const uint64_t threads_per_block = uint64_t{block[0]} * block[1] * block[2];
-  const uint64_t blocks = uint64_t{grid[0]} * grid[1] * grid[2];
-  if (threads_per_block == 0 || threads_per_block > 1024 || block[2] > 64 || blocks == 0 ||
-      grid[1] > 65535 || grid[2] > 65535 || grid[0] > 0x7fffffffu)
+CUresult Model::plan_kernel(const KernelNodeParams& k, int device, Work* work) {
+  const uint64_t threads_per_block = uint64_t{k.block[0]} * k.block[1] * k.block[2];
+  const uint64_t blocks = uint64_t{k.grid[0]} * k.grid[1] * k.grid[2];
+  if (threads_per_block == 0 || threads_per_block > 1024 || k.block[2] > 64 || blocks == 0 ||
+      k.grid[1] > 65535 || k.grid[2] > 65535 || k.grid[0] > 0x7fffffffu)
     return CUDA_ERROR_INVALID_VALUE;
+  if (!functions_.count(k.func)) return CUDA_ERROR_INVALID_HANDLE;
+  const FunctionResources res = function_resources(*k.func);
+  if (threads_per_block > static_cast<uint64_t>(res.max_threads) ||
+      k.shared_mem > static_cast<unsigned>(res.max_dynamic_shared))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (uint64_t(res.registers) * threads_per_block > uint64_t(sm::kRegisters)) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  const KernelTiming t = kernel_timing(node_, desc(device), k.func->cost, blocks, threads_per_block);
+  *work = Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
+               t.dram_bytes, t.sm_fraction, nullptr};
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::launch(const KernelNodeParams& k, CUstream s, bool per_thread) {
   // The CPU cost of the launch call comes first: the GPU cannot start a
   // kernel the host has not finished submitting.
   spend_host_time(us_to_ns(node_.costs.launch));
   wait_for_queue_slot();
   std::lock_guard lock(mu_);
-  if (!functions_.count(f)) return CUDA_ERROR_INVALID_HANDLE;
-  const FunctionResources res = function_resources(*f);
-  if (threads_per_block > static_cast<uint64_t>(res.max_threads) || shared_mem > static_cast<unsigned>(res.max_dynamic_shared))
-    return CUDA_ERROR_INVALID_VALUE;
-  if (uint64_t(res.registers) * threads_per_block > uint64_t(sm::kRegisters)) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  const KernelTiming t = kernel_timing(node_, desc(st->device), f->cost, blocks, threads_per_block);
-  submit(*st, StreamOp{StreamOp::Kind::Work,
-                       Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
-                            t.dram_bytes, t.sm_fraction, nullptr},
-                       {}, nullptr, nullptr, now_ns()});
+  Work w;
+  if (CUresult r = plan_kernel(k, st->device, &w)) return r;
+  if (st->capture) {
+    NodeParams p;
+    p.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    p.device = st->device;
+    p.kernel = k;
+    return capture_node(*st, std::move(p));
+  }
+  submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, now_ns()});
   return CUDA_SUCCESS;
 }
 

@@ -15,19 +15,20 @@ namespace {
 constexpr size_t kPage = 4096;
 constexpr double kMiB = 1024.0 * 1024.0;
 
+}  // namespace
+
 // Pinned host memory is resident, as page-locking makes it: populate it now
 // so its first copy does not pay page faults the model does not charge.
-void* map_memory(size_t bytes, bool populate = false) {
+void* map_memory(size_t bytes, bool populate) {
   const size_t len = (bytes + kPage - 1) / kPage * kPage;
   const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : MAP_NORESERVE);
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
-}  // namespace
-
 void unmap_memory(const Allocation& a) {
-  if (a.mapped) munmap(reinterpret_cast<void*>(a.base), (a.size + kPage - 1) / kPage * kPage);
+  const size_t bytes = a.pool ? a.block_size : a.size;
+  if (a.mapped) munmap(reinterpret_cast<void*>(a.base), (bytes + kPage - 1) / kPage * kPage);
 }
 
 namespace {
@@ -61,6 +62,10 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   if (!out || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   int dev = 0;
   if (CUresult r = current_device(&dev)) return r;
+  {
+    std::lock_guard lock(mu_);
+    if (CUresult r = check_unsafe_call()) return r;
+  }
   if (is_device_kind(kind)) {
     size_t free_bytes = 0, total = 0;
     mem_info(&free_bytes, &total);
@@ -72,11 +77,37 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   wait_until(start + alloc_cost(node_.costs, kind, bytes));
   std::lock_guard lock(mu_);
-  allocations_[reinterpret_cast<uintptr_t>(p)] = Allocation{reinterpret_cast<uintptr_t>(p), bytes, dev, kind, flags, true};
+  Allocation a{reinterpret_cast<uintptr_t>(p), bytes, dev, kind, flags, true};
+  if (kind == MemKind::Managed) {
+    // Assumed on the host at first: the program usually fills it there.
+    a.managed = std::make_shared<ManagedState>();
+    a.managed->where.assign((bytes + ManagedState::kChunk - 1) / ManagedState::kChunk, CU_DEVICE_CPU);
+    a.managed->attach = flags;
+  }
+  allocations_[a.base] = a;
   if (is_device_kind(kind)) {
     devices_[dev].memory_used += bytes;
     shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
   }
+  *out = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::reserve_graph_memory(size_t bytes, int dev, void** out) {
+  size_t free_bytes = 0, total = 0;
+  if (CUresult r = mem_info(&free_bytes, &total)) return r;
+  if (bytes > free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = map_memory(bytes);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  Allocation a{reinterpret_cast<uintptr_t>(p), bytes, dev, MemKind::Device, 0, true};
+  a.graph = true;
+  allocations_[a.base] = a;
+  uint64_t in_use = 0;
+  for (const auto& [base, other] : allocations_)
+    if (other.graph && other.device == dev) in_use += other.size;
+  graph_memory_high_[dev] = std::max(graph_memory_high_[dev], in_use);
+  devices_[dev].memory_used += bytes;
+  shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
   *out = p;
   return CUDA_SUCCESS;
 }
@@ -90,38 +121,21 @@ CUresult Model::mem_alloc_pitch(size_t width, size_t height, void** out, size_t*
   return CUDA_SUCCESS;
 }
 
-CUresult Model::mem_alloc_async(size_t bytes, CUstream s, bool per_thread, void** out) {
-  if (!out || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  {
-    std::lock_guard lock(mu_);
-    CUstream_st* st = nullptr;
-    if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  }
-  size_t free_bytes = 0, total = 0;
-  if (CUresult r = mem_info(&free_bytes, &total)) return r;
-  if (bytes > free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
-  // A stream-ordered allocation is served from the pool: no page mapping, no
-  // device synchronization, only a little host time.
-  spend_host_time(us_to_ns(node_.costs.async_alloc));
-  void* p = map_memory(bytes);
-  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-  int dev = 0;
-  current_device(&dev);
-  std::lock_guard lock(mu_);
-  allocations_[reinterpret_cast<uintptr_t>(p)] = Allocation{reinterpret_cast<uintptr_t>(p), bytes, dev, MemKind::Device, 0, true};
-  devices_[dev].memory_used += bytes;
-  shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
-  *out = p;
-  return CUDA_SUCCESS;
-}
-
 CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
   auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  // A graph's allocation may be freed outside the graph; its pages stay
+  // with the graph, which allocates them again at its next launch.
+  if (it->second.graph) {
+    if (host) return CUDA_ERROR_INVALID_VALUE;
+    *freed = it->second;
+    return CUDA_SUCCESS;
+  }
   const MemKind kind = it->second.kind;
   if (host ? kind != MemKind::HostPinned : !is_device_kind(kind)) return CUDA_ERROR_INVALID_VALUE;
   *freed = it->second;
   allocations_.erase(it);
+  if (freed->pool) return CUDA_SUCCESS;  // the block stays reserved in its pool
   if (is_device_kind(kind)) {
     DeviceState& d = devices_[freed->device];
     d.memory_used -= std::min<uint64_t>(d.memory_used, freed->size);
@@ -134,6 +148,7 @@ CUresult Model::mem_free(void* p, bool host) {
   int64_t idle = 0, bytes_idle = 0;
   {
     std::unique_lock lock(mu_);
+    if (CUresult r = check_unsafe_call()) return r;
     Allocation a;
     if (!find_locked(p, 1, &a) || a.base != reinterpret_cast<uintptr_t>(p)) return CUDA_ERROR_INVALID_VALUE;
     resolved_.wait(lock, [&] {
@@ -151,10 +166,12 @@ CUresult Model::mem_free(void* p, bool host) {
   {
     std::lock_guard lock(mu_);
     if (CUresult r = free_locked(p, host, &freed)) return r;
+    // Memory from a pool goes back to it, idle now that the device is.
+    if (freed.pool) pool_free(freed, nullptr, std::make_shared<Marker>(Marker{true, idle}));
   }
   const double mib = static_cast<double>(freed.size) / kMiB;
   spend_host_time(us_to_ns(node_.costs.free + node_.costs.free_per_mib * mib));
-  unmap_memory(freed);
+  if (!freed.graph && !freed.pool) unmap_memory(freed);
   return CUDA_SUCCESS;
 }
 
@@ -164,10 +181,19 @@ CUresult Model::mem_free_async(void* p, CUstream s, bool per_thread) {
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
     Allocation freed;
+    if (st->capture) return capture_free(*st, p);
     if (CUresult r = free_locked(p, false, &freed)) return r;
-    // The pages go when the stream reaches the free: copies queued before it
-    // may still move bytes there.
-    submit(*st, StreamOp{StreamOp::Kind::Task, {}, [freed] { unmap_memory(freed); }, nullptr, nullptr, now_ns()});
+    if (freed.pool) {
+      // Back to the pool where the stream reaches the free: later work on
+      // this stream may reuse it at once, other streams once it is done.
+      auto freed_at = std::make_shared<Marker>();
+      submit(*st, StreamOp{StreamOp::Kind::Record, {}, {}, freed_at, nullptr, now_ns()});
+      pool_free(freed, st, freed_at);
+    } else if (!freed.graph) {
+      // The pages go when the stream reaches the free: copies queued before
+      // it may still move bytes there.
+      submit(*st, StreamOp{StreamOp::Kind::Task, {}, [freed] { unmap_memory(freed); }, nullptr, nullptr, now_ns()});
+    }
   }
   spend_host_time(us_to_ns(node_.costs.async_alloc));
   return CUDA_SUCCESS;
@@ -179,6 +205,7 @@ CUresult Model::host_register(void* p, size_t bytes, unsigned flags) {
   if (CUresult r = current_device(&dev)) return r;
   {
     std::lock_guard lock(mu_);
+    if (CUresult r = check_unsafe_call()) return r;
     const auto addr = reinterpret_cast<uintptr_t>(p);
     auto next = allocations_.lower_bound(addr);
     if (find_locked(p, 1, nullptr) || (next != allocations_.end() && next->first < addr + bytes))

@@ -35,7 +35,7 @@ CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out) {
     int dev = 0;
     if (CUresult r = current_device(&dev)) return r;
     *out = s == CU_STREAM_LEGACY ? &devices_[dev].legacy : per_thread_stream(dev);
-    return CUDA_SUCCESS;
+    return check_implicit_sync(**out);
   }
   if (!streams_.count(s)) return CUDA_ERROR_INVALID_HANDLE;
   *out = s;
@@ -103,14 +103,26 @@ void Model::advance_tail(CUstream_st& s, int64_t t) {
 Slot Model::enqueue(CUstream_st& s, Work work, int64_t submit) {
   DeviceState& d = devices_[s.device];
   const int64_t ready = stream_ready(s, submit + work.start_latency);
-  int64_t& engine = d.engine_free[static_cast<size_t>(work.engine)];
+  // The engines the work occupies, and what NVML sees on each device.
+  struct Claim {
+    DeviceState* device;
+    Engine engine;
+    Activity activity;
+  };
+  std::vector<Claim> claims{{&d, work.engine, work.activity}};
+  if (work.peer_src >= 0)  // over the link: sent by one device, received by the other
+    claims = {{&devices_[work.peer_src], Engine::DeviceToHost, Activity::CopyD2H},
+              {&devices_[work.peer_dst], Engine::HostToDevice, Activity::CopyH2D}};
   Slot slot;
-  slot.start = std::max(ready, engine);
+  slot.start = ready;
+  for (const Claim& c : claims) slot.start = std::max(slot.start, c.device->engine_free[static_cast<size_t>(c.engine)]);
   slot.end = slot.start + std::max<int64_t>(work.duration, 0);
-  engine = slot.end;
+  for (const Claim& c : claims) {
+    c.device->engine_free[static_cast<size_t>(c.engine)] = slot.end;
+    shared_.record(c.device->node_index, c.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
+  }
   advance_tail(s, slot.end);
   d.in_flight.insert(slot.end);
-  shared_.record(d.node_index, work.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
   // Queued under the lock, so byte tasks are ordered as the model scheduled them.
   if (work.move) slot.task = HostWorker::instance().push_bytes(slot.start, std::move(work.move));
   return slot;
@@ -259,6 +271,7 @@ CUresult Model::stream_query(CUstream s, bool per_thread) {
     std::lock_guard lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    if (CUresult r = check_not_capturing(*st)) return r;
     if (!ready_known(*st)) return CUDA_ERROR_NOT_READY;
     ready = stream_ready(*st, 0);
   }
@@ -271,20 +284,32 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
     std::unique_lock lock(mu_);
     CUstream_st* st = nullptr;
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    if (CUresult r = check_not_capturing(*st)) return r;
     wait_until_ready_known(lock, *st);
     until = stream_ready(*st, 0);
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
+  synchronized();
   return CUDA_SUCCESS;
 }
 
-CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread) {
+// What every synchronize ends with: its host cost, and memory pools giving
+// back what they hold beyond their release threshold.
+void Model::synchronized() {
+  {
+    std::lock_guard lock(mu_);
+    release_pool_memory();
+  }
+  spend_host_time(us_to_ns(node_.costs.sync));
+}
+
+CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags) {
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
   if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->captured || st->capture) return capture_wait_event(*st, e, flags);
   if (!e->record) return CUDA_SUCCESS;  // waiting on a never-recorded event is a no-op
   submit(*st, StreamOp{StreamOp::Kind::Wait, {}, {}, e->record, nullptr, now_ns()});
   return CUDA_SUCCESS;
@@ -299,12 +324,20 @@ CUresult Model::stream_get(CUstream s, bool per_thread, unsigned* flags, int* pr
   return CUDA_SUCCESS;
 }
 
-CUresult Model::host_function(CUstream s, bool per_thread, std::function<void()> fn) {
+CUresult Model::host_function(CUstream s, bool per_thread, std::function<void()> fn,
+                              const CUDA_HOST_NODE_PARAMS* node) {
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   wait_for_queue_slot();
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (st->capture) {
+    if (!node) return check_not_capturing(*st);
+    NodeParams params;
+    params.type = CU_GRAPH_NODE_TYPE_HOST;
+    params.host = *node;
+    return capture_node(*st, std::move(params));
+  }
   submit(*st, StreamOp{StreamOp::Kind::HostFunction, {}, std::move(fn), nullptr, nullptr, now_ns()});
   return CUDA_SUCCESS;
 }
@@ -330,11 +363,14 @@ CUresult Model::event_destroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-CUresult Model::event_record(CUevent e, CUstream s, bool per_thread) {
+CUresult Model::event_record(CUevent e, CUstream s, bool per_thread, unsigned flags) {
   std::lock_guard lock(mu_);
   if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
   CUstream_st* st = nullptr;
   if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (st->capture) return capture_record_event(*st, e, flags);
+  if (flags & CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;  // only while capturing
+  e->captured.reset();
   e->device = st->device;
   e->record = std::make_shared<Marker>();
   submit(*st, StreamOp{StreamOp::Kind::Record, {}, {}, e->record, nullptr, now_ns()});
@@ -346,6 +382,7 @@ CUresult Model::event_query(CUevent e) {
   {
     std::lock_guard lock(mu_);
     if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
     if (!e->record) return CUDA_SUCCESS;
     if (!e->record->resolved) return CUDA_ERROR_NOT_READY;
     time = e->record->time;
@@ -358,6 +395,7 @@ CUresult Model::event_synchronize(CUevent e) {
   {
     std::unique_lock lock(mu_);
     if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
     if (MarkerRef record = e->record) {
       resolved_.wait(lock, [&] { return record->resolved; });
       until = record->time;
@@ -365,7 +403,7 @@ CUresult Model::event_synchronize(CUevent e) {
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
-  spend_host_time(us_to_ns(node_.costs.sync));
+  synchronized();
   return CUDA_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 
@@ -34,6 +35,9 @@ struct Work {
   uint64_t bytes = 0;
   double sm_fraction = 1.0;
   std::function<void()> move;
+  // A copy between two GPUs runs on the source's outbound and the
+  // destination's inbound copy engine instead of `engine` (-1: not one).
+  int peer_src = -1, peer_dst = -1;
 };
 
 // Where the model put an operation: its modeled start and end, and the
@@ -75,6 +79,9 @@ struct StreamOp {
   int64_t submit = 0;  // when the host submitted it
 };
 
+struct CaptureSession;
+struct StreamCapture;
+
 }  // namespace simgpu::drv
 
 // The driver's opaque handle types, defined here: a handle is a pointer to
@@ -96,14 +103,38 @@ struct CUstream_st {
   // that has not returned (`held`) or waits for an unresolved marker.
   bool held = false;
   std::deque<simgpu::drv::StreamOp> backlog;
+  // While capturing, work goes into a graph instead (model_capture.cpp).
+  std::shared_ptr<simgpu::drv::StreamCapture> capture;
   bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
   bool unresolved() const { return held || !backlog.empty(); }
 };
 
+struct CUgraphNode_st;
 struct CUevent_st {
   int device = 0;
   unsigned flags = 0;
   simgpu::drv::MarkerRef record;  // the latest record; null: never recorded
+  // Last recorded in a capturing stream: the capture and the nodes it follows.
+  std::shared_ptr<simgpu::drv::CaptureSession> captured;
+  std::vector<CUgraphNode_st*> captured_deps;
+};
+
+// A stream-ordered memory pool: the memory it reserved from the device, of
+// which some blocks are handed out and the rest wait, freed, for reuse.
+struct CUmemPoolHandle_st {
+  int device = 0;
+  bool is_default = false, destroyed = false;
+  uint64_t release_threshold = 0;
+  int follow_event_dependencies = 1, allow_opportunistic = 1, allow_internal_dependencies = 1;
+  struct FreeBlock {
+    uintptr_t base;
+    size_t size;
+    const CUstream_st* freed_on;          // only compared, never used
+    simgpu::drv::MarkerRef freed_at;      // where that stream freed it
+  };
+  std::vector<FreeBlock> free_blocks;
+  uint64_t reserved = 0, used = 0, reserved_high = 0, used_high = 0;
+  std::map<int, CUmemAccess_flags> peer_access;
 };
 
 struct CUfunc_st;
@@ -123,6 +154,18 @@ struct CUfunc_st {
 
 namespace simgpu::drv {
 
+// Where managed memory lives, per 2 MiB chunk (-1: host memory, else a
+// device), and the advice given about it.  Shared by every copy of its
+// Allocation.
+struct ManagedState {
+  static constexpr size_t kChunk = 2u << 20;
+  std::vector<int> where;
+  bool read_mostly = false;
+  int preferred = CU_DEVICE_INVALID, last_prefetch = CU_DEVICE_INVALID;
+  std::set<int> accessed_by;
+  unsigned attach = CU_MEM_ATTACH_GLOBAL;
+};
+
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
@@ -130,6 +173,10 @@ struct Allocation {
   MemKind kind = MemKind::Device;
   unsigned flags = 0;
   bool mapped = true;  // false for cuMemHostRegister'ed user memory
+  bool graph = false;  // a graph's memory-allocation node owns it
+  CUmemoryPool pool = nullptr;  // the pool it came from, if any,
+  size_t block_size = 0;        // and the size of the pool's block
+  std::shared_ptr<ManagedState> managed;  // managed memory only
 };
 
 // One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows
@@ -183,6 +230,9 @@ struct DeviceState {
   std::multiset<int64_t> in_flight;      // completion times of queued operations
   std::set<CUstream_st*> unresolved;     // streams with a backlog or a running host function
   size_t backlog_ops = 0;                // operations in those backlogs
+  std::set<int> peers;                   // devices this one has enabled peer access to
+  CUmemoryPool default_pool = nullptr;   // created on first use
+  CUmemoryPool current_pool = nullptr;   // what cudaMallocAsync draws from
 };
 
 }  // namespace simgpu::drv

@@ -83,17 +83,22 @@ cudaError_t from_driver(CUresult r) {
 
 int& current_device() { return t_state.device; }
 
-cudaError_t ensure_context() {
+cudaError_t primary_context(int dev, CUcontext* out) {
   const DriverLink& link = driver_link();
   if (!link.loaded || link.status != cudaSuccess) return link.status;
-  const int dev = t_state.device;
   if (dev < 0 || dev >= kMaxDevices) return cudaErrorInvalidDevice;
   PrimaryContexts& p = primaries();
   std::call_once(p.once[dev], [&] { p.status[dev] = from_driver(link.legacy.cuDevicePrimaryCtxRetain(&p.ctx[dev], dev)); });
-  if (p.status[dev] != cudaSuccess) return p.status[dev];
-  if (t_state.bound != p.ctx[dev]) {
-    if (cudaError_t e = from_driver(link.legacy.cuCtxSetCurrent(p.ctx[dev]))) return e;
-    t_state.bound = p.ctx[dev];
+  *out = p.ctx[dev];
+  return p.status[dev];
+}
+
+cudaError_t ensure_context() {
+  CUcontext ctx = nullptr;
+  if (cudaError_t e = primary_context(t_state.device, &ctx)) return e;
+  if (t_state.bound != ctx) {
+    if (cudaError_t e = from_driver(driver_link().legacy.cuCtxSetCurrent(ctx))) return e;
+    t_state.bound = ctx;
   }
   return cudaSuccess;
 }

@@ -45,7 +45,44 @@ namespace simgpu::rt {
   X(cuFuncSetCacheConfig, 3000) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000)    \
   X(cuOccupancyAvailableDynamicSMemPerBlock, 10020) X(cuStreamAddCallback, 5000)                 \
   X(cuLaunchHostFunc, 10000) X(cuMemAllocPitch, 3020) X(cuMemcpy3D, 3020) X(cuMemcpy3DAsync, 3020)   \
-  X(cuMemsetD2D8, 3020) X(cuMemsetD2D8Async, 3020)
+  X(cuMemsetD2D8, 3020) X(cuMemsetD2D8Async, 3020) X(cuDeviceCanAccessPeer, 4000)                 \
+  X(cuCtxEnablePeerAccess, 4000) X(cuCtxDisablePeerAccess, 4000) X(cuDeviceGetP2PAttribute, 8000)  \
+  X(cuMemcpyPeer, 4000) X(cuMemcpyPeerAsync, 4000) X(cuMemcpy3DPeer, 4000) X(cuMemcpy3DPeerAsync, 4000) \
+  SIMGPU_RT_GRAPH_FUNCTIONS(X) SIMGPU_RT_POOL_FUNCTIONS(X)
+
+// Stream-ordered memory pools and managed memory (runtime_pool.cpp).
+#define SIMGPU_RT_POOL_FUNCTIONS(X)                                                                 \
+  X(cuMemAllocFromPoolAsync, 11020) X(cuDeviceGetDefaultMemPool, 11020) X(cuDeviceGetMemPool, 11020) \
+  X(cuDeviceSetMemPool, 11020) X(cuMemPoolCreate, 11020) X(cuMemPoolDestroy, 11020)                  \
+  X(cuMemPoolSetAttribute, 11020) X(cuMemPoolGetAttribute, 11020) X(cuMemPoolTrimTo, 11020)          \
+  X(cuMemPoolSetAccess, 11020) X(cuMemPoolGetAccess, 11020) X(cuMemPrefetchAsync, 12020)             \
+  X(cuMemAdvise, 12020) X(cuMemRangeGetAttribute, 8000) X(cuStreamAttachMemAsync, 6000)
+
+// The graph and stream capture entry points (runtime_graph*.cpp).
+#define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \
+  X(cuStreamBeginCapture, 10010) X(cuStreamBeginCaptureToGraph, 12030) X(cuStreamEndCapture, 10000)     \
+  X(cuStreamIsCapturing, 10000) X(cuStreamGetCaptureInfo, 12030)                                       \
+  X(cuStreamUpdateCaptureDependencies, 12030) X(cuThreadExchangeStreamCaptureMode, 10010)              \
+  X(cuGraphCreate, 10000) X(cuGraphDestroy, 10000) X(cuGraphAddKernelNode, 12000)                       \
+  X(cuGraphKernelNodeGetParams, 12000) X(cuGraphKernelNodeSetParams, 12000)                             \
+  X(cuGraphAddMemcpyNode, 10000) X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemcpyNodeSetParams, 10000) \
+  X(cuGraphAddMemsetNode, 10000) X(cuGraphMemsetNodeGetParams, 10000) X(cuGraphMemsetNodeSetParams, 10000) \
+  X(cuGraphAddHostNode, 10000) X(cuGraphHostNodeGetParams, 10000) X(cuGraphHostNodeSetParams, 10000)    \
+  X(cuGraphAddChildGraphNode, 10000) X(cuGraphChildGraphNodeGetGraph, 10000) X(cuGraphAddEmptyNode, 10000) \
+  X(cuGraphAddEventRecordNode, 11010) X(cuGraphAddEventWaitNode, 11010)                                 \
+  X(cuGraphEventRecordNodeGetEvent, 11010) X(cuGraphEventRecordNodeSetEvent, 11010)                     \
+  X(cuGraphEventWaitNodeGetEvent, 11010) X(cuGraphEventWaitNodeSetEvent, 11010)                         \
+  X(cuGraphAddMemAllocNode, 11040) X(cuGraphMemAllocNodeGetParams, 11040) X(cuGraphAddMemFreeNode, 11040) \
+  X(cuGraphMemFreeNodeGetParams, 11040) X(cuGraphClone, 10000) X(cuGraphNodeFindInClone, 10000)         \
+  X(cuGraphNodeGetType, 10000) X(cuGraphGetNodes, 10000) X(cuGraphGetRootNodes, 10000)                  \
+  X(cuGraphGetEdges, 12030) X(cuGraphNodeGetDependencies, 12030) X(cuGraphNodeGetDependentNodes, 12030) \
+  X(cuGraphAddDependencies, 12030) X(cuGraphRemoveDependencies, 12030) X(cuGraphDestroyNode, 10000)     \
+  X(cuGraphInstantiateWithFlags, 11040) X(cuGraphInstantiateWithParams, 12000) X(cuGraphExecGetFlags, 12000) \
+  X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphExecMemcpyNodeSetParams, 10020)                     \
+  X(cuGraphExecMemsetNodeSetParams, 10020) X(cuGraphExecHostNodeSetParams, 10020)                       \
+  X(cuGraphExecEventRecordNodeSetEvent, 11010) X(cuGraphExecEventWaitNodeSetEvent, 11010)               \
+  X(cuGraphExecUpdate, 12000) X(cuGraphLaunch, 10000) X(cuGraphUpload, 11010) X(cuGraphExecDestroy, 10000) \
+  X(cuDeviceGraphMemTrim, 11040) X(cuDeviceGetGraphMemAttribute, 11040)
 
 // Field names go through cuda.h's renaming macros (cuMemAlloc -> cuMemAlloc_v2)
 // both where they are declared and where they are used, so they stay in step.
@@ -74,10 +111,18 @@ int& current_device();  // the thread's device (cudaSetDevice)
 // Binds the thread to its device's primary context, as the real runtime does
 // lazily on the first call that needs one.
 cudaError_t ensure_context();
+// A device's primary context, retained on first use.
+cudaError_t primary_context(int dev, CUcontext* out);
 
 // cudaMemcpy3DParms in the driver's terms; cudaErrorNotSupported for CUDA
 // arrays, which simgpu does not model.
 cudaError_t to_driver_copy(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out);
+// One row of `bytes` bytes, as the 1D memcpy node calls describe it.
+cudaMemcpy3DParms linear_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+
+// The host stub a CUfunction was made from (nullptr for one loaded through
+// the driver API): what cudaGraphKernelNodeGetParams reports.
+const void* host_function(CUfunction f);
 
 // The current device's CUfunction for a kernel: a host stub address (what
 // <<<>>> and cudaLaunchKernel pass) or a handle from cudaGetKernel.  Loads the

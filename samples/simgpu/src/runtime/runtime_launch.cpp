@@ -5,6 +5,7 @@
 // The runtime loads each fat binary into the device lazily with
 // cuModuleLoadData and launches through cuLaunchKernel, so the driver (and a
 // profiler behind cuGetProcAddress) sees a real module, function and launch.
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -107,6 +108,15 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
 }
 
 }  // namespace
+
+const void* simgpu::rt::host_function(CUfunction f) {
+  if (!f) return nullptr;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const auto& [host, k] : r.by_host_function)
+    if (std::find(k->functions.begin(), k->functions.end(), f) != k->functions.end()) return host;
+  return nullptr;
+}
 
 cudaError_t simgpu::rt::kernel_function(const DriverTable& d, const void* func, CUfunction* out) {
   Kernel* k = find_kernel(func);

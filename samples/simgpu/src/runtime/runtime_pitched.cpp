@@ -96,6 +96,15 @@ cudaError_t simgpu::rt::to_driver_copy(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D
   return cudaSuccess;
 }
 
+cudaMemcpy3DParms simgpu::rt::linear_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  cudaMemcpy3DParms p{};
+  p.srcPtr = cudaPitchedPtr{const_cast<void*>(src), bytes, bytes, 1};
+  p.dstPtr = cudaPitchedPtr{dst, bytes, bytes, 1};
+  p.extent = cudaExtent{bytes, 1, 1};
+  p.kind = kind;
+  return p;
+}
+
 extern "C" {
 
 cudaError_t CUDARTAPI cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
