@@ -159,19 +159,31 @@ class Tally:
         kind, detail = r["kind"], r["detail"]
         if kind == "copy":
             m = re.match(r"(\w+) -> (\w+)(, async)?", detail)
-            key, category = f"{r['copy_kind']} {m.group(1)}->{m.group(2)}{' async' if m.group(3) else ''}", "copies"
+            src, dst = device_side(m.group(1)), device_side(m.group(2))
+            key, category = f"{r['copy_kind']} {src}->{dst}{' async' if m.group(3) else ''}", "copies"
         elif kind == "memset":
-            key, category = detail.split(", ")[-1], "memsets"
+            key, category = device_side(detail.split(", ")[-1]), "memsets"
         elif kind == "sync":
             key, category = r["name"], "syncs"
         elif kind == "alloc":
             m = re.match(r"address \S+, (\w+)(, stream-ordered)?", detail)
-            key, category = f"{r['name']} {m.group(1)}{' stream-ordered' if m.group(2) else ''}", "allocs"
+            # A free names no memory kind (cudaFree takes any device pointer):
+            # frees are compared by count and bytes.
+            what = "" if r["name"] in ("Free", "Unregister") else " " + m.group(1)
+            key, category = f"{r['name']}{what}{' stream-ordered' if m.group(2) else ''}", "allocs"
         else:
             key, category = r["name"], "kernels"
         self.kinds[category][key] += 1
         if category in self.bytes:
             self.bytes[category][key] += int(r["bytes"] or 0)
+
+
+def device_side(kind):
+    """Device memory is device memory on a copy or memset, whichever
+    allocator it came from (cudaMalloc, a pool): the program names only
+    "device" (cudaMemcpyDeviceToHost). Host kinds stay exact: pageable or
+    pinned is evidence the analyzer weighs."""
+    return "Device" if kind in ("Pool", "DeviceStatic") else kind
 
 
 def is_driver_call(name):

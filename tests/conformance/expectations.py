@@ -12,9 +12,11 @@ Keys, as conformance.py's Tally builds them from `gpuscope export --format csv`:
             program makes; one that the libgpuscope.so under test does not
             intercept (not among its exports) is reported, not compared.
   failures  API function -> {error code: count}; every other call succeeds.
-  copies    "Direction Src->Dst[ async]" -> (count, bytes)
-  memsets   memory kind -> (count, bytes)
-  allocs    "Op Kind[ stream-ordered]" -> (count, bytes)
+  copies    "Direction Src->Dst[ async]" -> (count, bytes); device memory
+            is "Device" whichever allocator it came from (a pool too)
+  memsets   memory kind -> (count, bytes), likewise
+  allocs    "Alloc Kind[ stream-ordered]", "Free[ stream-ordered]" ->
+            (count, bytes): a free names no memory kind
   kernels   kernel name (unmangled identifier) -> launches
   syncs     sync kind (Device, Stream, Event, StreamWaitEvent,
             StreamQuery, EventQuery) -> count
@@ -114,6 +116,14 @@ def merge(*dicts):
     return out
 
 
+def allocated_and_freed(kinds, stream_ordered=False):
+    """Allocations by memory kind ({kind: (count, bytes)}), each freed again."""
+    suffix = " stream-ordered" if stream_ordered else ""
+    allocs = {f"Alloc {kind}{suffix}": n for kind, n in kinds.items()}
+    allocs[f"Free{suffix}"] = tuple(map(sum, zip(*kinds.values())))
+    return allocs
+
+
 def success_only(o):
     if o.status != EXIT_SUCCESS:
         o.unexpected()
@@ -132,7 +142,7 @@ def vector_add(o):
         calls=merge({"cudaMalloc": 3, "cudaMemcpy": 4, "__cudaLaunchKernel": 1, "cudaGetLastError": 1, "cudaFree": 3},
                     results_check()),
         copies={"HostToDevice Pageable->Device": pair(2, b), "DeviceToHost Device->Pageable": pair(2, b)},
-        allocs={"Alloc Device": pair(3, b), "Free Device": pair(3, b)},
+        allocs=allocated_and_freed({"Device": pair(3, b)}),
         kernels={"vectorAdd": 1})
 
 
@@ -149,8 +159,7 @@ def async_api(o):
         failures={"cudaEventQuery": {cudaErrorNotReady: polls}} if polls else {},
         copies={"HostToDevice Pinned->Device async": pair(1, b), "DeviceToHost Device->Pinned async": pair(1, b)},
         memsets={"Device": pair(1, b)},
-        allocs={"Alloc Pinned": pair(1, b), "Alloc Device": pair(1, b), "Free Pinned": pair(1, b),
-                "Free Device": pair(1, b)},
+        allocs=allocated_and_freed({"Pinned": pair(1, b), "Device": pair(1, b)}),
         syncs={"Device": 1, "EventQuery": polls + 1},
         kernels={"increment_kernel": 1})
 
@@ -170,8 +179,7 @@ def simple_streams(o):
                      "cudaFreeHost": 1, "cudaFree": 1}, results_check()),
         copies={"HostToDevice Pinned->Device": pair(1, b),
                 "DeviceToHost Device->Pinned async": (kernels, (1 + iters) * b + iters * b)},
-        allocs={"Alloc Pinned": pair(1, b), "Alloc Device": pair(1, b), "Free Pinned": pair(1, b),
-                "Free Device": pair(1, b)},
+        allocs=allocated_and_freed({"Pinned": pair(1, b), "Device": pair(1, b)}),
         syncs={"Event": 4},
         kernels={"init_array": kernels})
 
@@ -190,8 +198,7 @@ def multi_copy(o):
         copies={"HostToDevice Pinned->Device async": pair(steps, b),
                 "DeviceToHost Device->Pinned async": pair(steps, b)},
         memsets={"Device": pair(steps, b)},
-        allocs={"Alloc Pinned": pair(2 * sets, b), "Alloc Device": pair(2 * sets, b),
-                "Free Pinned": pair(2 * sets, b), "Free Device": pair(2 * sets, b)},
+        allocs=allocated_and_freed({"Pinned": pair(2 * sets, b), "Device": pair(2 * sets, b)}),
         syncs={"Event": 1},
         kernels={"inc_kernel": steps})
 
@@ -210,8 +217,7 @@ def bandwidth_test(o):
                 "HostToDevice Pinned->Device async": pair(reps, b),
                 "DeviceToHost Device->Pinned async": pair(reps, b),
                 "DeviceToDevice Device->Device": pair(reps, b), "DeviceToHost Device->Pinned": pair(1, b)},
-        allocs={"Alloc Pinned": pair(2, b), "Alloc Device": pair(2, b), "Free Pinned": pair(2, b),
-                "Free Device": pair(2, b)},
+        allocs=allocated_and_freed({"Pinned": pair(2, b), "Device": pair(2, b)}),
         syncs={"Event": 5})
 
 
@@ -225,8 +231,7 @@ def stream_callbacks(o):
                      "cudaDeviceSynchronize": 1, "cudaStreamDestroy": w, "cudaFreeHost": w, "cudaFree": w},
                     results_check()),
         copies={"HostToDevice Pinned->Device async": pair(w, b), "DeviceToHost Device->Pinned async": pair(w, b)},
-        allocs={"Alloc Pinned": pair(w, b), "Alloc Device": pair(w, b), "Free Pinned": pair(w, b),
-                "Free Device": pair(w, b)},
+        allocs=allocated_and_freed({"Pinned": pair(w, b), "Device": pair(w, b)}),
         syncs={"Device": 1},
         kernels={"add_id": w})
 
@@ -246,7 +251,7 @@ def occupancy(o):
                "cudaMalloc": 1, "cudaMemcpy": 2,
                "__cudaLaunchKernel": 2, "cudaGetLastError": 2, "cudaDeviceSynchronize": 1, "cudaFree": 1},
         copies={"HostToDevice Pageable->Device": pair(1, b), "DeviceToHost Device->Pageable": pair(1, b)},
-        allocs={"Alloc Device": pair(1, b), "Free Device": pair(1, b)},
+        allocs=allocated_and_freed({"Device": pair(1, b)}),
         syncs={"Device": 1},
         kernels={"square": 2})
 
@@ -259,7 +264,7 @@ def zero_copy(o):
         calls=merge({"cudaGetDevice": 1, "cudaGetDeviceProperties": 1, "cudaSetDeviceFlags": 1, "cudaHostAlloc": 3,
                      "cudaHostGetDevicePointer": 3, "__cudaLaunchKernel": 1, "cudaGetLastError": 1,
                      "cudaDeviceSynchronize": 1, "cudaFreeHost": 3}, results_check()),
-        allocs={"Alloc Pinned": pair(3, b), "Free Pinned": pair(3, b)},
+        allocs=allocated_and_freed({"Pinned": pair(3, b)}),
         syncs={"Device": 1},
         kernels={"vector_add_mapped": 1})
 
@@ -277,8 +282,7 @@ def matrix_mul(o):
                      "cudaStreamDestroy": 1, "cudaFreeHost": 3, "cudaFree": 3}, results_check()),
         copies={"HostToDevice Pinned->Device async": (2, ba + bb), "DeviceToHost Device->Pinned async": (1, bc)},
         memsets={"Device": (1, bc)},
-        allocs={"Alloc Pinned": (3, ba + bb + bc), "Alloc Device": (3, ba + bb + bc),
-                "Free Pinned": (3, ba + bb + bc), "Free Device": (3, ba + bb + bc)},
+        allocs=allocated_and_freed({"Pinned": (3, ba + bb + bc), "Device": (3, ba + bb + bc)}),
         syncs={"Stream": 2, "Event": 1},
         kernels={"matrix_mul_tiled": 1 + iters})
 
@@ -293,7 +297,7 @@ def clock_timing(o):
                      "cudaGetLastError": 1, "cudaFree": 3}, results_check()),
         copies={"HostToDevice Pageable->Device": (1, b_in), "DeviceToHost Device->Pageable": (2, b_out + b_timer)},
         memsets={"Device": (1, b_timer)},
-        allocs={"Alloc Device": (3, b_in + b_out + b_timer), "Free Device": (3, b_in + b_out + b_timer)},
+        allocs=allocated_and_freed({"Device": (3, b_in + b_out + b_timer)}),
         kernels={"timed_reduction": 1})
 
 
@@ -305,7 +309,7 @@ def atomics(o):
         calls=merge({"cudaMalloc": 1, "cudaMemcpy": 2, "__cudaLaunchKernel": 1, "cudaGetLastError": 1,
                      "cudaFree": 1}, results_check()),
         copies={"HostToDevice Pageable->Device": pair(1, b), "DeviceToHost Device->Pageable": pair(1, b)},
-        allocs={"Alloc Device": pair(1, b), "Free Device": pair(1, b)},
+        allocs=allocated_and_freed({"Device": pair(1, b)}),
         kernels={"atomic_ops": 1})
 
 
@@ -319,7 +323,7 @@ def p2p(o):
     # cudaMemcpyDefault between the GPUs is a peer copy; to and from the
     # pinned buffer it is a host copy.
     return Expect(
-        calls=merge({"cudaGetDeviceCount": 1, "cudaDeviceCanAccessPeer": 2, "cudaSetDevice": 10,
+        calls=merge({"cudaGetDeviceCount": 1, "cudaDeviceCanAccessPeer": 2, "cudaSetDevice": 9,
                      "cudaDeviceEnablePeerAccess": 2, "cudaMalloc": 2, "cudaHostAlloc": 1, "cudaEventCreate": 2,
                      "cudaEventRecord": 2, "cudaMemcpy": reps + 2, "cudaEventSynchronize": 1,
                      "cudaEventElapsedTime": 1, "cudaMemcpyPeer": 1, "__cudaLaunchKernel": 2,
@@ -327,8 +331,7 @@ def p2p(o):
                      "cudaDeviceDisablePeerAccess": 2, "cudaFreeHost": 1, "cudaFree": 2}, results_check()),
         copies={"PeerToPeer Device->Device": pair(reps + 1, b), "HostToDevice Pinned->Device": pair(1, b),
                 "DeviceToHost Device->Pinned": pair(1, b)},
-        allocs={"Alloc Device": pair(2, b), "Alloc Pinned": pair(1, b), "Free Device": pair(2, b),
-                "Free Pinned": pair(1, b)},
+        allocs=allocated_and_freed({"Device": pair(2, b), "Pinned": pair(1, b)}),
         syncs={"Event": 1, "Device": 2},
         kernels={"double_from": 2})
 
@@ -342,7 +345,7 @@ def omp_streams(o):
                      "cudaMemcpyAsync": 2 * c, "__cudaLaunchKernel": c, "cudaGetLastError": c,
                      "cudaStreamSynchronize": c, "cudaFree": c, "cudaStreamDestroy": c}, results_check()),
         copies={"HostToDevice Pageable->Device async": pair(c, b), "DeviceToHost Device->Pageable async": pair(c, b)},
-        allocs={"Alloc Device": pair(c, b), "Free Device": pair(c, b)},
+        allocs=allocated_and_freed({"Device": pair(c, b)}),
         syncs={"Stream": c},
         kernels={"add_constant": c})
 
@@ -363,8 +366,7 @@ def graph_program(o, calls, memsets_per_launch, memsets_outside=0):
                      "cudaStreamDestroy": 1, "cudaFreeHost": 2, "cudaFree": 2}, results_check(), calls),
         copies={"HostToDevice Pinned->Device async": pair(runs, b), "DeviceToHost Device->Pinned async": pair(runs, b)},
         memsets={"Device": pair(memsets, b)} if memsets else {},
-        allocs={"Alloc Pinned": pair(2, b), "Alloc Device": pair(2, b), "Free Pinned": pair(2, b),
-                "Free Device": pair(2, b)},
+        allocs=allocated_and_freed({"Pinned": pair(2, b), "Device": pair(2, b)}),
         syncs={"Stream": 2},
         kernels={"scale": runs, "offset": runs})
 
@@ -409,7 +411,7 @@ def hyperq(o):
                      "cudaFree": 1}, results_check()),
         copies={"DeviceToHost Device->Pageable": (1, 8)},
         memsets={"Device": (1, b)},
-        allocs={"Alloc Device": (1, b), "Free Device": (1, b)},
+        allocs=allocated_and_freed({"Device": (1, b)}),
         syncs={"Event": 1},
         kernels={"kernel_a": s, "kernel_b": s, "sum": 1})
 
@@ -424,7 +426,7 @@ def um_streams(o):
                      "cudaStreamAttachMemAsync": t, "cudaStreamSynchronize": 2 * t, "cudaMemAdvise": t,
                      "cudaMemPrefetchAsync": 2 * t, "__cudaLaunchKernel": t, "cudaGetLastError": t, "cudaFree": t,
                      "cudaStreamDestroy": s}, results_check()),
-        allocs={"Alloc Managed": pair(t, b), "Free Managed": pair(t, b)},
+        allocs=allocated_and_freed({"Managed": pair(t, b)}),
         syncs={"Stream": 2 * t},
         kernels={"scale_in_place": t})
 
@@ -441,12 +443,10 @@ def stream_ordered_alloc(o):
                      "cudaMallocFromPoolAsync": 1, "cudaMemsetAsync": 1, "cudaMemPoolDestroy": 1,
                      "cudaStreamDestroy": 1, "cudaFreeHost": 3}, results_check()),
         copies={"HostToDevice Pinned->Device async": pair(2 * k, b),
-                "DeviceToHost Device->Pinned async": pair(k, b),
-                "DeviceToHost Pool->Pinned async": pair(1, b)},
-        memsets={"Pool": pair(1, b)},
-        allocs={"Alloc Pinned": pair(3, b), "Free Pinned": pair(3, b),
-                "Alloc Device stream-ordered": pair(3 * k, b), "Free Device stream-ordered": pair(3 * k, b),
-                "Alloc Pool stream-ordered": pair(1, b), "Free Pool stream-ordered": pair(1, b)},
+                "DeviceToHost Device->Pinned async": pair(k + 1, b)},  # the last one from the own pool
+        memsets={"Device": pair(1, b)},
+        allocs={**allocated_and_freed({"Pinned": pair(3, b)}),
+                **allocated_and_freed({"Device": pair(3 * k, b), "Pool": pair(1, b)}, stream_ordered=True)},
         syncs={"Stream": 2},
         kernels={"vector_add": k})
 
@@ -464,7 +464,7 @@ def pitch_copies(o):
         copies={"DeviceToHost Device->Pageable": (3, 2 * w * h + w * h * d),
                 "HostToDevice Pageable->Device": (2, w * h + w * h * d)},
         memsets={"Device": (2, w * h + w * h * d)},
-        allocs={"Alloc Device": (2, pitch2 * h + pitch3 * h * d), "Free Device": (2, pitch2 * h + pitch3 * h * d)})
+        allocs=allocated_and_freed({"Device": (2, pitch2 * h + pitch3 * h * d)}))
 
 
 def gemm(o):
@@ -482,7 +482,7 @@ def gemm(o):
     return Expect(
         calls=merge(uploads, {"cudaMemcpy": 1, "cudaFree": 3}),
         copies={"HostToDevice Pageable->Device": pair(2, b), "DeviceToHost Device->Pageable": pair(1, b)},
-        allocs={"Alloc Device": pair(3, b), "Free Device": pair(3, b)}, library_calls=True)
+        allocs=allocated_and_freed({"Device": pair(3, b)}), library_calls=True)
 
 
 @program(args=["--n=256"])

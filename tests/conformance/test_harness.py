@@ -87,6 +87,19 @@ class Comparison(unittest.TestCase):
         self.assertEqual(dict(tally.driver), {"cuDeviceGetCount": 1})
         self.assertNotIn("cuMemcpyHtoD_v2", tally.calls)  # nested: depth 1
 
+    def test_device_memory_kinds_and_frees(self):
+        trace = HEADER + "".join([
+            row("api_call", "cudaMemcpyAsync", 1, error="0", detail="depth 0"),
+            row("copy", corr=1, bytes_="8", copy_kind="DeviceToHost", detail="Pool -> Pinned, async"),
+            row("api_call", "cudaFree", 2, error="0", detail="depth 0"),
+            row("alloc", "Free", 2, bytes_="8", detail="address 0x10, Managed"),
+            row("api_call", "cudaMallocManaged", 3, error="0", detail="depth 0"),
+            row("alloc", "Alloc", 3, bytes_="8", detail="address 0x10, Managed"),
+        ])
+        tally = conformance.Tally(trace, driver_api=False, library_calls=False)
+        self.assertEqual(dict(tally.kinds["copies"]), {"DeviceToHost Device->Pinned async": 1})
+        self.assertEqual(dict(tally.kinds["allocs"]), {"Free": 1, "Alloc Managed": 1})
+
     def test_every_category_is_compared(self):
         wrong = {
             "calls": {"cudaMemcpy": 2, "__cudaLaunchKernel": 1},
