@@ -4,6 +4,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -34,6 +35,23 @@ enum Role : int { kUndecided = 0, kPrimary = 1, kSecondary = 2 };
 std::atomic<int> g_role{kUndecided};
 std::atomic<const InstanceMarker*> g_primary{nullptr};
 
+// Looking at the loaded objects is gpuscope's own business: the hooks it
+// runs under must not record it, and the program's errno stays as it was
+// (its dlerror() state too: the last loader call made is always one that
+// succeeds, glibc_dlclose, which leaves no error pending, as the program's
+// own successful lookup would).
+class OwnLookups {
+ public:
+  OwnLookups() : saved_errno_(errno) {}
+  ~OwnLookups() { errno = saved_errno_; }
+  OwnLookups(const OwnLookups&) = delete;
+  OwnLookups& operator=(const OwnLookups&) = delete;
+
+ private:
+  capture::InternalScope internal_;
+  int saved_errno_;
+};
+
 struct LoadedObject {
   std::string name;
   ElfW(Addr) load_bias;
@@ -57,21 +75,39 @@ link_map* object_of(const void* address) {
 // is another copy's when this one is not first.
 const void* own_address() { return reinterpret_cast<const void*>(&object_of); }
 
+// glibc's dlclose, from the object that defines dlmopen (libc, or libdl
+// before glibc 2.34). A plain dlclose() binds to the first dlclose in the
+// global scope: a copy's override, which would record the close as the
+// program's.
+using DlcloseFn = int (*)(void*);
+DlcloseFn glibc_dlclose() {
+  static const DlcloseFn fn = [] {
+    Dl_info info{};
+    void* defining = dladdr(reinterpret_cast<void*>(&dlmopen), &info) != 0 && info.dli_fname != nullptr
+                         ? dlmopen(LM_ID_BASE, info.dli_fname, RTLD_NOLOAD | RTLD_LAZY)
+                         : nullptr;
+    void* found = defining != nullptr ? real_dlsym()(defining, "dlclose") : nullptr;
+    return found != nullptr ? reinterpret_cast<DlcloseFn>(found) : &dlclose;
+  }();
+  return fn;
+}
+
 // The marker `object` exports itself (a handle's lookup also searches its
 // dependencies), or null. dlmopen into the base namespace is dlopen without
-// passing through any copy's dlopen override; RTLD_NOLOAD never loads.
+// passing through any copy's dlopen override; RTLD_NOLOAD never loads, and
+// the reference it takes is given back at once.
 const InstanceMarker* marker_of(const LoadedObject& object) {
   void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) return nullptr;
   const auto* marker = static_cast<const InstanceMarker*>(real_dlsym()(handle, kInstanceSymbol));
   const link_map* map = marker != nullptr ? object_of(marker) : nullptr;
-  dlclose(handle);
+  glibc_dlclose()(handle);
   if (map == nullptr || map->l_addr != object.load_bias) return nullptr;
   return std::memcmp(marker->magic, kInstanceMagic, sizeof kInstanceMagic) == 0 ? marker : nullptr;
 }
 
 Role decide() {
-  capture::InternalScope internal;  // the loads and lookups below are gpuscope's own
+  const OwnLookups own;
   std::vector<LoadedObject> objects;
   dl_iterate_phdr(collect, &objects);  // in load order
   const link_map* self = object_of(own_address());
@@ -91,6 +127,7 @@ bool has_entry_points(const InstanceMarker* m) {
 
 // The marker of the other copy `address` lies in, or null.
 const InstanceMarker* other_instance_at(const void* address) {
+  const OwnLookups own;
   const link_map* map = object_of(address);
   if (map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0' || map == object_of(own_address()))
     return nullptr;

@@ -119,8 +119,7 @@ void initialize_capture() {
     capture::disable_capture();
     return;
   }
-  if (!config.mode.empty() && config.mode != "standby")
-    capture::diag_line("GPUSCOPE_MODE=%s: expected standby; tracing the whole run", config.mode.c_str());
+  for (const std::string& problem : config.problems) capture::diag_line("%s", problem.c_str());
   capture::ProcessMetadata metadata = capture::collect_process_metadata();
   stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
   if (config.mode == "standby") {
@@ -143,8 +142,9 @@ void initialize_capture() {
   capture::SessionOptions options = config.options;
   capture::WindowConfig windows;
   std::string error;
-  if (!capture::read_window_config(&windows, &error))
-    capture::diag_line("%s; capturing the whole run", error.c_str());
+  // A value it cannot honour leaves the whole run captured; the settings'
+  // problems above named it.
+  capture::read_window_config(&windows, &error);
   if (capture::configure_windows(windows)) {
     options.start_paused = true;
     sources.push_back(capture::make_window_source().release());

@@ -80,7 +80,7 @@ bool parse_ms(const char* name, uint64_t* out_ns, std::string* error) {
   const std::string_view s(v);
   uint64_t ms = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), ms);
-  if (ec != std::errc() || end != s.data() + s.size() || ms > 365ull * 86'400'000) {
+  if (ec != std::errc() || end != s.data() + s.size() || ms > kMaxWindowMs) {
     *error = std::string(name) + "=" + v + ": expected milliseconds";
     return false;
   }
@@ -88,20 +88,6 @@ bool parse_ms(const char* name, uint64_t* out_ns, std::string* error) {
   return true;
 }
 
-bool parse_range_end(std::string_view v, uint32_t* max_windows) {
-  if (v.empty() || v == "stop") {
-    *max_windows = 1;
-    return true;
-  }
-  if (v == "repeat") {
-    *max_windows = 0;
-    return true;
-  }
-  if (!v.starts_with("repeat:")) return false;
-  v.remove_prefix(7);
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *max_windows);
-  return ec == std::errc() && end == v.data() + v.size() && *max_windows > 0;
-}
 
 // What opens a window, as the trace names it (a CaptureArmed marker): the
 // analyzer's answer when none ever opened.
@@ -171,16 +157,9 @@ bool read_window_config(WindowConfig* out, std::string* error) {
   WindowConfig c;
   if (!parse_ms("GPUSCOPE_DELAY_MS", &c.delay_ns, error) || !parse_ms("GPUSCOPE_DURATION_MS", &c.duration_ns, error))
     return false;
-  if (const char* range = std::getenv("GPUSCOPE_CAPTURE_RANGE"); range != nullptr && *range != '\0') {
-    const std::string_view v(range);
-    if (v == "cudaProfilerApi") {
-      c.range = WindowConfig::Range::ProfilerApi;
-    } else if (v.starts_with("nvtx:") && parse_nvtx_range(v.substr(5), &c.nvtx_message, &c.nvtx_domain)) {
-      c.range = WindowConfig::Range::Nvtx;
-    } else {
-      *error = std::string("GPUSCOPE_CAPTURE_RANGE=") + range + ": expected cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]";
-      return false;
-    }
+  if (const char* range = std::getenv("GPUSCOPE_CAPTURE_RANGE"); range != nullptr && !parse_capture_range(range, &c)) {
+    *error = std::string("GPUSCOPE_CAPTURE_RANGE=") + range + ": expected cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]";
+    return false;
   }
   const char* end = std::getenv("GPUSCOPE_CAPTURE_RANGE_END");
   if (!parse_range_end(end != nullptr ? end : "", &c.max_windows)) {
@@ -249,6 +228,30 @@ bool parse_nvtx_range(std::string_view spec, std::string* message, std::string* 
   *message = std::string(spec.substr(0, at));
   *domain = at == std::string_view::npos ? std::string() : std::string(spec.substr(at + 1));
   return !message->empty();
+}
+
+bool parse_capture_range(std::string_view value, WindowConfig* out) {
+  if (value.empty()) out->range = WindowConfig::Range::None;
+  else if (value == "cudaProfilerApi") out->range = WindowConfig::Range::ProfilerApi;
+  else if (value.starts_with("nvtx:") && parse_nvtx_range(value.substr(5), &out->nvtx_message, &out->nvtx_domain))
+    out->range = WindowConfig::Range::Nvtx;
+  else return false;
+  return true;
+}
+
+bool parse_range_end(std::string_view v, uint32_t* max_windows) {
+  if (v.empty() || v == "stop") {
+    *max_windows = 1;
+    return true;
+  }
+  if (v == "repeat") {
+    *max_windows = 0;
+    return true;
+  }
+  if (!v.starts_with("repeat:")) return false;
+  v.remove_prefix(7);
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *max_windows);
+  return ec == std::errc() && end == v.data() + v.size() && *max_windows > 0;
 }
 
 std::unique_ptr<TraceSource> make_window_source() { return std::make_unique<WindowSource>(); }

@@ -69,6 +69,16 @@ const WindowConfig* nvtx_capture_range() noexcept;
 // False for an empty message.
 bool parse_nvtx_range(std::string_view spec, std::string* message, std::string* domain);
 
+// GPUSCOPE_CAPTURE_RANGE's value ("" = none) into `out`'s range fields;
+// false for anything but cudaProfilerApi or nvtx:MESSAGE[@DOMAIN].
+bool parse_capture_range(std::string_view value, WindowConfig* out);
+
+// GPUSCOPE_CAPTURE_RANGE_END's value ("" = stop): the windows allowed.
+bool parse_range_end(std::string_view value, uint32_t* max_windows);
+
+// The longest GPUSCOPE_DELAY_MS and GPUSCOPE_DURATION_MS: a year.
+inline constexpr uint64_t kMaxWindowMs = 365ull * 86'400'000;
+
 // The writer-side source: opens and closes time windows, writes closed
 // windows as markers, and asks for the capture to end after the last one.
 std::unique_ptr<TraceSource> make_window_source();

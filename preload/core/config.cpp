@@ -2,11 +2,16 @@
 
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <ctime>
 #include <string_view>
+
+#include "capture_window.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -15,14 +20,233 @@ constexpr const char* kDefaultPattern = "gpuscope-%n-%p.gpuscope";
 // torchrun/mpirun workers: the rank in the name says which file is which.
 constexpr const char* kDefaultRankPattern = "gpuscope-%n-rank%r-%p.gpuscope";
 
-template <class T> void read_number(const char* name, T* out, T min, T max) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return;
-  T parsed{};
-  const std::string_view s(v);
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), parsed);
-  if (ec == std::errc() && end == s.data() + s.size() && parsed >= min && parsed <= max) *out = parsed;
+// Every GPUSCOPE_* variable, with what it accepts. A bad value of a variable
+// read_capture_config() reads is reported as it is read, naming the default
+// it keeps; the others (read elsewhere in the library) are checked against
+// the same table, `instead` saying what a bad value leaves in place.
+enum class Kind : uint8_t {
+  Flag,     // parse_flag
+  Number,   // a whole number from `min` to `max`
+  Choice,   // one of `accepted`, '|'-separated
+  Path,     // an absolute path
+  Text,     // anything
+  Check,    // `valid` decides; `accepted` says what it takes
+  Outside,  // read by the CLI, the scripts or the tests, never by the library
+};
+
+struct Setting {
+  std::string_view name;
+  Kind kind;
+  int64_t min = 0, max = 0;
+  std::string_view accepted = {};
+  std::string_view instead = {};  // for choices and variables read elsewhere
+  bool (*valid)(std::string_view) = nullptr;
+};
+
+constexpr std::string_view kWholeRun = "capturing the whole run, without capture windows";
+constexpr int64_t kMaxPid = 1 << 30;
+
+constexpr Setting kSettings[] = {
+    {"GPUSCOPE_OUTPUT", Kind::Text},
+    {"GPUSCOPE_ROOT_PID", Kind::Number, 0, kMaxPid},
+    {"GPUSCOPE_PARENT_PID", Kind::Number, 0, kMaxPid, {}, "recording no traced parent"},
+    {"GPUSCOPE_RUN_ID", Kind::Text},
+    {"GPUSCOPE_DISABLE", Kind::Flag},
+    {"GPUSCOPE_MODE", Kind::Choice, 0, 0, "standby", "tracing the whole run"},
+    {"GPUSCOPE_CONTROL_DIR", Kind::Path, 0, 0, {}, "using the default control directory"},
+    {"GPUSCOPE_BUFFER_KB", Kind::Number, 4, 1 << 20},
+    {"GPUSCOPE_MAX_THREADS", Kind::Number, 1, 1 << 16},
+    {"GPUSCOPE_FLUSH_MS", Kind::Number, 1, 60'000},
+    {"GPUSCOPE_CPU_SAMPLE_MS", Kind::Number, 0, 60'000},
+    {"GPUSCOPE_ZSTD_LEVEL", Kind::Number, -7, 19},
+    {"GPUSCOPE_EXIT_TIMEOUT_MS", Kind::Number, 0, 600'000},
+    {"GPUSCOPE_STACKS", Kind::Flag},
+    {"GPUSCOPE_STACK_DEPTH", Kind::Number, 1, 64},
+    {"GPUSCOPE_UNWINDER", Kind::Choice, 0, 0, "libunwind", "using gpuscope's own unwinder (libunwind as fallback)"},
+    {"GPUSCOPE_NVML_HZ", Kind::Number, 0, 1000},
+    {"GPUSCOPE_CLOCK", Kind::Choice, 0, 0, "monotonic|tsc", "using the TSC where it is usable"},
+    {"GPUSCOPE_DELAY_MS", Kind::Number, 0, kMaxWindowMs, {}, kWholeRun},
+    {"GPUSCOPE_DURATION_MS", Kind::Number, 0, kMaxWindowMs, {}, kWholeRun},
+    {"GPUSCOPE_CAPTURE_RANGE", Kind::Check, 0, 0, "cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]", kWholeRun,
+     [](std::string_view v) {
+       WindowConfig c;
+       return parse_capture_range(v, &c);
+     }},
+    {"GPUSCOPE_CAPTURE_RANGE_END", Kind::Check, 0, 0, "stop, repeat or repeat:N (N > 0)", kWholeRun,
+     [](std::string_view v) {
+       uint32_t n = 0;
+       return parse_range_end(v, &n);
+     }},
+    {"GPUSCOPE_CUPTI_PATH", Kind::Text},
+    {"GPUSCOPE_LIBRARY", Kind::Outside},        // the CLI: which libgpuscope.so to preload
+    {"GPUSCOPE_JOBS", Kind::Outside},           // scripts/: build parallelism
+    {"GPUSCOPE_UPDATE_GOLDEN", Kind::Outside},  // tests: rewrite golden files
+    {"GPUSCOPE_FLIP_COUNT", Kind::Outside},     // tests: bit flips per damage test
+    {"GPUSCOPE_TEST_BROKEN_LIBUNWIND", Kind::Outside},  // tests: the libunwind fallback's child
+};
+
+constexpr std::string_view kPrefix = "GPUSCOPE_";
+
+const Setting* find_setting(std::string_view name) {
+  for (const Setting& s : kSettings)
+    if (s.name == name) return &s;
+  return nullptr;
 }
+
+bool parse_number(std::string_view text, int64_t min, int64_t max, int64_t* out) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool is_choice(const Setting& s, std::string_view text) {
+  for (std::string_view rest = s.accepted; !rest.empty();) {
+    const size_t bar = rest.find('|');
+    if (rest.substr(0, bar) == text) return true;
+    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+  }
+  return false;
+}
+
+bool acceptable(const Setting& s, std::string_view text) {
+  int64_t number = 0;
+  bool flag = false;
+  switch (s.kind) {
+    case Kind::Flag: return parse_flag(text, &flag);
+    case Kind::Number: return parse_number(text, s.min, s.max, &number);
+    case Kind::Choice: return is_choice(s, text);
+    case Kind::Path: return text.starts_with('/');
+    case Kind::Check: return s.valid(text);
+    case Kind::Text:
+    case Kind::Outside: return true;
+  }
+  return false;
+}
+
+// What the setting takes, for a message: "expected ...".
+std::string expectation(const Setting& s) {
+  std::string choices;
+  for (const char c : s.accepted) choices += c == '|' ? std::string(" or ") : std::string(1, c);
+  switch (s.kind) {
+    case Kind::Flag: return "1, yes, true or on; 0, no, false or off";
+    case Kind::Number: return "a whole number from " + std::to_string(s.min) + " to " + std::to_string(s.max);
+    case Kind::Choice: return choices;
+    case Kind::Path: return "an absolute path";
+    default: return std::string(s.accepted);
+  }
+}
+
+// "NAME=VALUE: expected WHAT; INSTEAD".
+std::string problem(const Setting& s, std::string_view value, std::string_view instead) {
+  return std::string(s.name) + "=" + std::string(value) + ": expected " + expectation(s) + "; " + std::string(instead);
+}
+
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "; did you mean GPUSCOPE_STACKS?" for a name at most two edits from one.
+std::string closest_hint(std::string_view name) {
+  const Setting* best = nullptr;
+  size_t best_distance = 3;
+  for (const Setting& s : kSettings)
+    if (const size_t d = edit_distance(name, s.name); d < best_distance) {
+      best = &s;
+      best_distance = d;
+    }
+  return best != nullptr ? "; did you mean " + std::string(best->name) + "?" : std::string();
+}
+
+// Reads the variables of read_capture_config(): a bad value leaves *out
+// (the default) alone and says so. Then checks the rest of the environment.
+class Reader {
+ public:
+  explicit Reader(std::vector<std::string>* problems) : problems_(problems) {}
+
+  template <class T> void number(std::string_view name, T* out) {
+    const char* v = take(name);
+    int64_t parsed = 0;
+    if (v == nullptr) return;
+    const Setting& s = *find_setting(name);
+    if (parse_number(v, s.min, s.max, &parsed)) *out = static_cast<T>(parsed);
+    else problems_->push_back(problem(s, v, "using the default, " + std::to_string(*out)));
+  }
+  void flag(std::string_view name, bool* out) {
+    const char* v = take(name);
+    if (v != nullptr && !parse_flag(v, out))
+      problems_->push_back(problem(*find_setting(name), v, *out ? "using the default, on" : "using the default, off"));
+  }
+  // The value when it is one of the choices, else "" (the default).
+  std::string choice(std::string_view name) {
+    const char* v = take(name);
+    if (v == nullptr) return {};
+    const Setting& s = *find_setting(name);
+    if (is_choice(s, v)) return v;
+    problems_->push_back(problem(s, v, s.instead));
+    return {};
+  }
+  std::string text(std::string_view name) {
+    const char* v = take(name);
+    return v != nullptr ? v : "";
+  }
+
+  // Every other GPUSCOPE_* variable: checked against the table when read
+  // elsewhere, reported when the table does not know the name (a typo).
+  void check_the_rest() {
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view entry(*e);
+      const size_t eq = entry.find('=');
+      if (!entry.starts_with(kPrefix) || eq == std::string_view::npos) continue;
+      const std::string_view name = entry.substr(0, eq), value = entry.substr(eq + 1);
+      if (std::find(read_.begin(), read_.end(), name) != read_.end()) continue;
+      const Setting* s = find_setting(name);
+      if (s == nullptr)
+        problems_->push_back(std::string(name) + ": not a gpuscope setting, ignored" + closest_hint(name));
+      else if (!value.empty() && !acceptable(*s, value))
+        problems_->push_back(problem(*s, value, s->instead.empty() ? "using the default" : s->instead));
+    }
+  }
+
+ private:
+  // The value of a variable the table lists, or null when it is unset or
+  // empty (an empty value means the default, as unset does).
+  const char* take(std::string_view name) {
+    read_.push_back(name);
+    const char* v = std::getenv(std::string(name).c_str());
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  }
+
+  std::vector<std::string>* problems_;
+  std::vector<std::string_view> read_;
+};
+
+}  // namespace
+
+bool parse_flag(std::string_view text, bool* out) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* yes : {"1", "yes", "true", "on"})
+    if (lower == yes) return *out = true;
+  for (const char* no : {"0", "no", "false", "off"})
+    if (lower == no) return !(*out = false);
+  return false;
+}
+
+namespace {
 
 bool is_directory(const std::string& path) {
   struct stat st{};
@@ -59,25 +283,24 @@ CaptureConfig read_capture_config() {
     c.disabled = true;
     return c;
   }
-  const char* disable = std::getenv("GPUSCOPE_DISABLE");
-  c.disabled = disable != nullptr && std::string_view(disable) == "1";
-  if (const char* out = std::getenv("GPUSCOPE_OUTPUT")) c.output = out;
-  if (const char* mode = std::getenv("GPUSCOPE_MODE")) c.mode = mode;
-  read_number("GPUSCOPE_ROOT_PID", &c.root_pid, 0, 1 << 30);
+  Reader r(&c.problems);
+  r.flag("GPUSCOPE_DISABLE", &c.disabled);
+  c.output = r.text("GPUSCOPE_OUTPUT");
+  c.mode = r.choice("GPUSCOPE_MODE");
+  r.number("GPUSCOPE_ROOT_PID", &c.root_pid);
   SessionOptions& o = c.options;
-  read_number<uint32_t>("GPUSCOPE_BUFFER_KB", &o.ring_kb, 4, 1 << 20);
-  read_number<uint32_t>("GPUSCOPE_MAX_THREADS", &o.max_threads, 1, 1 << 16);
-  read_number<uint32_t>("GPUSCOPE_FLUSH_MS", &o.flush_interval_ms, 1, 60'000);
-  read_number<uint32_t>("GPUSCOPE_CPU_SAMPLE_MS", &o.cpu_sample_interval_ms, 0, 60'000);
-  read_number("GPUSCOPE_ZSTD_LEVEL", &o.zstd_level, -7, 19);
-  read_number<uint32_t>("GPUSCOPE_EXIT_TIMEOUT_MS", &o.exit_timeout_ms, 0, 600'000);
+  r.number("GPUSCOPE_BUFFER_KB", &o.ring_kb);
+  r.number("GPUSCOPE_MAX_THREADS", &o.max_threads);
+  r.number("GPUSCOPE_FLUSH_MS", &o.flush_interval_ms);
+  r.number("GPUSCOPE_CPU_SAMPLE_MS", &o.cpu_sample_interval_ms);
+  r.number("GPUSCOPE_ZSTD_LEVEL", &o.zstd_level);
+  r.number("GPUSCOPE_EXIT_TIMEOUT_MS", &o.exit_timeout_ms);
   o.drain_interval_ms = std::min(o.drain_interval_ms, o.flush_interval_ms);
-  const char* stacks = std::getenv("GPUSCOPE_STACKS");
-  c.stacks = stacks == nullptr || std::string_view(stacks) != "0";
-  read_number<uint32_t>("GPUSCOPE_STACK_DEPTH", &c.stack_depth, 1, 64);
-  const char* unwinder = std::getenv("GPUSCOPE_UNWINDER");
-  c.fast_unwinder = unwinder == nullptr || std::string_view(unwinder) != "libunwind";
-  read_number<uint32_t>("GPUSCOPE_NVML_HZ", &c.nvml_hz, 0, 1000);
+  r.flag("GPUSCOPE_STACKS", &c.stacks);
+  r.number("GPUSCOPE_STACK_DEPTH", &c.stack_depth);
+  c.fast_unwinder = r.choice("GPUSCOPE_UNWINDER") != "libunwind";
+  r.number("GPUSCOPE_NVML_HZ", &c.nvml_hz);
+  r.check_the_rest();
   return c;
 }
 

@@ -6,7 +6,8 @@
 //                            processes of the run derive their own file name
 //   GPUSCOPE_PARENT_PID      pid of the nearest traced ancestor (recorded, then
 //                            replaced by our own pid for our children)
-//   GPUSCOPE_DISABLE=1       load inert
+//   GPUSCOPE_RUN_ID          shared by the processes of one `gpuscope run` (recorded)
+//   GPUSCOPE_DISABLE=1       load inert (1/yes/true/on; 0/no/false/off)
 //   GPUSCOPE_MODE=standby    load idle; trace only while `gpuscope attach`
 //                            asks (preload/control/standby.h)
 //   GPUSCOPE_CONTROL_DIR     where the control sockets are (control_paths.h)
@@ -16,17 +17,26 @@
 //   GPUSCOPE_CPU_SAMPLE_MS   CPU-time sampling period, 0 = off (default 10)
 //   GPUSCOPE_ZSTD_LEVEL      compression level (default -5, zstd's fast mode)
 //   GPUSCOPE_EXIT_TIMEOUT_MS longest wait for the final flush at exit (default 3000)
-//   GPUSCOPE_STACKS=0        no call stacks on hooked calls (default on)
+//   GPUSCOPE_STACKS=0        no call stacks on hooked calls (default on; any
+//                            boolean spelling, as for GPUSCOPE_DISABLE)
 //   GPUSCOPE_STACK_DEPTH     frames per stack (default 32, at most 64)
 //   GPUSCOPE_UNWINDER=libunwind  every stack through libunwind (default: the
 //                            cached unwind-table walker, libunwind as fallback)
 //   GPUSCOPE_NVML_HZ         NVML samples per second, 0 = off (default 20)
 //   GPUSCOPE_CLOCK=monotonic hot-path timestamps from clock_gettime, not the TSC
+//   GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE,
+//   GPUSCOPE_CAPTURE_RANGE_END   capture windows (capture_window.h)
+//   GPUSCOPE_CUPTI_PATH      the libcupti to load at injection
+// One table in config.cpp lists them with what each accepts: a value that
+// cannot be used, and a GPUSCOPE_* name that is none of them (a typo), each
+// get one line in CaptureConfig::problems, which the library prints.
 // Under secure execution (setuid, file capabilities) none of them is read.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace gpuscope::capture {
 
@@ -52,10 +62,17 @@ struct CaptureConfig {
   uint32_t stack_depth = 32;
   bool fast_unwinder = true;
   uint32_t nvml_hz = 20;
+  // One sentence per GPUSCOPE_* variable that was set but cannot be used
+  // (naming it, its value, what is accepted and what is used instead), and
+  // per unknown GPUSCOPE_* name.
+  std::vector<std::string> problems;
 };
 
 // Reads the GPUSCOPE_* variables (none under AT_SECURE).
 CaptureConfig read_capture_config();
+
+// The usual boolean spellings, any case: 1/yes/true/on, 0/no/false/off.
+bool parse_flag(std::string_view text, bool* out);
 
 // What the name pattern expands to; exposed for tests.
 struct NameFields {

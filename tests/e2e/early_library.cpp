@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -83,9 +84,17 @@ void runtime_calls() {
               malloc_rc, release(p));
 }
 
+// Also what the lookup leaves behind: errno and dlerror() as glibc leaves
+// them after a lookup that succeeds.
 void driver_calls() {
-  const auto init = symbol<InitFn>(dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), "cuInit");
-  std::printf("%s: cuInit through libcuda.so.1's handle: %d\n", EARLY_NAME, init != nullptr ? init(0) : -1);
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  dlerror();
+  errno = 77;
+  const auto init = symbol<InitFn>(driver, "cuInit");
+  const int lookup_errno = errno;
+  const char* error = dlerror();
+  std::printf("%s: cuInit through libcuda.so.1's handle: %d (errno %d, dlerror %s)\n", EARLY_NAME,
+              init != nullptr ? init(0) : -1, lookup_errno, error != nullptr ? error : "none");
 }
 
 pthread_t g_worker;

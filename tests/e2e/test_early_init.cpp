@@ -54,6 +54,13 @@ void expect_same_program(const Compared& c) {
   ASSERT_EQ(c.traces, 1u) << c.traced.err;
   ASSERT_TRUE(c.trace.summary.end.has_value()) << c.traced.err;
   EXPECT_EQ(c.trace.summary.end->kind, fb::EndKind::ReturnFromMain);
+  // The program unloads nothing; neither may gpuscope's own lookups.
+  for (const auto& load : c.trace.summary.loads) EXPECT_FALSE(load.unload) << load.path;
+}
+
+// The plain run printed `text` (the traced one printed the same).
+void expect_printed(const Compared& c, const std::string& text) {
+  EXPECT_NE(c.plain.out.find(text), std::string::npos) << c.plain.out;
 }
 
 class EarlyInit : public ::testing::Test {
@@ -68,15 +75,13 @@ TEST_F(EarlyInit, LookupsFromConstructorsBeforeOursAnswerAsWithoutGpuscope) {
   expect_same_program(c);
   // The program's own lookups: neither library is loaded yet, so nothing is
   // found, exactly as without gpuscope (its exports are not the functions).
-  EXPECT_NE(c.plain.out.find("ctor101: dlsym(RTLD_DEFAULT, cuInit): absent"), std::string::npos) << c.plain.out;
+  expect_printed(c, "ctor101: dlsym(RTLD_DEFAULT, cuInit): absent");
 }
 
 TEST_F(EarlyInit, RuntimeDlopenedAndCalledFromConstructorsIsTraced) {
   const Compared c = run_both("early_user", "runtime");
   expect_same_program(c);
-  EXPECT_NE(c.plain.out.find("ctor_default: cudaGetDeviceCount 0 (1 devices), cudaMalloc 0, cudaFree 0"),
-            std::string::npos)
-      << c.plain.out;
+  expect_printed(c, "ctor_default: cudaGetDeviceCount 0 (1 devices), cudaMalloc 0, cudaFree 0");
   // Capture starts at the first hooked call, inside the first constructor.
   EXPECT_EQ(calls(c.trace, "cudaGetDeviceCount"), 2u);
   EXPECT_EQ(calls(c.trace, "cudaMalloc"), 2u);
@@ -86,7 +91,7 @@ TEST_F(EarlyInit, RuntimeDlopenedAndCalledFromConstructorsIsTraced) {
 TEST_F(EarlyInit, DriverHandleLookupsFromConstructorsAreHookedAndTraced) {
   const Compared c = run_both("early_user", "lookup,driver");
   expect_same_program(c);
-  EXPECT_NE(c.plain.out.find("ctor101: cuInit through libcuda.so.1's handle: 0"), std::string::npos) << c.plain.out;
+  expect_printed(c, "ctor101: cuInit through libcuda.so.1's handle: 0 (errno 77, dlerror none)");
   EXPECT_EQ(calls(c.trace, "cuInit"), 2u);
 }
 
@@ -97,7 +102,7 @@ TEST_F(EarlyInit, ThreadStartedByAConstructorRacesOurConstructors) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     const Compared c = run_both("early_user", "thread");
     expect_same_program(c);
-    EXPECT_NE(c.plain.out.find("ctor101: worker made 200 rounds, 0 failures"), std::string::npos) << c.plain.out;
+    expect_printed(c, "ctor101: worker made 200 rounds, 0 failures");
     EXPECT_LE(calls(c.trace, "cudaMalloc"), 400u);
     EXPECT_LE(calls(c.trace, "cudaFree"), 400u);
     EXPECT_EQ(c.trace.summary.stats.frames_corrupt, 0u);
