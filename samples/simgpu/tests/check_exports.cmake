@@ -1,22 +1,12 @@
 # Compares the dynamic symbols (name@version) of simgpu's libcudart.so.13 and
 # libcuda.so.1 with the toolkit's real runtime and stub driver.
-function(exports lib out)
-  execute_process(COMMAND ${NM} -D --defined-only ${lib} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "nm failed on ${lib}")
-  endif()
-  string(REGEX MATCHALL "[^ \n]+\n" names "${text}")
-  list(TRANSFORM names STRIP)
-  list(FILTER names EXCLUDE REGEX "^libcudart")  # the version node's own symbol
-  list(SORT names)
-  set(${out} "${names}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/dynamic_symbols.cmake)
 
 foreach(pair "SIMGPU_CUDART;REAL_CUDART" "SIMGPU_CUDA;REAL_CUDA")
   list(GET pair 0 ours)
   list(GET pair 1 theirs)
-  exports(${${ours}} ours_list)
-  exports(${${theirs}} theirs_list)
+  dynamic_symbols(${${ours}} "." ours_list)
+  dynamic_symbols(${${theirs}} "." theirs_list)
   set(missing ${theirs_list})
   list(REMOVE_ITEM missing ${ours_list})
   set(extra ${ours_list})

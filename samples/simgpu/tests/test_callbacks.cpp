@@ -15,6 +15,7 @@
 
 namespace {
 
+using simgpu_test::elapsed_ms;
 using simgpu_test::kernel;
 using simgpu_test::launch;
 using simgpu_test::now_ms;
@@ -52,12 +53,6 @@ void CUDART_CB host_function(void* data) {
 }
 
 void CUDART_CB sleep_30ms(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
-
-float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = -1;
-  EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, a, b));
-  return ms;
-}
 
 TEST(Callbacks, RunInStreamOrderWhenTheStreamReachesThem) {
   Log log;

@@ -2,6 +2,8 @@
 // and entry points simgpu does not model.
 #include <dlfcn.h>
 
+#include <string>
+
 #include <cuda.h>
 
 #include "test_support.hpp"
@@ -79,6 +81,24 @@ TEST_F(Driver, UnsupportedEntryPointsReturnErrorsNotCrashes) {
   EXPECT_EQ(cudaErrorNotSupported, cudaMallocArray(&rt_array, &format, 16, 16));
   EXPECT_EQ(cudaErrorNotSupported, cudaGetLastError());
   EXPECT_STREQ("cudaErrorNotSupported", cudaGetErrorName(cudaErrorNotSupported));
+}
+
+TEST_F(Driver, PrivateExportTablesAreRefusedWithAnExplanation) {
+  auto get_export_table =
+      reinterpret_cast<CUresult (*)(const void**, const CUuuid*)>(exported("cuGetExportTable"));
+  ASSERT_NE(nullptr, get_export_table);
+  const CUuuid some_table{};
+  const void* table = &some_table;
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, get_export_table(nullptr, &some_table));
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, get_export_table(&table, &some_table));
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, get_export_table(&table, &some_table));
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(nullptr, table);
+  // Once, naming the call and what to do about it.
+  EXPECT_NE(std::string::npos, said.find("simgpu: cuGetExportTable is not supported"));
+  EXPECT_NE(std::string::npos, said.find("-cudart shared"));
+  EXPECT_EQ(said.find("simgpu:"), said.rfind("simgpu:"));
 }
 
 TEST_F(Driver, DriverApiRunsAKernelFromPtx) {

@@ -10,15 +10,10 @@
 
 namespace {
 
+using simgpu_test::elapsed_ms;
 using simgpu_test::kernel;
 using simgpu_test::launch;
 using simgpu_test::now_ms;
-
-float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = -1;
-  EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, a, b));
-  return ms;
-}
 
 void CUDART_CB count_up(void* counter) { ++*static_cast<std::atomic<int>*>(counter); }
 

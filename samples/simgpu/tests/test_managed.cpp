@@ -8,30 +8,13 @@
 
 namespace {
 
-using simgpu_test::kernel;
-using simgpu_test::launch;
 
 constexpr size_t kTwoMiB = 2u << 20;
 const cudaMemLocation kDevice0{cudaMemLocationTypeDevice, 0};
 const cudaMemLocation kHost{cudaMemLocationTypeHost, 0};
 
-// Modeled time of one prefetch; the stream is busy for 10 ms first so the
-// prefetch starts when the kernel ends, however late the host submits it.
 float prefetch_ms(const void* p, size_t bytes, cudaMemLocation to) {
-  cudaStream_t s;
-  cudaEvent_t start, end;
-  EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  EXPECT_EQ(cudaSuccess, cudaEventCreate(&start));
-  EXPECT_EQ(cudaSuccess, cudaEventCreate(&end));
-  EXPECT_EQ(cudaSuccess, launch(kernel("k_10ms"), s));
-  EXPECT_EQ(cudaSuccess, cudaEventRecord(start, s));
-  EXPECT_EQ(cudaSuccess, cudaMemPrefetchAsync(p, bytes, to, 0, s));
-  EXPECT_EQ(cudaSuccess, cudaEventRecord(end, s));
-  EXPECT_EQ(cudaSuccess, cudaStreamSynchronize(s));
-  float ms = -1;
-  EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, start, end));
-  EXPECT_EQ(cudaSuccess, cudaStreamDestroy(s));
-  return ms;
+  return simgpu_test::modeled_ms("k_10ms", [&](cudaStream_t s) { return cudaMemPrefetchAsync(p, bytes, to, 0, s); });
 }
 
 int range_int(const void* p, size_t bytes, cudaMemRangeAttribute attr) {

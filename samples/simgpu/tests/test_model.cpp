@@ -15,17 +15,12 @@ extern "C" cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void
 
 namespace {
 
+using simgpu_test::elapsed_ms;
 using simgpu_test::kernel;
 using simgpu_test::launch;
 using simgpu_test::wall_ms;
 
 constexpr size_t kTwoMiB = 2u << 20;  // 21 ms pinned, 105 ms pageable on the test node
-
-float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = -1;
-  EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, a, b));
-  return ms;
-}
 
 TEST(Runtime, ReportsTheSimulatedDevice) {
   int count = 0;
@@ -204,6 +199,37 @@ TEST(Model, LegacyStreamOrdersAsyncAndSynchronousCopies) {
   EXPECT_EQ(7, back[kBytes - 1]);
   CUDA_OK(cudaFreeHost(pinned));
   CUDA_OK(cudaFree(dev));
+}
+
+TEST(Model, UploadComputeAndDownloadOverlapOnTheirOwnEngines) {
+  // Three streams released together by an event: an upload, a kernel and a
+  // download start at the same modeled instant; the two copies run on the
+  // host-to-device and device-to-host engines at once, so they end together
+  // (queued on one engine, one would end 21 ms after the other).
+  void *dev_in = nullptr, *dev_out = nullptr, *pinned_in = nullptr, *pinned_out = nullptr;
+  CUDA_OK(cudaMalloc(&dev_in, kTwoMiB));
+  CUDA_OK(cudaMalloc(&dev_out, kTwoMiB));
+  CUDA_OK(cudaMallocHost(&pinned_in, kTwoMiB));
+  CUDA_OK(cudaMallocHost(&pinned_out, kTwoMiB));
+  cudaStream_t gate, up, compute, down;
+  for (cudaStream_t* s : {&gate, &up, &compute, &down}) CUDA_OK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  cudaEvent_t open, uploaded, computed, downloaded;
+  for (cudaEvent_t* e : {&open, &uploaded, &computed, &downloaded}) CUDA_OK(cudaEventCreate(e));
+  CUDA_OK(launch(kernel("k_50ms"), gate));  // room for the host to queue everything
+  CUDA_OK(cudaEventRecord(open, gate));
+  for (cudaStream_t s : {up, compute, down}) CUDA_OK(cudaStreamWaitEvent(s, open, 0));
+  CUDA_OK(cudaMemcpyAsync(dev_in, pinned_in, kTwoMiB, cudaMemcpyHostToDevice, up));
+  CUDA_OK(cudaEventRecord(uploaded, up));
+  CUDA_OK(launch(kernel("k_50ms"), compute));
+  CUDA_OK(cudaEventRecord(computed, compute));
+  CUDA_OK(cudaMemcpyAsync(pinned_out, dev_out, kTwoMiB, cudaMemcpyDeviceToHost, down));
+  CUDA_OK(cudaEventRecord(downloaded, down));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_GE(elapsed_ms(open, uploaded), 20.0f);
+  EXPECT_FLOAT_EQ(elapsed_ms(open, uploaded), elapsed_ms(open, downloaded));
+  EXPECT_LT(elapsed_ms(open, downloaded), elapsed_ms(open, computed));
+  for (void* p : {pinned_in, pinned_out}) CUDA_OK(cudaFreeHost(p));
+  for (void* p : {dev_in, dev_out}) CUDA_OK(cudaFree(p));
 }
 
 TEST(Model, FreeSynchronizesTheDeviceButFreeAsyncDoesNot) {

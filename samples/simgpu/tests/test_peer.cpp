@@ -8,14 +8,9 @@
 
 namespace {
 
+using simgpu_test::elapsed_ms;
 using simgpu_test::kernel;
 using simgpu_test::launch;
-
-float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = -1;
-  EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, a, b));
-  return ms;
-}
 
 void* device_buffer(int dev, size_t bytes, int fill) {
   void* p = nullptr;
@@ -77,23 +72,9 @@ TEST(Peer, CopiesMoveBytesBetweenDevices) {
   cudaGetLastError();
 }
 
-// Modeled time of one asynchronous peer copy on a stream of device 0.  The
-// stream is busy for 50 ms first, so the copy starts when the kernel ends,
-// however late the host submits it.
+// Modeled time of one asynchronous peer copy on a stream of device 0.
 float peer_copy_ms(void* dst, const void* src, size_t bytes) {
-  cudaStream_t s;
-  cudaEvent_t start, end;
-  EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  EXPECT_EQ(cudaSuccess, cudaEventCreate(&start));
-  EXPECT_EQ(cudaSuccess, cudaEventCreate(&end));
-  EXPECT_EQ(cudaSuccess, launch(kernel("k_50ms"), s));
-  EXPECT_EQ(cudaSuccess, cudaEventRecord(start, s));
-  EXPECT_EQ(cudaSuccess, cudaMemcpyPeerAsync(dst, 1, src, 0, bytes, s));
-  EXPECT_EQ(cudaSuccess, cudaEventRecord(end, s));
-  EXPECT_EQ(cudaSuccess, cudaStreamSynchronize(s));
-  const float ms = elapsed_ms(start, end);
-  EXPECT_EQ(cudaSuccess, cudaStreamDestroy(s));
-  return ms;
+  return simgpu_test::modeled_ms("k_50ms", [&](cudaStream_t s) { return cudaMemcpyPeerAsync(dst, 1, src, 0, bytes, s); });
 }
 
 TEST(Peer, EnabledAccessUsesThePeerLink) {

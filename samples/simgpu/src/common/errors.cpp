@@ -59,17 +59,28 @@ const char* driver_error_string(int code) {
   return text ? text : driver_error_name(code);
 }
 
+namespace {
+
+// Whether `name` is new to this process (thread-safe).
+bool first_time(const char* name) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard lock(mu);
+  return seen.insert(name).second;
+}
+
+}  // namespace
+
 void log_unsupported_once(const char* name, const char* error_name) {
   static const bool log = [] {
     const char* v = std::getenv("SIMGPU_LOG");
     return v && *v && *v != '0';
   }();
-  if (!log) return;
-  static std::mutex mu;
-  static std::set<std::string> seen;
-  std::lock_guard lock(mu);
-  if (seen.insert(name).second)
-    std::fprintf(stderr, "simgpu: %s is not supported by simgpu (%s)\n", name, error_name);
+  if (log && first_time(name)) std::fprintf(stderr, "simgpu: %s is not supported by simgpu (%s)\n", name, error_name);
+}
+
+void explain_once(const char* name, const char* text) {
+  if (first_time(name)) std::fprintf(stderr, "simgpu: %s\n", text);
 }
 
 }  // namespace simgpu

@@ -173,6 +173,20 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** out) {
   return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+// The driver's private interface tables, which NVIDIA's own libraries (a
+// statically linked cudart, cuBLAS, cuDNN, ...) call instead of the public
+// API: undocumented, so simgpu cannot emulate them.  Refused with a line that
+// tells the user why the program's next CUDA call fails.
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
+  if (!table || !id) return CUDA_ERROR_INVALID_VALUE;
+  *table = nullptr;
+  simgpu::explain_once("cuGetExportTable",
+                       "cuGetExportTable is not supported: simgpu cannot emulate the driver's private interface "
+                       "tables that NVIDIA's own libraries use (a statically linked cudart -- nvcc's default --, "
+                       "cuBLAS, cuDNN); build with -cudart shared to run on simgpu (CUDA_ERROR_NOT_SUPPORTED)");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult CUDAAPI cuProfilerStart(void) { return with_model([](Model&) { return CUDA_SUCCESS; }); }
 CUresult CUDAAPI cuProfilerStop(void) { return with_model([](Model&) { return CUDA_SUCCESS; }); }
 

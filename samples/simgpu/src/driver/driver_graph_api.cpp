@@ -27,6 +27,10 @@ CUresult add_node(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t c
   return with_model([&](Model& m) { return m.graph_add_node(g, deps, count, &params, out); });
 }
 
+constexpr CUgraphNodeType kMemcpy = CU_GRAPH_NODE_TYPE_MEMCPY, kMemset = CU_GRAPH_NODE_TYPE_MEMSET,
+                          kHost = CU_GRAPH_NODE_TYPE_HOST, kRecord = CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+                          kWait = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+
 NodeParams typed(CUgraphNodeType type) {
   NodeParams p;
   p.type = type;
@@ -46,6 +50,27 @@ CUresult get_params(CUgraphNode n, CUgraphNodeType type, F&& fill) {
 
 CUresult set_params(CUgraphNode n, const NodeParams& p) {
   return with_model([&](Model& m) { return m.graph_set_node_params(n, p); });
+}
+
+template <class T>
+CUresult add_member_node(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count, CUgraphNodeType type,
+                         T NodeParams::*member, const T* in) {
+  NodeParams p;
+  if (CUresult r = graph_api::member_node(type, member, in, &p)) return r;
+  return add_node(out, g, deps, count, p);
+}
+
+template <class T>
+CUresult get_member(CUgraphNode n, CUgraphNodeType type, T NodeParams::*member, T* out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  return get_params(n, type, [&](const NodeParams& p) { *out = p.*member; });
+}
+
+template <class T>
+CUresult set_member(CUgraphNode n, CUgraphNodeType type, T NodeParams::*member, const T* in) {
+  NodeParams p;
+  if (CUresult r = graph_api::member_node(type, member, in, &p)) return r;
+  return set_params(n, p);
 }
 
 template <class P>
@@ -125,62 +150,41 @@ CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode n, const CUDA_KERNEL_NOD
 
 CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,
                                       const CUDA_MEMCPY3D* copy, CUcontext) {
-  if (!copy) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_MEMCPY);
-  p.copy = *copy;
-  return add_node(out, g, deps, count, p);
+  return add_member_node(out, g, deps, count, kMemcpy, &NodeParams::copy, copy);
 }
 
 CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode n, CUDA_MEMCPY3D* out) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  return get_params(n, CU_GRAPH_NODE_TYPE_MEMCPY, [&](const NodeParams& p) { *out = p.copy; });
+  return get_member(n, kMemcpy, &NodeParams::copy, out);
 }
 
 CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode n, const CUDA_MEMCPY3D* copy) {
-  if (!copy) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_MEMCPY);
-  p.copy = *copy;
-  return set_params(n, p);
+  return set_member(n, kMemcpy, &NodeParams::copy, copy);
 }
 
 CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,
                                       const CUDA_MEMSET_NODE_PARAMS* params, CUcontext) {
-  if (!params) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_MEMSET);
-  p.memset = *params;
-  return add_node(out, g, deps, count, p);
+  return add_member_node(out, g, deps, count, kMemset, &NodeParams::memset, params);
 }
 
 CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode n, CUDA_MEMSET_NODE_PARAMS* out) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  return get_params(n, CU_GRAPH_NODE_TYPE_MEMSET, [&](const NodeParams& p) { *out = p.memset; });
+  return get_member(n, kMemset, &NodeParams::memset, out);
 }
 
 CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS* params) {
-  if (!params) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_MEMSET);
-  p.memset = *params;
-  return set_params(n, p);
+  return set_member(n, kMemset, &NodeParams::memset, params);
 }
 
 CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,
                                     const CUDA_HOST_NODE_PARAMS* params) {
-  if (!params) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_HOST);
-  p.host = *params;
-  return add_node(out, g, deps, count, p);
+  return add_member_node(out, g, deps, count, kHost, &NodeParams::host, params);
 }
 
 CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode n, CUDA_HOST_NODE_PARAMS* out) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  return get_params(n, CU_GRAPH_NODE_TYPE_HOST, [&](const NodeParams& p) { *out = p.host; });
+  return get_member(n, kHost, &NodeParams::host, out);
 }
 
 CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode n, const CUDA_HOST_NODE_PARAMS* params) {
-  if (!params) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_HOST);
-  p.host = *params;
-  return set_params(n, p);
+  return set_member(n, kHost, &NodeParams::host, params);
 }
 
 CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,
@@ -201,38 +205,28 @@ CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphN
 
 CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,
                                            CUevent e) {
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_EVENT_RECORD);
-  p.event = e;
-  return add_node(out, g, deps, count, p);
+  return add_member_node(out, g, deps, count, kRecord, &NodeParams::event, &e);
 }
 
 CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,
                                          CUevent e) {
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_WAIT_EVENT);
-  p.event = e;
-  return add_node(out, g, deps, count, p);
+  return add_member_node(out, g, deps, count, kWait, &NodeParams::event, &e);
 }
 
 CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode n, CUevent* out) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  return get_params(n, CU_GRAPH_NODE_TYPE_EVENT_RECORD, [&](const NodeParams& p) { *out = p.event; });
+  return get_member(n, kRecord, &NodeParams::event, out);
 }
 
 CUresult CUDAAPI cuGraphEventWaitNodeGetEvent(CUgraphNode n, CUevent* out) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  return get_params(n, CU_GRAPH_NODE_TYPE_WAIT_EVENT, [&](const NodeParams& p) { *out = p.event; });
+  return get_member(n, kWait, &NodeParams::event, out);
 }
 
 CUresult CUDAAPI cuGraphEventRecordNodeSetEvent(CUgraphNode n, CUevent e) {
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_EVENT_RECORD);
-  p.event = e;
-  return set_params(n, p);
+  return set_member(n, kRecord, &NodeParams::event, &e);
 }
 
 CUresult CUDAAPI cuGraphEventWaitNodeSetEvent(CUgraphNode n, CUevent e) {
-  NodeParams p = typed(CU_GRAPH_NODE_TYPE_WAIT_EVENT);
-  p.event = e;
-  return set_params(n, p);
+  return set_member(n, kWait, &NodeParams::event, &e);
 }
 
 CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t count,

@@ -31,4 +31,15 @@ void fill_kernel(const NodeParams& p, P* out) {
 // CUDA_SUCCESS when every edge is a plain dependency (all simgpu models).
 CUresult edge_data_in(const CUgraphEdgeData* data, size_t count);
 
+// A node whose parameters are one member of NodeParams (memcpy, memset, host,
+// event nodes); CUDA_ERROR_INVALID_VALUE for null parameters.
+template <class T>
+CUresult member_node(CUgraphNodeType type, T NodeParams::*member, const T* in, NodeParams* out) {
+  if (!in) return CUDA_ERROR_INVALID_VALUE;
+  *out = NodeParams{};
+  out->type = type;
+  out->*member = *in;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace simgpu::drv::graph_api

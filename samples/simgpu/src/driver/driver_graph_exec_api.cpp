@@ -29,10 +29,10 @@ CUresult exec_kernel_set(CUgraphExec e, CUgraphNode n, const P* params) {
   return exec_set(e, n, p);
 }
 
-CUresult exec_event_set(CUgraphExec e, CUgraphNode n, CUgraphNodeType type, CUevent event) {
+template <class T>
+CUresult exec_member_set(CUgraphExec e, CUgraphNode n, CUgraphNodeType type, T NodeParams::*member, const T* in) {
   NodeParams p;
-  p.type = type;
-  p.event = event;
+  if (CUresult r = graph_api::member_node(type, member, in, &p)) return r;
   return exec_set(e, n, p);
 }
 
@@ -123,36 +123,24 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
 
 CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_MEMCPY3D* copy,
                                                 CUcontext) {
-  if (!copy) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p;
-  p.type = CU_GRAPH_NODE_TYPE_MEMCPY;
-  p.copy = *copy;
-  return exec_set(e, n, p);
+  return exec_member_set(e, n, CU_GRAPH_NODE_TYPE_MEMCPY, &NodeParams::copy, copy);
 }
 
 CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS* params,
                                                 CUcontext) {
-  if (!params) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p;
-  p.type = CU_GRAPH_NODE_TYPE_MEMSET;
-  p.memset = *params;
-  return exec_set(e, n, p);
+  return exec_member_set(e, n, CU_GRAPH_NODE_TYPE_MEMSET, &NodeParams::memset, params);
 }
 
 CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_HOST_NODE_PARAMS* params) {
-  if (!params) return CUDA_ERROR_INVALID_VALUE;
-  NodeParams p;
-  p.type = CU_GRAPH_NODE_TYPE_HOST;
-  p.host = *params;
-  return exec_set(e, n, p);
+  return exec_member_set(e, n, CU_GRAPH_NODE_TYPE_HOST, &NodeParams::host, params);
 }
 
 CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent event) {
-  return exec_event_set(e, n, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
+  return exec_member_set(e, n, CU_GRAPH_NODE_TYPE_EVENT_RECORD, &NodeParams::event, &event);
 }
 
 CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec e, CUgraphNode n, CUevent event) {
-  return exec_event_set(e, n, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
+  return exec_member_set(e, n, CU_GRAPH_NODE_TYPE_WAIT_EVENT, &NodeParams::event, &event);
 }
 
 // Graph memory is reserved per node and released with its graphs: there is

@@ -260,8 +260,7 @@ CUresult Model::stream_destroy(CUstream s) {
   // Work already queued still completes on the engines; only the handle goes
   // (the stream itself once its backlog has drained).
   if (!streams_.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
-  if (s->unresolved()) s->destroyed = true;
-  else delete s;
+  retire_stream(s);
   return CUDA_SUCCESS;
 }
 

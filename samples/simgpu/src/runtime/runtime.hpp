@@ -154,6 +154,12 @@ cudaError_t with_driver(bool per_thread, F&& f) {
   });
 }
 
+// One driver call on a thread bound to its device, as a runtime error.
+template <class F>
+cudaError_t pass(F&& call) {
+  return with_driver(false, [&](const DriverTable& d) { return from_driver(call(d)); });
+}
+
 }  // namespace simgpu::rt
 
 // Defines a runtime entry point and its per-thread default stream twin

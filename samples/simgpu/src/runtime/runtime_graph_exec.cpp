@@ -4,15 +4,10 @@
 
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
+using simgpu::rt::pass;
 using simgpu::rt::with_driver;
 
 namespace {
-
-// Runs one driver call on a thread bound to its device, as its error.
-template <class F>
-cudaError_t pass(F&& call) {
-  return with_driver(false, [&](const DriverTable& d) { return from_driver(call(d)); });
-}
 
 template <bool PT>
 cudaError_t cudaGraphLaunch_impl(cudaGraphExec_t e, cudaStream_t s) {

@@ -5,14 +5,10 @@
 
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
+using simgpu::rt::pass;
 using simgpu::rt::with_driver;
 
 namespace {
-
-template <class F>
-cudaError_t pass(F&& call) {
-  return with_driver(false, [&](const DriverTable& d) { return from_driver(call(d)); });
-}
 
 CUmemLocation driver_location(const cudaMemLocation& l) {
   return CUmemLocation{static_cast<CUmemLocationType>(l.type), l.id};
