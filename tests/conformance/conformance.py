@@ -263,7 +263,7 @@ def traced_environment(args, env):
     return env
 
 
-def main():
+def arguments():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="print the programs' names and exit")
     ap.add_argument("--program")
@@ -277,13 +277,14 @@ def main():
     ap.add_argument("--asan-runtime", help="libasan.so to preload (libgpuscope.so built with ASan)")
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
-    if args.list:
-        print("\n".join(expectations.PROGRAMS))
-        return 0
     missing = [f"--{a}" for a in ("program", "corpus", "gpuscope", "work") if getattr(args, a) is None]
-    if missing:
+    if missing and not args.list:
         ap.error(f"{', '.join(missing)} required")
-    program = expectations.PROGRAMS[args.program]
+    return args
+
+
+def conform(args, program):
+    """Both runs and every check; returns the summary of what passed."""
     exe = os.path.join(args.corpus, args.program + ("_static" if args.static else ""))
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
@@ -291,27 +292,37 @@ def main():
     if program.node and args.simgpu and not args.static:
         env["SIMGPU_NODE"] = os.path.join(args.nodes, program.node)
     cmd = [exe] + program.args
-    label = f"{args.program}{' (static cudart' + (')' if args.gpu else ', no driver)') if args.static else ''}"
+    status, out, err = run(cmd, env, args.timeout)
+    t_status, t_out, t_err = run([args.gpuscope, "run", "-q", "-o", args.work + "/", "--"] + cmd,
+                                 traced_environment(args, env), args.timeout)
+    if t_status != status:
+        raise Failure(f"exit status {status} plain, {t_status} under gpuscope\nplain stderr:\n{err}\n"
+                      f"traced stderr:\n{t_err}")
+    masked = compare_stdout(out, t_out)
+    trace = the_trace(args.work)
+    info = info_of(args.gpuscope, trace, args.timeout)
+    check_end(info, status)
+    if not args.static:
+        report = check_counts(args, program, exe, trace, status, t_out, err)
+    else:
+        report = check_no_driver(info, status, err, t_err) if not args.gpu else "ran on the GPU"
+    return f"exit {status} plain and traced, stdout identical with {masked} timings masked; {report}"
+
+
+def main():
+    args = arguments()
+    if args.list:
+        print("\n".join(expectations.PROGRAMS))
+        return 0
+    label = args.program
+    if args.static:
+        label += " (static cudart" + (")" if args.gpu else ", no driver)")
     try:
-        status, out, err = run(cmd, env, args.timeout)
-        t_status, t_out, t_err = run([args.gpuscope, "run", "-q", "-o", args.work + "/", "--"] + cmd,
-                                     traced_environment(args, env), args.timeout)
-        if t_status != status:
-            raise Failure(f"exit status {status} plain, {t_status} under gpuscope\nplain stderr:\n{err}\n"
-                          f"traced stderr:\n{t_err}")
-        masked = compare_stdout(out, t_out)
-        trace = the_trace(args.work)
-        info = info_of(args.gpuscope, trace, args.timeout)
-        check_end(info, status)
-        if args.static:
-            report = check_no_driver(info, status, err, t_err) if not args.gpu else "ran on the GPU"
-        else:
-            report = check_counts(args, program, exe, trace, status, t_out, err)
+        summary = conform(args, expectations.PROGRAMS[args.program])
     except Failure as f:
         print(f"conformance {label}: FAILED\n{f}")
         return 1
-    print(f"conformance {label}: passed (exit {status} plain and traced, stdout identical with {masked} "
-          f"timings masked{'; ' + report if report else ''})")
+    print(f"conformance {label}: passed ({summary})")
     return 0
 
 
