@@ -130,12 +130,32 @@ void print_gpu_stack(const reader::TraceSummary& s) {
   if (!s.loads.empty()) print_loads(s.loads);
 }
 
+// What CUDA graph launches ran, and what stream captures took (format 1.3).
+void print_graphs(const reader::TraceSummary& s) {
+  const auto& g = s.graphs;
+  if (s.counts.graph_launches != 0) {
+    std::string notes;
+    if (g.unknown_launches != 0)
+      notes += fmt::format("; {} of a graph not seen instantiated (contents unknown)", g.unknown_launches);
+    if (g.conditional_launches != 0)
+      notes += fmt::format("; {} with conditional nodes (their bodies not counted)", g.conditional_launches);
+    fmt::print("graphs:      {} graph launches ran {} kernels, {} copies, {} memsets, {} other nodes "
+               "(counted from the graphs' nodes){}\n",
+               s.counts.graph_launches, g.kernels, g.copies, g.memsets, g.other_nodes, notes);
+  }
+  if (s.captured_calls != 0)
+    fmt::print("captured:    {} calls enqueued work into a graph being captured (it runs with the graph's launches, "
+               "not when called)\n",
+               s.captured_calls);
+}
+
 void print_counts(const reader::TraceSummary& s) {
   const auto& c = s.counts;
   fmt::print("events:      {} total: {} API calls, {} copies, {} memsets, {} kernels, {} syncs, "
-             "{} allocations, {} CPU samples, {} markers, {} GPU samples\n",
+             "{} allocations, {} CPU samples, {} markers, {} GPU samples, {} graph launches\n",
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
-             c.cpu_samples, c.markers, c.gpu_samples);
+             c.cpu_samples, c.markers, c.gpu_samples, c.graph_launches);
+  print_graphs(s);
   if (s.counted_calls != 0)
     fmt::print("             + {} nested calls that succeeded, counted rather than recorded\n", s.counted_calls);
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);

@@ -106,7 +106,8 @@ void ChromeTraceWriter::add(const reader::ChunkView& v) {
   if (c.device_collection() != nullptr && c.device_collection()->state() == fb::DeviceCollectionState::Active)
     flows_ = true;
   stats_.records += v.api_calls.size() + v.copies.size() + v.memsets.size() + v.kernels.size() + v.syncs.size() +
-                    v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size();
+                    v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size() +
+                    v.graph_launches.size();
   index_typed(v);
   for (const auto& a : v.allocs)
     if (a.source() == fb::Source::Host) live_memory(a);
@@ -132,7 +133,7 @@ void ChromeTraceWriter::widen(const reader::ChunkView& v) {
     for (const auto& r : records) last_ns_ = std::max(last_ns_, end_of(r.start_ns(), r.duration_ns()));
   };
   span(v.api_calls), span(v.copies), span(v.memsets), span(v.kernels), span(v.syncs), span(v.allocs);
-  span(v.markers);
+  span(v.markers), span(v.graph_launches);
   for (const auto& g : v.gpu_samples) last_ns_ = std::max(last_ns_, g.start_ns());
 }
 
@@ -148,7 +149,7 @@ void ChromeTraceWriter::index_typed(const reader::ChunkView& v) {
     for (const auto& r : records)
       if (r.source() == fb::Source::Host && r.correlation_id() != 0) typed_.emplace(r.correlation_id(), r);
   };
-  index(v.copies), index(v.memsets), index(v.kernels), index(v.syncs), index(v.allocs);
+  index(v.copies), index(v.memsets), index(v.kernels), index(v.syncs), index(v.allocs), index(v.graph_launches);
 }
 
 void ChromeTraceWriter::retire_typed() {
@@ -201,7 +202,8 @@ void ChromeTraceWriter::api_call(const fb::ApiCall& c) {
     out_.put(",\"device\":");
     out_.put_int(c.device());
   }
-  if ((c.flags() & 1) != 0) out_.put(",\"driver_api\":true");
+  if ((c.flags() & container::kCallDriverApi) != 0) out_.put(",\"driver_api\":true");
+  if ((c.flags() & container::kCallCaptured) != 0) out_.put(",\"captured_into_graph\":true");
   if (placed != NestGuard::Placed::Ok) out_.format(",\"recorded_duration_ns\":{}", c.duration_ns());
   if (typed) typed_args(*typed);
   if (const std::string& site = sites_->text(c.stack_id()); !site.empty()) {

@@ -3,6 +3,7 @@
 // counters) and chrome_trace_nvtx.cpp (NVTX, capture windows, names).
 #pragma once
 
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "chrome_trace.h"
+#include "record_flags.h"
 #include "trace_model.h"
 #include "track_nesting.h"
 
@@ -21,7 +23,7 @@ namespace gpuscope::exporter {
 class CallSites;
 
 // A host-side typed record (copy, sync, ...) waiting for its API call.
-using TypedRecord = std::variant<fb::Copy, fb::Memset, fb::Kernel, fb::Sync, fb::Alloc>;
+using TypedRecord = std::variant<fb::Copy, fb::Memset, fb::Kernel, fb::Sync, fb::Alloc, fb::GraphLaunch>;
 
 // Pseudo-ids. Real pids and tids stay below 2^22 (pid_max), so tracks
 // gpuscope makes up (NVTX rows, capture windows, GPUs) cannot collide.

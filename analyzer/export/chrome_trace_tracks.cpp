@@ -23,7 +23,8 @@ void ChromeTraceWriter::typed_args(const TypedRecord& r) {
   if (const auto* c = std::get_if<fb::Copy>(&r)) {
     out_.format(",\"bytes\":{},\"copy_kind\":\"{}\",\"src\":\"{}\",\"dst\":\"{}\",\"async\":{}", c->bytes(),
                 fb::EnumNameCopyDirection(c->direction()), fb::EnumNameMemoryKind(c->src_kind()),
-                fb::EnumNameMemoryKind(c->dst_kind()), (c->flags() & 1) != 0);
+                fb::EnumNameMemoryKind(c->dst_kind()), (c->flags() & container::kCopyAsync) != 0);
+    if ((c->flags() & container::kCopyPrefetch) != 0) out_.put(",\"prefetch\":true");
   } else if (const auto* m = std::get_if<fb::Memset>(&r)) {
     out_.format(",\"bytes\":{},\"value\":{},\"memory\":\"{}\"", m->bytes(), m->value(),
                 fb::EnumNameMemoryKind(m->memory_kind()));
@@ -37,6 +38,15 @@ void ChromeTraceWriter::typed_args(const TypedRecord& r) {
   } else if (const auto* a = std::get_if<fb::Alloc>(&r)) {
     out_.format(",\"op\":\"{}\",\"bytes\":{},\"address\":\"0x{:x}\",\"memory\":\"{}\"", fb::EnumNameAllocOp(a->op()),
                 a->bytes(), a->address(), fb::EnumNameMemoryKind(a->memory_kind()));
+  } else if (const auto* g = std::get_if<fb::GraphLaunch>(&r)) {
+    out_.format(",\"graph_exec\":\"0x{:x}\"", g->graph_exec());
+    if ((g->flags() & container::kGraphContentsUnknown) != 0) {
+      out_.put(",\"graph_contents\":\"unknown\"");
+      return;
+    }
+    out_.format(",\"graph_kernels\":{},\"graph_copies\":{},\"graph_memsets\":{},\"graph_other_nodes\":{}", g->kernels(),
+                g->copies(), g->memsets(), g->other_nodes());
+    if ((g->flags() & container::kGraphHasConditional) != 0) out_.put(",\"graph_conditional\":true");
   }
 }
 
@@ -44,7 +54,9 @@ void ChromeTraceWriter::typed_args(const TypedRecord& r) {
 // of its own, so that it is still in the timeline.
 void ChromeTraceWriter::unmatched_typed(const TypedRecord& r) {
   ++stats_.unmatched_records;
-  static constexpr const char* kNames[] = {"\"copy\"", "\"memset\"", "\"kernel launch\"", "\"sync\"", "\"alloc\""};
+  static constexpr const char* kNames[] = {"\"copy\"",  "\"memset\"", "\"kernel launch\"",
+                                           "\"sync\"",  "\"alloc\"",  "\"graph launch\""};
+  static_assert(std::size(kNames) == std::variant_size_v<TypedRecord>);
   const uint64_t start = std::visit([](const auto& rec) { return rec.start_ns(); }, r);
   const uint64_t tid = synthetic_track("host records without their API call");
   begin(kNames[r.index()], 'i', start, pid_, tid);

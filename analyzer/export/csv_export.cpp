@@ -6,6 +6,7 @@
 #include "call_sites.h"
 #include "chrome_trace.h"
 #include "json_escape.h"
+#include "record_flags.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -32,6 +33,14 @@ void put_field(Output& out, std::string_view s) {
     i += n;
   }
   if (quote) out.put('"');
+}
+
+std::string graph_launch_text(const fb::GraphLaunch& g) {
+  if ((g.flags() & container::kGraphContentsUnknown) != 0)
+    return fmt::format("graph exec 0x{:x}, contents unknown (not seen instantiated)", g.graph_exec());
+  return fmt::format("graph exec 0x{:x}, {} kernels, {} copies, {} memsets, {} other nodes{}", g.graph_exec(),
+                     g.kernels(), g.copies(), g.memsets(), g.other_nodes(),
+                     (g.flags() & container::kGraphHasConditional) != 0 ? ", conditional bodies not counted" : "");
 }
 
 class CsvWriter {
@@ -127,7 +136,8 @@ void CsvWriter::add(const reader::ChunkView& v) {
   const fb::Chunk& c = *v.chunk;
   if (c.metadata() != nullptr && pid_ < 0) pid_ = c.metadata()->pid();
   stats_.records += v.api_calls.size() + v.copies.size() + v.memsets.size() + v.kernels.size() + v.syncs.size() +
-                    v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size();
+                    v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size() +
+                    v.graph_launches.size();
   std::swap(previous_call_tids_, call_tids_);
   call_tids_.clear();
   for (const auto& a : v.api_calls) {
@@ -139,14 +149,16 @@ void CsvWriter::add(const reader::ChunkView& v) {
     if (a.stream() != 0) r.stream = a.stream();
     if (a.device() >= 0) r.device = static_cast<uint64_t>(a.device());
     r.call_site = sites_->text(a.stack_id());
-    r.detail = fmt::format("depth {}{}", a.depth(), (a.flags() & 1) != 0 ? ", driver API" : "");
+    r.detail = fmt::format("depth {}{}{}", a.depth(), (a.flags() & container::kCallDriverApi) != 0 ? ", driver API" : "",
+                           (a.flags() & container::kCallCaptured) != 0 ? ", captured into a graph" : "");
     write(r);
   }
   for (const auto& cp : v.copies) {
     Row r = typed_row(cp, "copy");
     r.bytes = cp.bytes(), r.stream = cp.stream(), r.copy_kind = fb::EnumNameCopyDirection(cp.direction());
-    r.detail = fmt::format("{} -> {}{}", fb::EnumNameMemoryKind(cp.src_kind()), fb::EnumNameMemoryKind(cp.dst_kind()),
-                           (cp.flags() & 1) != 0 ? ", async" : "");
+    r.detail = fmt::format("{} -> {}{}{}", fb::EnumNameMemoryKind(cp.src_kind()), fb::EnumNameMemoryKind(cp.dst_kind()),
+                           (cp.flags() & container::kCopyAsync) != 0 ? ", async" : "",
+                           (cp.flags() & container::kCopyPrefetch) != 0 ? ", prefetch" : "");
     write(r);
   }
   for (const auto& m : v.memsets) {
@@ -174,6 +186,12 @@ void CsvWriter::add(const reader::ChunkView& v) {
     r.name = fb::EnumNameAllocOp(a.op()), r.bytes = a.bytes();
     r.detail = fmt::format("address 0x{:x}, {}{}", a.address(), fb::EnumNameMemoryKind(a.memory_kind()),
                            (a.flags() & 1) != 0 ? ", stream-ordered" : "");
+    write(r);
+  }
+  for (const auto& g : v.graph_launches) {
+    Row r = typed_row(g, "graph_launch");
+    r.stream = g.stream();
+    r.detail = graph_launch_text(g);
     write(r);
   }
   add_other(v);

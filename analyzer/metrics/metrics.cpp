@@ -147,7 +147,10 @@ void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
   for (const auto& tc : m.syncs_by_kind) x.syncs += tc.count;
   x.sync_host_s = m.host_by_kind[static_cast<size_t>(CallKind::Sync)].ns / 1e9;
   x.launches = m.host_by_kind[static_cast<size_t>(CallKind::Launch)].count;
-  x.kernels = m.kernels;
+  x.graph_launches = m.graph_launches;
+  x.graph_kernels = m.graph_work.kernels;
+  x.kernels = m.kernels + m.graph_work.kernels;
+  for (uint64_t n : m.captured_by_kind) x.captured_calls += n;
   if (m.kernels) x.fusion_share = static_cast<double>(m.same_shape_chain_links) / m.kernels;
   std::vector<std::pair<uint64_t, std::string>> chains;
   for (const auto& [pair, n] : m.chain_pairs) chains.emplace_back(n, pair);

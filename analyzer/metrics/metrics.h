@@ -69,7 +69,10 @@ struct Metrics {
   std::string link_text, link_max_text;   // "Gen5 x16"
 
   // Synchronization.
-  uint64_t syncs = 0, launches = 0, kernels = 0;
+  uint64_t syncs = 0, launches = 0;  // launch calls (kernels and graphs), captured ones included
+  uint64_t kernels = 0;               // kernels that ran: launched one by one, or by a graph launch
+  uint64_t graph_launches = 0, graph_kernels = 0;
+  uint64_t captured_calls = 0;        // calls a stream capture turned into graph nodes (nothing ran)
   double sync_host_s = 0;
   std::optional<double> syncs_per_launch;
   std::vector<std::pair<std::string, TimeCount>> sync_calls;  // by function, most time first

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "record_flags.h"
+
 namespace gpuscope::analyzer {
 namespace {
 
@@ -107,6 +109,7 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
     return;  // its outermost call accounts for the time
   }
   const CallKind kind = kind_of(c.function_id());
+  if ((c.flags() & container::kCallCaptured) != 0) ++m_.captured_by_kind[static_cast<size_t>(kind)];
   by_function_id_[c.function_id()].add(c.duration_ns());
   m_.host_by_kind[static_cast<size_t>(kind)].add(c.duration_ns());
   ThreadActivity& t = m_.threads[c.tid()];
@@ -150,7 +153,11 @@ void ModelBuilder::add_copy(const fb::Copy& c) {
     s.pageable_bytes += c.bytes();
   }
   if (c.bytes() < kSmallCopyBytes) ++s.small_count;
-  if ((c.flags() & 1) != 0) ++s.async_count;
+  if ((c.flags() & container::kCopyAsync) != 0) ++s.async_count;
+  if ((c.flags() & container::kCopyPrefetch) != 0) {
+    ++s.prefetch_count;
+    s.prefetch_bytes += c.bytes();
+  }
 }
 
 void ModelBuilder::add_alloc(const fb::Alloc& a) {
@@ -303,6 +310,11 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   }
   for (const auto& s : v.gpu_samples)
     if (keep(s)) add_gpu(s);
+  for (const auto& g : v.graph_launches) {
+    if (!keep(g)) continue;
+    ++m_.graph_launches;
+    m_.graph_work.add(g);
+  }
 }
 
 TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
@@ -402,6 +414,8 @@ CallKind classify_function(const std::string& name) {
                           "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent", "cuStreamQuery",
                           "cuEventQuery"}))
     return CallKind::Sync;
+  // Host functions run on a CPU thread in stream order: no kernel.
+  if (starts_with_any(n, {"cudaLaunchHostFunc", "cuLaunchHostFunc"})) return CallKind::Other;
   if (starts_with_any(n, {"__cudaLaunchKernel", "cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"}))
     return CallKind::Launch;
   if (starts_with_any(n, {"cudaGetDeviceCount", "cudaSetDevice", "cudaDriverGetVersion", "cudaRuntimeGetVersion",

@@ -44,6 +44,7 @@ struct CopyStats {
   uint64_t pageable_count = 0, pageable_bytes = 0;
   uint64_t small_count = 0;  // < kSmallCopyBytes: per-request copies
   uint64_t async_count = 0;
+  uint64_t prefetch_count = 0, prefetch_bytes = 0;  // managed-memory prefetches (async; bytes asked for)
 };
 inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
 
@@ -119,7 +120,13 @@ struct TraceModel {
   uint64_t driver_calls = 0;                                // any depth
   uint64_t nested_calls = 0;                                // depth > 0
   std::array<CopyStats, 7> copies_by_direction{};           // fb::CopyDirection
-  uint64_t kernels = 0, memsets = 0;
+  uint64_t kernels = 0, memsets = 0;  // launched one by one (Kernel, Memset records)
+  // CUDA graphs: launches, and what they ran (from the graphs' nodes).
+  uint64_t graph_launches = 0;
+  reader::GraphWork graph_work;
+  // Outermost calls whose work a stream capture put into a graph: host time
+  // spent, nothing run (it runs with the graph's launches).
+  std::array<uint64_t, kCallKinds> captured_by_kind{};
   // Back-to-back launches on one stream of different kernels with the same
   // grid and block: elementwise chains that fusion would collapse.
   uint64_t same_shape_chain_links = 0;

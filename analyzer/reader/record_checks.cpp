@@ -49,6 +49,9 @@ bool valid(const fb::GpuSample& r) {
 bool valid(const fb::Marker& r) {
   return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.kind());
 }
+bool valid(const fb::GraphLaunch& r) {
+  return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.source());
+}
 // A CallCount covers one drain interval of one thread: 2^40 calls would
 // take hours even at a call per nanosecond.
 bool valid(const fb::CallCount& r) { return r.until_ns() <= kMaxTimestamp && r.count() <= (uint64_t{1} << 40); }
@@ -94,6 +97,7 @@ uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) 
   invalid += decode_vector(c.markers(), base, shuffled, &out->markers);
   invalid += decode_vector(c.gpu_samples(), base, shuffled, &out->gpu_samples);
   invalid += copy_counts(c.call_counts(), &out->call_counts);
+  invalid += decode_vector(c.graph_launches(), base, shuffled, &out->graph_launches);
   return invalid;
 }
 
@@ -108,6 +112,7 @@ void DecodedRecords::fill_view(ChunkView* v) const {
   v->markers = markers;
   v->gpu_samples = gpu_samples;
   v->call_counts = call_counts;
+  v->graph_launches = graph_launches;
 }
 
 }  // namespace gpuscope::reader

@@ -25,6 +25,7 @@ struct DecodedRecords {
   std::vector<fb::Marker> markers;
   std::vector<fb::GpuSample> gpu_samples;
   std::vector<fb::CallCount> call_counts;
+  std::vector<fb::GraphLaunch> graph_launches;
 
   void fill_view(ChunkView* view) const;
 };

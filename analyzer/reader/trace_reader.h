@@ -63,7 +63,8 @@ struct ChunkView {
   std::span<const fb::CpuSample> cpu_samples;
   std::span<const fb::Marker> markers;
   std::span<const fb::GpuSample> gpu_samples;
-  std::span<const fb::CallCount> call_counts;  // successful nested calls, counted (format 1.1)
+  std::span<const fb::CallCount> call_counts;  // successful nested calls, counted (format 1.2)
+  std::span<const fb::GraphLaunch> graph_launches;  // CUDA graph launches and what they run (format 1.3)
 };
 
 struct FileInfo {

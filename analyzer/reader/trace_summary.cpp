@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "record_flags.h"
+
 namespace gpuscope::reader {
 namespace {
 
@@ -188,6 +190,8 @@ void SummaryBuilder::add(const ChunkView& v) {
   s_.counts.cpu_samples += v.cpu_samples.size();
   s_.counts.markers += v.markers.size();
   s_.counts.gpu_samples += v.gpu_samples.size();
+  s_.counts.graph_launches += v.graph_launches.size();
+  for (const auto& g : v.graph_launches) s_.graphs.add(g);
   const auto from_device = [](const auto& records) {
     return static_cast<uint64_t>(std::count_if(records.begin(), records.end(),
                                                [](const auto& r) { return r.source() == fb::Source::Device; }));
@@ -200,6 +204,7 @@ void SummaryBuilder::add(const ChunkView& v) {
   for (const auto& call : v.api_calls) {
     ++calls_by_id_[call.function_id()];
     if (call.result() != 0 && call.depth() == 0) ++results_by_id_[{call.function_id(), call.result()}];
+    if ((call.flags() & container::kCallCaptured) != 0 && call.depth() == 0) ++s_.captured_calls;
   }
   for (const auto& count : v.call_counts) {
     calls_by_id_[count.function_id()] += count.count();
@@ -214,6 +219,16 @@ void SummaryBuilder::add(const ChunkView& v) {
   widen_span(v.cpu_samples, &first_, &last_);
   widen_span(v.markers, &first_, &last_);
   widen_span(v.gpu_samples, &first_, &last_);
+  widen_span(v.graph_launches, &first_, &last_);
+}
+
+void GraphWork::add(const fb::GraphLaunch& g) {
+  kernels += g.kernels();
+  copies += g.copies();
+  memsets += g.memsets();
+  other_nodes += g.other_nodes();
+  if ((g.flags() & container::kGraphContentsUnknown) != 0) ++unknown_launches;
+  if ((g.flags() & container::kGraphHasConditional) != 0) ++conditional_launches;
 }
 
 std::string TraceSummary::name_of(uint32_t id) const {

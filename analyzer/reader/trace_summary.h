@@ -53,7 +53,7 @@ inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) 
 
 struct RecordCounts {
   uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,
-           cpu_samples = 0, markers = 0, gpu_samples = 0;
+           cpu_samples = 0, markers = 0, gpu_samples = 0, graph_launches = 0;
   // Of the typed records above, those the device reported (CUPTI,
   // source = Device); the rest are the hooks'.
   struct {
@@ -61,8 +61,18 @@ struct RecordCounts {
     uint64_t total() const { return copies + memsets + kernels + syncs + allocs; }
   } device;
   uint64_t total() const {
-    return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers + gpu_samples;
+    return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers + gpu_samples +
+           graph_launches;
   }
+};
+
+// CUDA graph launches (format 1.3): what they ran, from the nodes of the
+// graphs they launched.
+struct GraphWork {
+  uint64_t kernels = 0, copies = 0, memsets = 0, other_nodes = 0;
+  uint64_t unknown_launches = 0;      // launches of a graph gpuscope did not see instantiated
+  uint64_t conditional_launches = 0;  // launches of graphs with conditional nodes (bodies not counted)
+  void add(const fb::GraphLaunch& g);
 };
 
 struct TraceSummary {
@@ -81,6 +91,10 @@ struct TraceSummary {
   // Calls that returned non-zero, by function and result code (outermost
   // calls only: a runtime call's own driver call says the same thing).
   std::map<std::pair<std::string, int>, uint64_t> nonzero_results;
+  GraphWork graphs;
+  // Outermost calls a stream capture turned into graph nodes instead of
+  // running them (ApiCall flag, format 1.3).
+  uint64_t captured_calls = 0;
   std::vector<capture::DeviceDescription> devices;   // the latest description of each
   std::vector<capture::LibraryLoadEvent> loads;
   std::optional<capture::EnvironmentProbeData> probe;

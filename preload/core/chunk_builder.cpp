@@ -215,7 +215,7 @@ bool ChunkBuilder::empty() const {
 std::span<const uint8_t> ChunkBuilder::build() {
   fbb_.Clear();
   const uint64_t base = earliest_start(records_);
-  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers, gpu] = records_;
+  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers, gpu, graphs] = records_;
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
   auto api_v = encoded_vector(fbb_, api, base);
   auto copy_v = encoded_vector(fbb_, copies, base);
@@ -226,6 +226,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto cpu_v = encoded_vector(fbb_, cpu, base);
   auto marker_v = encoded_vector(fbb_, markers, base);
   auto gpu_v = encoded_vector(fbb_, gpu, base);
+  auto graph_v = encoded_vector(fbb_, graphs, base);
   auto devices_v = devices_.empty() ? 0 : build_devices(fbb_, devices_);
   auto loads_v = loads_.empty() ? 0 : build_loads(fbb_, loads_);
   auto probe_v = probe_ ? build_probe(fbb_, *probe_) : 0;
@@ -265,6 +266,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!probe_v.IsNull()) c.add_probe(probe_v);
   if (!collection_v.IsNull()) c.add_device_collection(collection_v);
   if (!counts_v.IsNull()) c.add_call_counts(counts_v);
+  if (!graph_v.IsNull()) c.add_graph_launches(graph_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }

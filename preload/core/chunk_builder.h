@@ -170,7 +170,8 @@ class ChunkBuilder {
 
   std::tuple<RecordVector<fb::ApiCall>, RecordVector<fb::Copy>, RecordVector<fb::Memset>,
              RecordVector<fb::Kernel>, RecordVector<fb::Sync>, RecordVector<fb::Alloc>,
-             RecordVector<fb::CpuSample>, RecordVector<fb::Marker>, RecordVector<fb::GpuSample>>
+             RecordVector<fb::CpuSample>, RecordVector<fb::Marker>, RecordVector<fb::GpuSample>,
+             RecordVector<fb::GraphLaunch>>
       records_;
   std::vector<DeviceDescription> devices_;
   std::vector<LibraryLoadEvent> loads_;

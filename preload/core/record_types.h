@@ -22,6 +22,7 @@ enum class RecordType : uint8_t {
   CpuSample,
   Marker,
   GpuSample,
+  GraphLaunch,
   Count
 };
 
@@ -41,6 +42,7 @@ GPUSCOPE_RECORD_TAG(Alloc)
 GPUSCOPE_RECORD_TAG(CpuSample)
 GPUSCOPE_RECORD_TAG(Marker)
 GPUSCOPE_RECORD_TAG(GpuSample)
+GPUSCOPE_RECORD_TAG(GraphLaunch)
 #undef GPUSCOPE_RECORD_TAG
 
 // Calls f(type_identity<Struct>{}) for the struct behind `type`; false for
@@ -56,6 +58,7 @@ template <class F> bool visit_record_type(RecordType type, F&& f) {
     case RecordType::CpuSample: f(std::type_identity<fb::CpuSample>{}); return true;
     case RecordType::Marker: f(std::type_identity<fb::Marker>{}); return true;
     case RecordType::GpuSample: f(std::type_identity<fb::GpuSample>{}); return true;
+    case RecordType::GraphLaunch: f(std::type_identity<fb::GraphLaunch>{}); return true;
     default: return false;
   }
 }

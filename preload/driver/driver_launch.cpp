@@ -1,6 +1,7 @@
-// CUDA driver kernel launches, and the lookups that name a CUfunction: a
-// launch through the driver carries only the handle, so the name comes from
-// cuModuleGetFunction / cuLibraryGetKernel (+ cuKernelGetFunction) seen earlier.
+// CUDA driver kernel launches (graph launches: driver_graphs.cpp), and the
+// lookups that name a CUfunction: a launch through the driver carries only
+// the handle, so the name comes from cuModuleGetFunction /
+// cuLibraryGetKernel (+ cuKernelGetFunction) seen earlier.
 #include <cuda.h>
 
 #include "hooks/call_info.h"
@@ -42,9 +43,7 @@ LaunchCall launch_ex(const CUlaunchConfig* c, CUfunction f) {
   X(CUresult, cuLaunchCooperativeKernel_ptsz, DP,                                                                   \
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh,       \
      CUstream s, void** params),                                                                                    \
-    (f, gx, gy, gz, bx, by, bz, sh, s, params), (launch(f, gx, gy, gz, bx, by, bz, sh, s)))                         \
-  X(CUresult, cuGraphLaunch, D, (CUgraphExec g, CUstream s), (g, s), (gpuscope::hooks::plain(s)))                   \
-  X(CUresult, cuGraphLaunch_ptsz, DP, (CUgraphExec g, CUstream s), (g, s), (gpuscope::hooks::plain(s)))
+    (f, gx, gy, gz, bx, by, bz, sh, s, params), (launch(f, gx, gy, gz, bx, by, bz, sh, s)))
 
 GPUSCOPE_DRIVER_LAUNCH(GPUSCOPE_DEFINE_HOOK)
 

@@ -1,5 +1,6 @@
 #include "call_info.h"
 
+#include "graph_execs.h"
 #include "kernel_names.h"
 #include "memory_registry.h"
 #include "stacks/stack_capture.h"
@@ -84,15 +85,20 @@ void CallInfo::before(capture::ApiCallScope& scope) noexcept {
 }
 
 void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  if (finish_if_captured(s, result, flags)) return;
   const uint64_t end = finish(s, result, flags);
   if (!outermost(s)) return;
-  const Endpoints e = endpoints(kind, dst, src);
+  // A prefetch's pages are managed at both ends; only its destination is known.
+  const Endpoints e = prefetch ? Endpoints{endpoints(kind, dst, src).direction, MemoryKind::Managed, MemoryKind::Managed}
+                               : endpoints(kind, dst, src);
+  const uint16_t copy_flags = (async ? container::kCopyAsync : 0) | (prefetch ? container::kCopyPrefetch : 0);
   capture::record(s.slot(), fb::Copy(s.start(), end - s.start(), s.correlation_id(), bytes, stream, e.direction,
-                                     e.src, e.dst, fb::Source::Host, current_device(), async ? 1 : 0),
+                                     e.src, e.dst, fb::Source::Host, current_device(), copy_flags),
                   s.record_flags());
 }
 
 void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  if (finish_if_captured(s, result, flags)) return;
   const uint64_t end = finish(s, result, flags);
   if (!outermost(s)) return;
   const auto kind = registry::memory_registry().find(reinterpret_cast<uint64_t>(target)).kind;
@@ -103,7 +109,10 @@ void MemsetCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) 
 }
 
 void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  const uint64_t end = finish(s, result, flags);
+  // A stream-ordered allocation captured into a graph reserves its address
+  // now (copies may name it) but allocates only when the graph runs.
+  const bool in_graph = captured(s, result, flags);
+  const uint64_t end = finish(s, result, in_graph ? flags | container::kCallCaptured : flags);
   uint64_t where = reinterpret_cast<uint64_t>(address);
   uint64_t size = bytes;
   auto& reg = registry::memory_registry();
@@ -118,7 +127,7 @@ void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) n
       if (size == 0) size = removed;
     }
   }
-  if (!outermost(s)) return;
+  if (!outermost(s) || in_graph) return;
   capture::record(s.slot(), fb::Alloc(s.start(), end - s.start(), s.correlation_id(), where, size, op, kind,
                                       fb::Source::Host, async ? 1 : 0, current_device(), 0),
                   s.record_flags());
@@ -133,6 +142,7 @@ void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) no
 }
 
 void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  if (finish_if_captured(s, result, flags)) return;
   const uint64_t end = finish(s, result, flags);
   if (!outermost(s)) return;
   const auto clamp16 = [](uint32_t v) { return static_cast<uint16_t>(v > 0xFFFF ? 0xFFFF : v); };
@@ -140,6 +150,21 @@ void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) 
                                        registry::kernel_names().find(function), grid[0], clamp16(grid[1]),
                                        clamp16(grid[2]), clamp16(block[0]), clamp16(block[1]), clamp16(block[2]),
                                        current_device(), shared_bytes, fb::Source::Host, 0, 0, 0),
+                  s.record_flags());
+}
+
+// Only a launch that succeeded ran anything; its graph's work as counted
+// when the graph was instantiated (flagged unknown when it never was).
+void GraphLaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
+  if (finish_if_captured(s, result, flags)) return;
+  const uint64_t end = finish(s, result, flags);
+  if (!outermost(s) || result != 0) return;
+  const registry::GraphWork w = registry::graph_execs().find(exec);
+  const uint8_t graph_flags = (w.known ? 0 : container::kGraphContentsUnknown) |
+                              (w.conditional ? container::kGraphHasConditional : 0);
+  capture::record(s.slot(), fb::GraphLaunch(s.start(), end - s.start(), s.correlation_id(), stream, exec, w.kernels,
+                                            w.copies, w.memsets, w.other, current_device(), fb::Source::Host,
+                                            graph_flags, 0),
                   s.record_flags());
 }
 
@@ -152,6 +177,24 @@ CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const 
   c.src = src;
   c.kind = kind >= 0 && kind <= 5 ? static_cast<CopyKind>(kind) : CopyKind::Default;
   c.async = async;
+  c.enqueues = true;
+  return c;
+}
+
+CopyCall prefetch(const void* address, uint64_t bytes, bool to_device, const void* stream) noexcept {
+  CopyCall c = copy(address, address, bytes, static_cast<int>(to_device ? CopyKind::HostToDevice : CopyKind::DeviceToHost),
+                    stream, true);
+  c.prefetch = true;
+  return c;
+}
+
+GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept {
+  GraphLaunchCall c;
+  c.stream = stream_id(stream);
+  c.wants_stack = true;
+  c.sample_stack = true;
+  c.enqueues = true;
+  c.exec = reinterpret_cast<uint64_t>(exec);
   return c;
 }
 
@@ -162,6 +205,7 @@ MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const v
   c.target = target;
   c.value = value;
   c.async = async;
+  c.enqueues = true;
   return c;
 }
 
@@ -183,6 +227,7 @@ AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, cons
   c.bytes = bytes;
   c.kind = kind;
   c.async = async;
+  c.enqueues = async;
   return c;
 }
 

@@ -7,9 +7,12 @@
 // once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "capture_window.h"
+#include "open_captures.h"
+#include "record_flags.h"
 #include "recorder.h"
 
 namespace gpuscope::hooks {
@@ -18,6 +21,12 @@ namespace gpuscope::hooks {
 // cuCtxSetCurrent told us (0 until then, like CUDA itself).
 int16_t current_device() noexcept;
 void set_current_device(int device) noexcept;
+
+// Whether `stream` (0: the legacy default stream, or with kPerThreadStream
+// in `flags` the thread's own) is capturing into a CUDA graph right now, as
+// the API the call came through (runtime, or kDriverApi) says.
+// hooks/stream_capture.cpp.
+bool stream_is_capturing(uint64_t stream, uint8_t flags) noexcept;
 
 // A 32-frame unwind costs ~350 ns, a tenth of a kernel launch; launches
 // therefore carry a stack every 64th time per thread (the first included),
@@ -32,6 +41,7 @@ struct CallInfo {
   uint64_t stream = 0;
   bool wants_stack = false;
   bool sample_stack = false;  // launches: unwind only every kLaunchStackEvery-th one
+  bool enqueues = false;      // puts work on `stream`, which a stream capture takes instead
   uint32_t stack = 0;
 
   void before(capture::ApiCallScope& scope) noexcept;
@@ -39,7 +49,21 @@ struct CallInfo {
     return scope.finish(result, stream, flags, current_device(), stack);
   }
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
-    finish(scope, result, flags);
+    finish(scope, result, captured(scope, result, flags) ? flags | container::kCallCaptured : flags);
+  }
+  // The outermost call's work went into a graph being captured, not to the
+  // device: it runs when that graph is launched (GraphLaunch counts it
+  // then). Costs one relaxed load unless some capture is open.
+  bool captured(const capture::ApiCallScope& scope, int32_t result, uint8_t flags) const noexcept {
+    return enqueues && result == 0 && scope.depth() == 0 && registry::open_captures().any() &&
+           stream_is_capturing(stream, flags);
+  }
+  // For the typed families: records a captured call as such (and no typed
+  // record); false when the work runs.
+  bool finish_if_captured(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+    if (!captured(scope, result, flags)) return false;
+    finish(scope, result, flags | container::kCallCaptured);
+    return true;
   }
 };
 
@@ -66,6 +90,7 @@ struct CopyCall : CallInfo {
   const void* src = nullptr;
   CopyKind kind = CopyKind::Default;
   bool async = false;
+  bool prefetch = false;  // managed memory migrated toward `kind`'s destination
 
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
 };
@@ -112,9 +137,24 @@ struct LaunchCall : CallInfo {
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
 };
 
+// cudaGraphLaunch / cuGraphLaunch: a GraphLaunch record with what the
+// executable graph runs (registry/graph_execs.h).
+struct GraphLaunchCall : CallInfo {
+  uint64_t exec = 0;
+
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+};
+
 // Constructors for the tables: a stream handle as a number, and the common
 // shapes, so table rows stay one line each.
 inline uint64_t stream_id(const void* stream) noexcept { return reinterpret_cast<uint64_t>(stream); }
+
+// The bytes of a batch of copies or prefetches (sizes may be null).
+inline uint64_t batch_bytes(const size_t* sizes, size_t count) noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; sizes != nullptr && i < count; ++i) total += sizes[i];
+  return total;
+}
 
 inline CallInfo plain(const void* stream = nullptr) noexcept {
   CallInfo c;
@@ -122,7 +162,17 @@ inline CallInfo plain(const void* stream = nullptr) noexcept {
   return c;
 }
 
+// A call that only puts work on a stream (a host function, a callback).
+inline CallInfo stream_work(const void* stream) noexcept {
+  CallInfo c = plain(stream);
+  c.enqueues = true;
+  return c;
+}
+
 CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const void* stream, bool async) noexcept;
+// Managed memory moved to a device (`to_device`) or to the host.
+CopyCall prefetch(const void* address, uint64_t bytes, bool to_device, const void* stream) noexcept;
+GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept;
 MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept;
 SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept;
 AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream = nullptr,
@@ -141,6 +191,7 @@ inline LaunchCall launch(const void* function, uint32_t gx, uint32_t gy, uint32_
   c.grid[0] = gx, c.grid[1] = gy, c.grid[2] = gz;
   c.block[0] = bx, c.block[1] = by, c.block[2] = bz;
   c.shared_bytes = shared;
+  c.enqueues = true;
   return c;
 }
 

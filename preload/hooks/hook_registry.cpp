@@ -61,9 +61,12 @@ uint16_t HookSlot::assign_counter() {
 namespace {
 
 using Family = std::span<HookSlot* const> (*)();
-constexpr Family kFamilies[] = {runtime_copy_hooks,  runtime_memset_hooks, runtime_alloc_hooks, runtime_sync_hooks,
-                                runtime_launch_hooks, runtime_device_hooks, driver_copy_hooks,   driver_alloc_hooks,
-                                driver_sync_hooks,   driver_launch_hooks,  driver_entry_hooks};
+constexpr Family kFamilies[] = {runtime_copy_hooks,      runtime_memset_hooks,  runtime_alloc_hooks,
+                                runtime_sync_hooks,      runtime_launch_hooks,  runtime_device_hooks,
+                                runtime_graph_hooks,     runtime_memory_hooks,  runtime_host_work_hooks,
+                                driver_copy_hooks,       driver_alloc_hooks,    driver_sync_hooks,
+                                driver_launch_hooks,     driver_entry_hooks,    driver_graph_hooks,
+                                driver_memory_hooks,     driver_host_work_hooks};
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "real_symbol.h"
+#include "record_flags.h"
 #include "recorder.h"
 #include "session.h"
 
@@ -33,9 +34,10 @@ constexpr uint64_t hook_name_hash(std::string_view name) noexcept {
   return h;
 }
 
-// HookSlot::flags, also written to ApiCall.flags.
-inline constexpr uint8_t kDriverApi = 1u << 0;
-inline constexpr uint8_t kPerThreadStream = 1u << 1;
+// HookSlot::flags, also written to ApiCall.flags (with kCallCaptured, set
+// per call).
+inline constexpr uint8_t kDriverApi = container::kCallDriverApi;
+inline constexpr uint8_t kPerThreadStream = container::kCallPerThreadStream;
 
 // Constant-initialized (constinit, so the compiler proves it): a library
 // whose ELF constructor runs before ours (libcublasLt's dlsym of cuInit, say)
@@ -109,6 +111,12 @@ std::span<HookSlot* const> driver_alloc_hooks();
 std::span<HookSlot* const> driver_sync_hooks();
 std::span<HookSlot* const> driver_launch_hooks();
 std::span<HookSlot* const> driver_entry_hooks();  // cuGetProcAddress, v1 and v2
+std::span<HookSlot* const> runtime_graph_hooks();   // graphs and stream capture
+std::span<HookSlot* const> runtime_memory_hooks();  // pools, managed-memory hints, peer access
+std::span<HookSlot* const> runtime_host_work_hooks();  // stream callbacks, host functions, occupancy
+std::span<HookSlot* const> driver_graph_hooks();
+std::span<HookSlot* const> driver_memory_hooks();
+std::span<HookSlot* const> driver_host_work_hooks();
 
 // What a wrapper returns when no real function exists anywhere (only
 // reachable through a direct call to our export with no CUDA library
@@ -137,6 +145,13 @@ inline auto traced_nested(HookSlot& slot, capture::ApiCallScope& scope, Call& ca
 // capture-range triggers.
 template <class Info> concept CaptureTrigger = requires { Info::before_any(); Info::after_any(); };
 
+// A CallInfo with `track(result)`: state gpuscope keeps whether or not it
+// records (the streams capturing into graphs, what each executable graph
+// runs), so that a capture window or an attach that opens later still
+// knows what was set up before it. Tracking is gpuscope's own work: CUDA
+// calls it makes are not recorded.
+template <class Info> concept Tracker = requires(Info& info) { info.track(int32_t{}); };
+
 // The call itself, recorded at its level: not at all when not recording,
 // counted or recorded when nested (traced_nested), in full when outermost.
 template <class Call, class Describe>
@@ -158,11 +173,26 @@ inline auto record_call(HookSlot& slot, capture::ApiCallScope& scope, Call& call
 template <class Call, class Describe>
 inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype(call()) {
   using Info = decltype(describe());
-  if constexpr (CaptureTrigger<Info>) Info::before_any();
-  capture::ApiCallScope scope([&] { return slot.id(); }, [&] { return slot.counter_index(); });
-  const auto result = record_call(slot, scope, call, describe);
-  if constexpr (CaptureTrigger<Info>) Info::after_any();
-  return result;
+  if constexpr (Tracker<Info>) {
+    // Described before the call, and before its clock starts: some trackers
+    // read what the call is about to change.
+    Info info = [&] {
+      capture::InternalScope internal;
+      return describe();
+    }();
+    const auto described = [&] { return info; };
+    capture::ApiCallScope scope([&] { return slot.id(); }, [&] { return slot.counter_index(); });
+    const auto result = record_call(slot, scope, call, described);
+    capture::InternalScope internal;
+    info.track(static_cast<int32_t>(result));
+    return result;
+  } else {
+    if constexpr (CaptureTrigger<Info>) Info::before_any();
+    capture::ApiCallScope scope([&] { return slot.id(); }, [&] { return slot.counter_index(); });
+    const auto result = record_call(slot, scope, call, describe);
+    if constexpr (CaptureTrigger<Info>) Info::after_any();
+    return result;
+  }
 }
 
 }  // namespace gpuscope::hooks

@@ -1,6 +1,6 @@
-// CUDA runtime copies: every cudaMemcpy* form, with the per-thread default
-// stream variants (_ptds, _ptsz) that code built with
-// --default-stream per-thread calls instead.
+// CUDA runtime copies: every cudaMemcpy* form (arrays, peers and batches
+// included), with the per-thread default stream variants (_ptds, _ptsz)
+// that code built with --default-stream per-thread calls instead.
 #include <cuda_runtime_api.h>
 
 #include "call_info.h"
@@ -8,8 +8,10 @@
 
 namespace {
 
+using gpuscope::hooks::batch_bytes;
 using gpuscope::hooks::copy;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
+using ConstArray = cudaArray_const_t;
 
 uint64_t extent_bytes(const cudaMemcpy3DParms* p) {
   return p == nullptr ? 0 : uint64_t{p->extent.width} * p->extent.height * p->extent.depth;
@@ -19,10 +21,12 @@ const void* dst_of(const cudaMemcpy3DParms* p) { return p == nullptr ? nullptr :
 const void* src_of(const cudaMemcpy3DParms* p) { return p == nullptr ? nullptr : p->srcPtr.ptr; }
 int kind_of(const cudaMemcpy3DParms* p) { return p == nullptr ? cudaMemcpyDefault : p->kind; }
 
-uint64_t batch_bytes(const size_t* sizes, size_t count) {
-  uint64_t total = 0;
-  for (size_t i = 0; sizes != nullptr && i < count; ++i) total += sizes[i];
-  return total;
+// Peer copies name each side by pointer or array.
+gpuscope::hooks::CopyCall peer_3d(const cudaMemcpy3DPeerParms* p, cudaStream_t s, bool async) {
+  if (p == nullptr) return copy(nullptr, nullptr, 0, cudaMemcpyDefault, s, async);
+  const void* dst = p->dstArray != nullptr ? static_cast<const void*>(p->dstArray) : p->dstPtr.ptr;
+  const void* src = p->srcArray != nullptr ? static_cast<const void*>(p->srcArray) : p->srcPtr.ptr;
+  return copy(dst, src, uint64_t{p->extent.width} * p->extent.height * p->extent.depth, 5, s, async);
 }
 
 }  // namespace
@@ -49,6 +53,46 @@ uint64_t batch_bytes(const size_t* sizes, size_t count) {
   X(cudaError_t, cudaMemcpy2DAsync_ptsz, P,                                                                           \
     (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t s),        \
     (dst, dp, src, sp, w, h, k, s), (copy(dst, src, uint64_t{w} * h, k, s, true)))                                    \
+  X(cudaError_t, cudaMemcpy2DToArray, 0,                                                                              \
+    (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k),         \
+    (a, wo, ho, src, sp, w, h, k), (copy(a, src, uint64_t{w} * h, k, nullptr, false)))                               \
+  X(cudaError_t, cudaMemcpy2DToArray_ptds, P,                                                                         \
+    (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k),         \
+    (a, wo, ho, src, sp, w, h, k), (copy(a, src, uint64_t{w} * h, k, nullptr, false)))                               \
+  X(cudaError_t, cudaMemcpy2DToArrayAsync, 0,                                                                         \
+    (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k,          \
+     cudaStream_t s),                                                                                                \
+    (a, wo, ho, src, sp, w, h, k, s), (copy(a, src, uint64_t{w} * h, k, s, true)))                                   \
+  X(cudaError_t, cudaMemcpy2DToArrayAsync_ptsz, P,                                                                    \
+    (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t sp, size_t w, size_t h, cudaMemcpyKind k,          \
+     cudaStream_t s),                                                                                                \
+    (a, wo, ho, src, sp, w, h, k, s), (copy(a, src, uint64_t{w} * h, k, s, true)))                                   \
+  X(cudaError_t, cudaMemcpy2DFromArray, 0,                                                                            \
+    (void* dst, size_t dp, ConstArray a, size_t wo, size_t ho, size_t w, size_t h, cudaMemcpyKind k),                \
+    (dst, dp, a, wo, ho, w, h, k), (copy(dst, a, uint64_t{w} * h, k, nullptr, false)))                               \
+  X(cudaError_t, cudaMemcpy2DFromArray_ptds, P,                                                                       \
+    (void* dst, size_t dp, ConstArray a, size_t wo, size_t ho, size_t w, size_t h, cudaMemcpyKind k),                \
+    (dst, dp, a, wo, ho, w, h, k), (copy(dst, a, uint64_t{w} * h, k, nullptr, false)))                               \
+  X(cudaError_t, cudaMemcpy2DFromArrayAsync, 0,                                                                       \
+    (void* dst, size_t dp, ConstArray a, size_t wo, size_t ho, size_t w, size_t h, cudaMemcpyKind k,                 \
+     cudaStream_t s),                                                                                                \
+    (dst, dp, a, wo, ho, w, h, k, s), (copy(dst, a, uint64_t{w} * h, k, s, true)))                                  \
+  X(cudaError_t, cudaMemcpy2DFromArrayAsync_ptsz, P,                                                                  \
+    (void* dst, size_t dp, ConstArray a, size_t wo, size_t ho, size_t w, size_t h, cudaMemcpyKind k,                 \
+     cudaStream_t s),                                                                                                \
+    (dst, dp, a, wo, ho, w, h, k, s), (copy(dst, a, uint64_t{w} * h, k, s, true)))                                   \
+  X(cudaError_t, cudaMemcpy2DArrayToArray, 0,                                                                         \
+    (cudaArray_t d, size_t dwo, size_t dho, ConstArray a, size_t wo, size_t ho, size_t w, size_t h, cudaMemcpyKind k),\
+    (d, dwo, dho, a, wo, ho, w, h, k), (copy(d, a, uint64_t{w} * h, k, nullptr, false)))                             \
+  X(cudaError_t, cudaMemcpy2DArrayToArray_ptds, P,                                                                    \
+    (cudaArray_t d, size_t dwo, size_t dho, ConstArray a, size_t wo, size_t ho, size_t w, size_t h, cudaMemcpyKind k),\
+    (d, dwo, dho, a, wo, ho, w, h, k), (copy(d, a, uint64_t{w} * h, k, nullptr, false)))                             \
+  X(cudaError_t, cudaMemcpy3DPeer, 0, (const cudaMemcpy3DPeerParms* p), (p), (peer_3d(p, nullptr, false)))          \
+  X(cudaError_t, cudaMemcpy3DPeer_ptds, P, (const cudaMemcpy3DPeerParms* p), (p), (peer_3d(p, nullptr, false)))     \
+  X(cudaError_t, cudaMemcpy3DPeerAsync, 0, (const cudaMemcpy3DPeerParms* p, cudaStream_t s), (p, s),                \
+    (peer_3d(p, s, true)))                                                                                           \
+  X(cudaError_t, cudaMemcpy3DPeerAsync_ptsz, P, (const cudaMemcpy3DPeerParms* p, cudaStream_t s), (p, s),           \
+    (peer_3d(p, s, true)))                                                                                           \
   X(cudaError_t, cudaMemcpy3D, 0, (const cudaMemcpy3DParms* p), (p),                                                 \
     (copy(dst_of(p), src_of(p), extent_bytes(p), kind_of(p), nullptr, false)))                                      \
   X(cudaError_t, cudaMemcpy3D_ptds, P, (const cudaMemcpy3DParms* p), (p),                                            \

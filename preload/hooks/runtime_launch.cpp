@@ -1,4 +1,5 @@
-// CUDA runtime kernel launches, and the registrations that name them.
+// CUDA runtime kernel launches, and the registrations that name them
+// (graph launches: runtime_graphs.cpp).
 // nvcc 13 turns `kernel<<<g, b, s, st>>>(...)` into __cudaGetKernel (once
 // per launch site) and __cudaLaunchKernel(_ptsz) with the kernel handle;
 // older code and libraries call cudaLaunchKernel with the host stub.
@@ -46,9 +47,7 @@ LaunchCall launch_ex(const cudaLaunchConfig_t* c, const void* f) {
     (launch3(f, g, b, sh, s)))                                                                                     \
   X(cudaError_t, cudaLaunchCooperativeKernel_ptsz, P,                                                              \
     (const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s), (f, g, b, a, sh, s),                     \
-    (launch3(f, g, b, sh, s)))                                                                                     \
-  X(cudaError_t, cudaGraphLaunch, 0, (cudaGraphExec_t g, cudaStream_t s), (g, s), (gpuscope::hooks::plain(s)))     \
-  X(cudaError_t, cudaGraphLaunch_ptsz, P, (cudaGraphExec_t g, cudaStream_t s), (g, s), (gpuscope::hooks::plain(s)))
+    (launch3(f, g, b, sh, s)))
 
 GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_DEFINE_HOOK)
 

@@ -1,0 +1,27 @@
+// Bits of the records' `flags` fields (schemas/gpuscope.fbs), for the hooks
+// that set them and the readers that test them.
+#pragma once
+
+#include <cstdint>
+
+namespace gpuscope::container {
+
+// ApiCall.flags
+inline constexpr uint8_t kCallDriverApi = 1u << 0;
+inline constexpr uint8_t kCallPerThreadStream = 1u << 1;
+// Format 1.3: enqueued on a stream that was capturing into a CUDA graph.
+// The work ran only when a graph holding it was launched, so the call has
+// no Kernel/Copy/Memset record of its own.
+inline constexpr uint8_t kCallCaptured = 1u << 2;
+
+// Copy.flags
+inline constexpr uint16_t kCopyAsync = 1u << 0;
+// Format 1.3: cudaMemPrefetchAsync / cuMemPrefetchAsync: managed memory
+// migrated to the device or the host; bytes are the range asked for.
+inline constexpr uint16_t kCopyPrefetch = 1u << 1;
+
+// GraphLaunch.flags (format 1.3)
+inline constexpr uint8_t kGraphContentsUnknown = 1u << 0;  // the launch's graph was not seen instantiated
+inline constexpr uint8_t kGraphHasConditional = 1u << 1;   // conditional bodies are not counted
+
+}  // namespace gpuscope::container
