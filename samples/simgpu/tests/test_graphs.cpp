@@ -39,48 +39,67 @@ cudaKernelNodeParams kernel_params(const char* name) {
   return p;
 }
 
-TEST(Graphs, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
-  constexpr size_t kBytes = 4096;
+// Buffers of one captured round trip: upload `in`, clear `scratch`, download to `out`.
+struct RoundTrip {
+  static constexpr size_t kBytes = 4096;
   char *dev = nullptr, *scratch = nullptr, *in = nullptr, *out = nullptr;
-  CUDA_OK(cudaMalloc(&dev, kBytes));
-  CUDA_OK(cudaMalloc(&scratch, kBytes));
-  CUDA_OK(cudaMallocHost(&in, kBytes));
-  CUDA_OK(cudaMallocHost(&out, kBytes));
-  std::memset(in, 'g', kBytes);
-  std::memset(out, 0, kBytes);
   std::atomic<int> host_calls{0};
-  cudaStream_t s1, s2, run;
-  for (cudaStream_t* s : {&s1, &s2, &run}) CUDA_OK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  RoundTrip() {
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&dev, kBytes));
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&scratch, kBytes));
+    EXPECT_EQ(cudaSuccess, cudaMallocHost(&in, kBytes));
+    EXPECT_EQ(cudaSuccess, cudaMallocHost(&out, kBytes));
+    std::memset(in, 'g', kBytes);
+    std::memset(out, 0, kBytes);
+  }
+  ~RoundTrip() {
+    cudaFreeHost(in);
+    cudaFreeHost(out);
+    cudaFree(dev);
+    cudaFree(scratch);
+  }
+};
+
+// Forks s2 off s1, works on both, joins back (simpleCudaGraphs' shape) and
+// ends the capture on s1, checking the capture state on the way.
+cudaGraph_t capture_fork_join(RoundTrip& t, cudaStream_t s1, cudaStream_t s2) {
   cudaEvent_t fork, join;
-  CUDA_OK(cudaEventCreate(&fork));
-  CUDA_OK(cudaEventCreate(&join));
-  // Fork s2 off s1, work on both, join back: simpleCudaGraphs' shape.
-  CUDA_OK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
-  CUDA_OK(cudaEventRecord(fork, s1));
-  CUDA_OK(cudaStreamWaitEvent(s2, fork, 0));
-  CUDA_OK(cudaMemcpyAsync(dev, in, kBytes, cudaMemcpyHostToDevice, s1));
-  CUDA_OK(cudaMemsetAsync(scratch, 0, kBytes, s2));
-  CUDA_OK(launch(kernel("k_10ms"), s1));
-  CUDA_OK(launch(kernel("k_10ms"), s2));
-  CUDA_OK(cudaEventRecord(join, s2));
-  CUDA_OK(cudaStreamWaitEvent(s1, join, 0));
-  CUDA_OK(cudaMemcpyAsync(out, dev, kBytes, cudaMemcpyDeviceToHost, s1));
-  CUDA_OK(cudaLaunchHostFunc(s1, count_up, &host_calls));
+  EXPECT_EQ(cudaSuccess, cudaEventCreate(&fork));
+  EXPECT_EQ(cudaSuccess, cudaEventCreate(&join));
+  EXPECT_EQ(cudaSuccess, cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+  EXPECT_EQ(cudaSuccess, cudaEventRecord(fork, s1));
+  EXPECT_EQ(cudaSuccess, cudaStreamWaitEvent(s2, fork, 0));
+  EXPECT_EQ(cudaSuccess, cudaMemcpyAsync(t.dev, t.in, RoundTrip::kBytes, cudaMemcpyHostToDevice, s1));
+  EXPECT_EQ(cudaSuccess, cudaMemsetAsync(t.scratch, 0, RoundTrip::kBytes, s2));
+  EXPECT_EQ(cudaSuccess, launch(kernel("k_10ms"), s1));
+  EXPECT_EQ(cudaSuccess, launch(kernel("k_10ms"), s2));
+  EXPECT_EQ(cudaSuccess, cudaEventRecord(join, s2));
+  EXPECT_EQ(cudaSuccess, cudaStreamWaitEvent(s1, join, 0));
+  EXPECT_EQ(cudaSuccess, cudaMemcpyAsync(t.out, t.dev, RoundTrip::kBytes, cudaMemcpyDeviceToHost, s1));
+  EXPECT_EQ(cudaSuccess, cudaLaunchHostFunc(s1, count_up, &t.host_calls));
   cudaStreamCaptureStatus status;
-  CUDA_OK(cudaStreamIsCapturing(s2, &status));
+  EXPECT_EQ(cudaSuccess, cudaStreamIsCapturing(s2, &status));
   EXPECT_EQ(cudaStreamCaptureStatusActive, status);  // s2 joined through the event
   unsigned long long id = 0;
   size_t deps = 0;
-  CUDA_OK(cudaStreamGetCaptureInfo(s1, &status, &id, nullptr, nullptr, nullptr, &deps));
+  EXPECT_EQ(cudaSuccess, cudaStreamGetCaptureInfo(s1, &status, &id, nullptr, nullptr, nullptr, &deps));
   EXPECT_NE(0u, id);
   EXPECT_EQ(1u, deps);  // the host node
   cudaGraph_t graph = nullptr;
-  CUDA_OK(cudaStreamEndCapture(s1, &graph));
-  ASSERT_NE(nullptr, graph);
-  CUDA_OK(cudaStreamIsCapturing(s2, &status));
+  EXPECT_EQ(cudaSuccess, cudaStreamEndCapture(s1, &graph));
+  EXPECT_EQ(cudaSuccess, cudaStreamIsCapturing(s2, &status));
   EXPECT_EQ(cudaStreamCaptureStatusNone, status);
-  EXPECT_EQ(0, out[0]);  // captured, not run
-  EXPECT_EQ(0, host_calls.load());
+  return graph;
+}
+
+TEST(Graphs, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
+  RoundTrip t;
+  cudaStream_t s1, s2, run;
+  for (cudaStream_t* s : {&s1, &s2, &run}) CUDA_OK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  cudaGraph_t graph = capture_fork_join(t, s1, s2);
+  ASSERT_NE(nullptr, graph);
+  EXPECT_EQ(0, t.out[0]);  // captured, not run
+  EXPECT_EQ(0, t.host_calls.load());
   EXPECT_EQ((std::vector<cudaGraphNodeType>{cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemset, cudaGraphNodeTypeKernel,
                                             cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeHost}),
             node_types(graph));
@@ -95,18 +114,14 @@ TEST(Graphs, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
   CUDA_OK(cudaEventRecord(end, run));
   EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(run));
   CUDA_OK(cudaStreamSynchronize(run));
-  EXPECT_EQ(2, host_calls.load());
-  EXPECT_EQ('g', out[0]);
-  EXPECT_EQ('g', out[kBytes - 1]);
+  EXPECT_EQ(2, t.host_calls.load());
+  EXPECT_EQ('g', t.out[0]);
+  EXPECT_EQ('g', t.out[RoundTrip::kBytes - 1]);
   // Two launches, each two 10 ms kernels that share the compute engine.
   EXPECT_GE(elapsed_ms(start, end), 40.0f);
   CUDA_OK(cudaGraphExecDestroy(exec));
   CUDA_OK(cudaGraphDestroy(graph));
   for (cudaStream_t s : {s1, s2, run}) CUDA_OK(cudaStreamDestroy(s));
-  CUDA_OK(cudaFreeHost(in));
-  CUDA_OK(cudaFreeHost(out));
-  CUDA_OK(cudaFree(dev));
-  CUDA_OK(cudaFree(scratch));
 }
 
 struct Stamp {

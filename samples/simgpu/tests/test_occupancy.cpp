@@ -86,6 +86,27 @@ TEST(Occupancy, AvailableDynamicSharedMemory) {
   EXPECT_EQ(0u, bytes);
 }
 
+TEST(Occupancy, CooperativeGridsMustFitOnTheDevice) {
+  // 256-thread blocks of k_1ms: 8 per SM, 132 SMs.
+  const void* k = kernel("k_1ms");
+  CUDA_OK(cudaLaunchCooperativeKernel(k, dim3(8 * 132), dim3(256), nullptr, 0, nullptr));
+  EXPECT_EQ(cudaErrorCooperativeLaunchTooLarge,
+            cudaLaunchCooperativeKernel(k, dim3(8 * 132 + 1), dim3(256), nullptr, 0, nullptr));
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(8 * 132 + 1);
+  config.blockDim = dim3(256);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  EXPECT_EQ(cudaErrorCooperativeLaunchTooLarge, cudaLaunchKernelExC(&config, k, nullptr));
+  attr.val.cooperative = 0;
+  CUDA_OK(cudaLaunchKernelExC(&config, k, nullptr));  // an ordinary grid may be any size
+  cudaGetLastError();
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
 TEST(Occupancy, DriverApiAgrees) {
   CUfunction f = nullptr;
   CUDA_OK(cudaGetFuncBySymbol(&f, kernel("k_regs128")));

@@ -52,11 +52,14 @@ TEST(Pools, ReservedMemoryIsReused) {
 
 TEST(Pools, SynchronizeReleasesWhatExceedsTheThreshold) {
   cudaMemPool_t pool = default_pool();
+  uint64_t threshold = 1;
+  CUDA_OK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  EXPECT_EQ(0u, threshold);  // the default
   void* p = nullptr;
   CUDA_OK(cudaMallocAsync(&p, 8 * kMiB, nullptr));
   CUDA_OK(cudaFreeAsync(p, nullptr));
   EXPECT_EQ(8 * kMiB, pool_bytes(pool, cudaMemPoolAttrReservedMemCurrent));
-  CUDA_OK(cudaDeviceSynchronize());  // the default threshold is 0
+  CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(0u, pool_bytes(pool, cudaMemPoolAttrReservedMemCurrent));
   uint64_t keep = 16 * kMiB;
   CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));

@@ -121,6 +121,21 @@ CUresult cuStreamGetPriority_impl(CUstream s, int* priority) {
   return with_model([&](Model& m) { return m.stream_get(s, PT, nullptr, priority); });
 }
 template <bool PT>
+CUresult cuStreamGetId_impl(CUstream s, unsigned long long* id) {
+  if (!id) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.stream_identity(s, PT, id, nullptr, nullptr); });
+}
+template <bool PT>
+CUresult cuStreamGetDevice_impl(CUstream s, CUdevice* dev) {
+  if (!dev) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.stream_identity(s, PT, nullptr, dev, nullptr); });
+}
+template <bool PT>
+CUresult cuStreamGetCtx_impl(CUstream s, CUcontext* ctx) {
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) { return m.stream_identity(s, PT, nullptr, nullptr, ctx); });
+}
+template <bool PT>
 CUresult cuEventRecord_impl(CUevent e, CUstream s) {
   return with_model([&](Model& m) { return m.event_record(e, s, PT); });
 }
@@ -137,10 +152,18 @@ CUresult cuLaunchKernel_impl(CUfunction f, unsigned gx, unsigned gy, unsigned gz
 }
 template <bool PT>
 CUresult cuLaunchKernelEx_impl(const CUlaunchConfig* c, CUfunction f, void**, void**) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
-  const simgpu::drv::KernelNodeParams k{
+  if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  simgpu::drv::KernelNodeParams k{
       f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes};
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) k.cooperative = c->attrs[i].value.cooperative != 0;
   return with_model([&](Model& m) { return m.launch(k, c->hStream, PT); });
+}
+template <bool PT>
+CUresult cuLaunchCooperativeKernel_impl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                        unsigned bz, unsigned shared_mem, CUstream s, void**) {
+  const simgpu::drv::KernelNodeParams k{f, {gx, gy, gz}, {bx, by, bz}, shared_mem, true};
+  return with_model([&](Model& m) { return m.launch(k, s, PT); });
 }
 
 }  // namespace
@@ -356,6 +379,36 @@ CUresult CUDAAPI cuCtxGetApiVersion(CUcontext, unsigned int* version) {
   });
 }
 
+CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
+  return with_model([&](Model& m) { return m.ctx_limit(limit, &value, true); });
+}
+
+CUresult CUDAAPI cuCtxGetLimit(size_t* value, CUlimit limit) {
+  return with_model([&](Model& m) { return m.ctx_limit(limit, value, false); });
+}
+
+CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
+  return with_model([&](Model& m) { return m.ctx_cache_config(&config, true); });
+}
+
+CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* config) {
+  return with_model([&](Model& m) { return m.ctx_cache_config(config, false); });
+}
+
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* id) {
+  return with_model([&](Model& m) { return m.ctx_id(ctx, id); });
+}
+
+CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  return with_model([&](Model& m) {
+    int dev = 0;
+    if (CUresult r = m.current_device(&dev)) return r;
+    int active = 0;
+    return m.primary_state(dev, flags, &active);
+  });
+}
+
 CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* least, int* greatest) {
   return with_model([&](Model&) {
     if (least) *least = 0;
@@ -439,6 +492,9 @@ SIMGPU_DRIVER_DUAL(cuStreamSynchronize, _ptsz, (CUstream s), (s))
 SIMGPU_DRIVER_DUAL(cuStreamWaitEvent, _ptsz, (CUstream s, CUevent e, unsigned int flags), (s, e, flags))
 SIMGPU_DRIVER_DUAL(cuStreamGetFlags, _ptsz, (CUstream s, unsigned int* flags), (s, flags))
 SIMGPU_DRIVER_DUAL(cuStreamGetPriority, _ptsz, (CUstream s, int* priority), (s, priority))
+SIMGPU_DRIVER_DUAL(cuStreamGetId, _ptsz, (CUstream s, unsigned long long* id), (s, id))
+SIMGPU_DRIVER_DUAL(cuStreamGetDevice, _ptsz, (CUstream s, CUdevice* dev), (s, dev))
+SIMGPU_DRIVER_DUAL(cuStreamGetCtx, _ptsz, (CUstream s, CUcontext* ctx), (s, ctx))
 SIMGPU_DRIVER_DUAL(cuEventRecord, _ptsz, (CUevent e, CUstream s), (e, s))
 SIMGPU_DRIVER_DUAL(cuEventRecordWithFlags, _ptsz, (CUevent e, CUstream s, unsigned int flags), (e, s, flags))
 SIMGPU_DRIVER_DUAL(cuLaunchKernel, _ptsz,
@@ -446,6 +502,10 @@ SIMGPU_DRIVER_DUAL(cuLaunchKernel, _ptsz,
                     unsigned int by, unsigned int bz, unsigned int shared_mem, CUstream s, void** params,
                     void** extra),
                    (f, gx, gy, gz, bx, by, bz, shared_mem, s, params, extra))
+SIMGPU_DRIVER_DUAL(cuLaunchCooperativeKernel, _ptsz,
+                   (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                    unsigned int by, unsigned int bz, unsigned int shared_mem, CUstream s, void** params),
+                   (f, gx, gy, gz, bx, by, bz, shared_mem, s, params))
 SIMGPU_DRIVER_DUAL(cuLaunchKernelEx, _ptsz,
                    (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
                    (config, f, params, extra))

@@ -234,8 +234,8 @@ CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode* out, CUgraph g, const CUgra
   if (!params || params->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
   NodeParams p = typed(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
   p.memory_bytes = params->bytesize;
-  const CUresult r = add_node(out, g, deps, count, p);
-  if (r == CUDA_SUCCESS) get_params(*out, p.type, [&](const NodeParams& made) { params->dptr = made.memory_address; });
+  const CUresult r = with_model([&](Model& m) { return m.graph_add_node(g, deps, count, &p, out); });
+  if (r == CUDA_SUCCESS) params->dptr = p.memory_address;
   return r;
 }
 

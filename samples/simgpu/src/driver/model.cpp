@@ -15,6 +15,7 @@ namespace {
 
 std::atomic<Model*> g_model{nullptr};
 thread_local CUcontext t_current = nullptr;
+std::atomic<unsigned long long> g_context_ids{0};
 
 // A CUDA_VISIBLE_DEVICES entry: an ordinal or a UUID prefix ("GPU-5a1c...").
 int parse_visible_entry(std::string_view entry, const NodeDesc& node) {
@@ -63,7 +64,7 @@ Model::Model(const NodeDesc& node, std::vector<int> visible)
     d.node_index = visible[i];
     d.legacy.device = static_cast<int>(i);
     d.legacy.legacy = true;
-    d.primary = CUctx_st{static_cast<int>(i), true};
+    d.primary = CUctx_st{static_cast<int>(i), true, ++g_context_ids};
     contexts_.insert(&d.primary);
   }
 }
@@ -121,7 +122,7 @@ CUresult Model::primary_set_flags(int dev, unsigned flags) {
 CUresult Model::ctx_create(int dev, CUcontext* out) {
   if (dev < 0 || dev >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard lock(mu_);
-  auto* ctx = new CUctx_st{dev, false};
+  auto* ctx = new CUctx_st{dev, false, ++g_context_ids};
   contexts_.insert(ctx);
   shared_.attach_process(devices_[dev].node_index);
   t_current = ctx;
@@ -188,6 +189,49 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
+  return CUDA_SUCCESS;
+}
+
+// --- context settings -----------------------------------------------------------
+
+CUresult Model::ctx_limit(CUlimit limit, size_t* value, bool set) {
+  int dev = 0;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = current_device(&dev)) return r;
+  std::lock_guard lock(mu_);
+  auto& limits = devices_[dev].limits;
+  if (limit < 0 || static_cast<size_t>(limit) >= limits.size()) {
+    // The CIG limits exist only on CIG contexts, which simgpu never makes.
+    if (set || limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    *value = 0;
+    return CUDA_SUCCESS;
+  }
+  if (!set) {
+    *value = limits[limit];
+    return CUDA_SUCCESS;
+  }
+  if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && *value > 128) return CUDA_ERROR_INVALID_VALUE;
+  limits[limit] = *value;
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::ctx_cache_config(CUfunc_cache* config, bool set) {
+  int dev = 0;
+  if (!config || (set && (*config < CU_FUNC_CACHE_PREFER_NONE || *config > CU_FUNC_CACHE_PREFER_EQUAL)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = current_device(&dev)) return r;
+  std::lock_guard lock(mu_);
+  if (set) devices_[dev].cache_config = *config;
+  else *config = devices_[dev].cache_config;
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::ctx_id(CUcontext ctx, unsigned long long* id) {
+  if (!id) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu_);
+  if (!ctx) ctx = t_current;
+  if (!ctx || !contexts_.count(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *id = ctx->id;
   return CUDA_SUCCESS;
 }
 

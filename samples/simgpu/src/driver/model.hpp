@@ -83,6 +83,11 @@ class Model {
   CUresult current_device(int* dev);
   CUresult context_device(CUcontext ctx, int* dev);
   CUresult ctx_synchronize(CUcontext ctx);
+  CUresult ctx_limit(CUlimit limit, size_t* value, bool set);
+  CUresult ctx_cache_config(CUfunc_cache* config, bool set);
+  CUresult ctx_id(CUcontext ctx, unsigned long long* id);
+  // A stream's id, device and context (the device's primary context).
+  CUresult stream_identity(CUstream s, bool per_thread, unsigned long long* id, int* device, CUcontext* ctx);
 
   // Streams, events and host functions (model_streams.cpp).
   CUresult stream_create(unsigned flags, int priority, CUstream* out);
@@ -203,7 +208,9 @@ class Model {
   void wait_for_queue_slot();
 
   // Everything below runs with mu_ held.
-  CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out);
+  // `orders`: the caller queues work on it or waits for it, which the legacy
+  // stream cannot do while a blocking stream captures.
+  CUresult resolve_stream(CUstream s, bool per_thread, CUstream_st** out, bool orders = true);
   CUstream_st* per_thread_stream(int dev);
   int64_t stream_ready(const CUstream_st& s, int64_t submit) const;
   // Submits an operation to s: scheduled at once when s and the streams it
@@ -232,6 +239,7 @@ class Model {
   CUresult pool_alloc(CUmemoryPool pool, size_t bytes, CUstream_st& s, void** out, int64_t* host_cost);
   void pool_free(const Allocation& a, const CUstream_st* s, MarkerRef freed_at);
   void trim_pool(CUmemoryPool pool, uint64_t keep);
+  void retire_pool(CUmemoryPool pool);
   void release_pool_memory();  // at a synchronize: pools keep only their release threshold
   void synchronized();         // (without mu_)
   CUresult managed_range(CUdeviceptr p, size_t count, Allocation* out) const;
@@ -266,6 +274,7 @@ class Model {
   std::vector<DeviceState> devices_;
   std::set<CUctx_st*> contexts_;
   std::set<CUstream_st*> streams_;
+  std::vector<CUstream_st*> per_thread_streams_;
   std::set<CUevent_st*> events_;
   std::set<CUmod_st*> modules_;
   std::set<CUfunc_st*> functions_;
@@ -276,6 +285,7 @@ class Model {
   std::set<CaptureSession*> captures_;  // in progress
   std::array<uint64_t, SharedState::kMaxDevices> graph_memory_high_{};
   std::set<CUmemoryPool> pools_;
+  std::set<CUmemoryPool> retired_pools_;  // destroyed, with memory still out
 
  public:
   // Graph memory a GraphMemory gave back (its destructor runs with mu_ held);

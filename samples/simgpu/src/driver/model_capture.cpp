@@ -228,7 +228,7 @@ CUresult Model::capture_info(CUstream s, bool per_thread, CUstreamCaptureStatus*
   if (!status) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (CUresult r = resolve_stream(s, per_thread, &st, false)) return r;
   if (!st->capture) {
     *status = CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;

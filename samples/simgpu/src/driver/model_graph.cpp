@@ -191,6 +191,7 @@ CUresult Model::graph_add_node(CUgraph g, const CUgraphNode* deps, size_t count,
     params->memory_address = reinterpret_cast<CUdeviceptr>(p);
   }
   *out = add_node(*g, parents, *params);
+  params->memory.reset();  // the graph's now: released with the lock held, as GraphMemory needs
   return CUDA_SUCCESS;
 }
 

@@ -29,6 +29,7 @@ struct KernelNodeParams {
   CUfunction func = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   unsigned shared_mem = 0;
+  bool cooperative = false;  // every block resident at once (grid-wide sync)
 };
 
 // A node's type and parameters; only the members of its type are used.

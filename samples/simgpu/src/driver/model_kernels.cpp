@@ -174,6 +174,11 @@ CUresult Model::plan_kernel(const KernelNodeParams& k, int device, Work* work) {
       k.shared_mem > static_cast<unsigned>(res.max_dynamic_shared))
     return CUDA_ERROR_INVALID_VALUE;
   if (uint64_t(res.registers) * threads_per_block > uint64_t(sm::kRegisters)) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  // A cooperative grid must fit on the device at once.
+  const DeviceDesc& dd = desc(device);
+  if (k.cooperative && blocks > uint64_t(blocks_per_sm(res, dd.max_threads_per_sm, static_cast<int>(threads_per_block),
+                                                       k.shared_mem)) * uint64_t(dd.sm_count))
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   const KernelTiming t = kernel_timing(node_, desc(device), k.func->cost, blocks, threads_per_block);
   *work = Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
                t.dram_bytes, t.sm_fraction, nullptr};

@@ -82,7 +82,19 @@ void Model::pool_free(const Allocation& a, const CUstream_st* s, MarkerRef freed
   CUmemoryPool pool = a.pool;
   pool->used -= std::min<uint64_t>(pool->used, a.block_size);
   pool->free_blocks.push_back({a.base, a.block_size, s, std::move(freed_at)});
-  if (pool->destroyed) trim_pool(pool, 0);
+  if (pool->destroyed) retire_pool(pool);
+}
+
+// A destroyed pool gives back what it can, and goes once nothing of it is
+// left; until then it waits among the retired ones.
+void Model::retire_pool(CUmemoryPool pool) {
+  trim_pool(pool, 0);
+  if (pool->used || !pool->free_blocks.empty()) {
+    retired_pools_.insert(pool);
+    return;
+  }
+  retired_pools_.erase(pool);
+  delete pool;
 }
 
 // Gives back free blocks whose frees are done until at most `keep` bytes stay
@@ -107,6 +119,7 @@ void Model::trim_pool(CUmemoryPool pool, uint64_t keep) {
 
 void Model::release_pool_memory() {
   for (CUmemoryPool pool : pools_) trim_pool(pool, pool->release_threshold);
+  for (CUmemoryPool pool : std::vector<CUmemoryPool>(retired_pools_.begin(), retired_pools_.end())) retire_pool(pool);
 }
 
 CUresult Model::mem_alloc_async(size_t bytes, CUstream s, bool per_thread, CUmemoryPool pool, void** out) {
@@ -145,9 +158,9 @@ CUresult Model::pool_destroy(CUmemoryPool pool) {
   // handle stays for those allocations to find.
   pools_.erase(pool);
   pool->destroyed = true;
-  trim_pool(pool, 0);
   DeviceState& d = devices_[pool->device];
   if (d.current_pool == pool) d.current_pool = d.default_pool;
+  retire_pool(pool);
   return CUDA_SUCCESS;
 }
 

@@ -10,11 +10,19 @@
 // when the host function returns, the backlogs drain in order.
 #include <algorithm>
 #include <array>
+#include <atomic>
 
 #include "../common/clock.hpp"
 #include "model.hpp"
 
 namespace simgpu::drv {
+
+namespace {
+
+// Stream ids: 1 and 2 like a GPU's legacy and per-thread streams, then up.
+std::atomic<unsigned long long> g_stream_ids{2};
+
+}  // namespace
 
 CUstream_st* Model::per_thread_stream(int dev) {
   // One per thread and device, created on first use and never freed: work
@@ -25,17 +33,19 @@ CUstream_st* Model::per_thread_stream(int dev) {
     streams[dev] = new CUstream_st;
     streams[dev]->device = dev;
     streams[dev]->per_thread = true;
+    streams[dev]->id = ++g_stream_ids;
+    per_thread_streams_.push_back(streams[dev]);  // kept, and known, for the process's life
   }
   return streams[dev];
 }
 
-CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out) {
+CUresult Model::resolve_stream(CUstream s, bool per_thread, CUstream_st** out, bool orders) {
   if (!s) s = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
     int dev = 0;
     if (CUresult r = current_device(&dev)) return r;
     *out = s == CU_STREAM_LEGACY ? &devices_[dev].legacy : per_thread_stream(dev);
-    return check_implicit_sync(**out);
+    return orders ? check_implicit_sync(**out) : CUDA_SUCCESS;
   }
   if (!streams_.count(s)) return CUDA_ERROR_INVALID_HANDLE;
   *out = s;
@@ -250,6 +260,7 @@ CUresult Model::stream_create(unsigned flags, int priority, CUstream* out) {
   s->device = dev;
   s->flags = flags;
   s->priority = std::clamp(priority, -5, 0);  // H100/H200 range: [-5, 0]
+  s->id = ++g_stream_ids;
   streams_.insert(s);
   *out = s;
   return CUDA_SUCCESS;
@@ -317,9 +328,19 @@ CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread, unsign
 CUresult Model::stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority) {
   std::lock_guard lock(mu_);
   CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+  if (CUresult r = resolve_stream(s, per_thread, &st, false)) return r;
   if (flags) *flags = st->flags;
   if (priority) *priority = st->priority;
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::stream_identity(CUstream s, bool per_thread, unsigned long long* id, int* device, CUcontext* ctx) {
+  std::lock_guard lock(mu_);
+  CUstream_st* st = nullptr;
+  if (CUresult r = resolve_stream(s, per_thread, &st, false)) return r;
+  if (id) *id = st->legacy ? 1 : st->id;
+  if (device) *device = st->device;
+  if (ctx) *ctx = &devices_[st->device].primary;
   return CUDA_SUCCESS;
 }
 

@@ -89,6 +89,7 @@ struct StreamCapture;
 struct CUctx_st {
   int device;
   bool primary;
+  unsigned long long id = 0;  // unique in the process (cuCtxGetId)
 };
 
 struct CUstream_st {
@@ -98,6 +99,7 @@ struct CUstream_st {
   bool legacy = false;      // the device's NULL stream
   bool per_thread = false;  // a thread's per-thread default stream
   bool destroyed = false;   // the handle is gone; queued work still runs
+  unsigned long long id = 0;  // unique in the process (cuStreamGetId)
   int64_t tail = 0;         // modeled completion of everything scheduled here
   // Submitted work the model cannot schedule yet: it follows a host function
   // that has not returned (`held`) or waits for an unresolved marker.
@@ -233,6 +235,10 @@ struct DeviceState {
   std::set<int> peers;                   // devices this one has enabled peer access to
   CUmemoryPool default_pool = nullptr;   // created on first use
   CUmemoryPool current_pool = nullptr;   // what cudaMallocAsync draws from
+  // cuCtxSetLimit's values, by CUlimit (the defaults a Hopper GPU reports),
+  // and the cache preference; the model keeps them, nothing depends on them.
+  std::array<size_t, CU_LIMIT_PERSISTING_L2_CACHE_SIZE + 1> limits{1024, 1 << 20, 8 << 20, 2, 2048, 0, 0};
+  CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
 };
 
 }  // namespace simgpu::drv

@@ -56,7 +56,9 @@ namespace simgpu::rt {
   X(cuDeviceSetMemPool, 11020) X(cuMemPoolCreate, 11020) X(cuMemPoolDestroy, 11020)                  \
   X(cuMemPoolSetAttribute, 11020) X(cuMemPoolGetAttribute, 11020) X(cuMemPoolTrimTo, 11020)          \
   X(cuMemPoolSetAccess, 11020) X(cuMemPoolGetAccess, 11020) X(cuMemPrefetchAsync, 12020)             \
-  X(cuMemAdvise, 12020) X(cuMemRangeGetAttribute, 8000) X(cuStreamAttachMemAsync, 6000)
+  X(cuMemAdvise, 12020) X(cuMemRangeGetAttribute, 8000) X(cuStreamAttachMemAsync, 6000)                \
+  X(cuCtxSetLimit, 3010) X(cuCtxGetLimit, 3010) X(cuCtxSetCacheConfig, 3020) X(cuCtxGetCacheConfig, 3020) \
+  X(cuStreamGetId, 12000) X(cuStreamGetDevice, 12080) X(cuLaunchCooperativeKernel, 9000)
 
 // The graph and stream capture entry points (runtime_graph*.cpp).
 #define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \

@@ -225,6 +225,52 @@ cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned int* flags) {
   });
 }
 
+// cudaLimit and cudaFuncCache share the driver's numbering.
+cudaError_t CUDARTAPI cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  return with_driver(false, [&](const DriverTable& d) {
+    return from_driver(d.cuCtxSetLimit(static_cast<CUlimit>(limit), value));
+  });
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  return with_driver(false, [&](const DriverTable& d) {
+    return from_driver(d.cuCtxGetLimit(value, static_cast<CUlimit>(limit)));
+  });
+}
+
+cudaError_t CUDARTAPI cudaDeviceSetCacheConfig(cudaFuncCache config) {
+  return with_driver(false, [&](const DriverTable& d) {
+    return from_driver(d.cuCtxSetCacheConfig(static_cast<CUfunc_cache>(config)));
+  });
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetCacheConfig(cudaFuncCache* config) {
+  return with_driver(false, [&](const DriverTable& d) {
+    return from_driver(d.cuCtxGetCacheConfig(reinterpret_cast<CUfunc_cache*>(config)));
+  });
+}
+
+// The first device at least as capable as asked (compute capability, then
+// multiprocessors), else device 0: simgpu's devices differ in little else.
+cudaError_t CUDARTAPI cudaChooseDevice(int* device, const cudaDeviceProp* wanted) {
+  return api([&]() -> cudaError_t {
+    if (!device || !wanted) return cudaErrorInvalidValue;
+    int count = 0;
+    if (cudaError_t e = cudaGetDeviceCount(&count)) return e;
+    *device = 0;
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp p;
+      if (cudaError_t e = cudaGetDeviceProperties(&p, i)) return e;
+      const bool capable = p.major > wanted->major || (p.major == wanted->major && p.minor >= wanted->minor);
+      if (capable && p.multiProcessorCount >= wanted->multiProcessorCount) {
+        *device = i;
+        break;
+      }
+    }
+    return cudaSuccess;
+  });
+}
+
 cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   return with_driver(false, [&](const DriverTable& d) { return from_driver(d.cuCtxGetStreamPriorityRange(least, greatest)); });
 }

@@ -95,12 +95,14 @@ cudaError_t function_for(const DriverTable& d, Kernel* k, CUfunction* out) {
 }
 
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s,
-                   bool per_thread) {
+                   bool per_thread, bool cooperative = false) {
   return with_driver(per_thread, [&](const DriverTable& d) -> cudaError_t {
     CUfunction f = nullptr;
     if (cudaError_t e = simgpu::rt::kernel_function(d, func, &f)) return e;
-    const CUresult r = d.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                        static_cast<unsigned>(shared_mem), s, args, nullptr);
+    const auto smem = static_cast<unsigned>(shared_mem);
+    const CUresult r =
+        cooperative ? d.cuLaunchCooperativeKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, s, args)
+                    : d.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, s, args, nullptr);
     // The driver rejects bad dimensions as invalid values; the runtime calls
     // that an invalid configuration.
     return r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidConfiguration : from_driver(r);
@@ -138,9 +140,19 @@ cudaError_t cudaLaunchKernel_impl(const void* func, dim3 grid, dim3 block, void*
 }
 
 template <bool PT>
+cudaError_t cudaLaunchCooperativeKernel_impl(const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem,
+                                             cudaStream_t s) {
+  return launch(func, grid, block, args, shared_mem, s, PT, true);
+}
+
+template <bool PT>
 cudaError_t cudaLaunchKernelExC_impl(const cudaLaunchConfig_t* config, const void* func, void** args) {
-  if (!config) return simgpu::rt::record(cudaErrorInvalidValue);
-  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, PT);
+  if (!config || (config->numAttrs && !config->attrs)) return simgpu::rt::record(cudaErrorInvalidValue);
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative) cooperative = config->attrs[i].val.cooperative != 0;
+  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, PT,
+                cooperative);
 }
 
 }  // namespace
@@ -238,6 +250,9 @@ SIMGPU_RUNTIME_DUAL(__cudaLaunchKernel, _ptsz,
                     (cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s),
                     (kernel, grid, block, args, shared_mem, s))
 SIMGPU_RUNTIME_DUAL(cudaLaunchKernel, _ptsz,
+                    (const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s),
+                    (func, grid, block, args, shared_mem, s))
+SIMGPU_RUNTIME_DUAL(cudaLaunchCooperativeKernel, _ptsz,
                     (const void* func, dim3 grid, dim3 block, void** args, size_t shared_mem, cudaStream_t s),
                     (func, grid, block, args, shared_mem, s))
 SIMGPU_RUNTIME_DUAL(cudaLaunchKernelExC, _ptsz, (const cudaLaunchConfig_t* config, const void* func, void** args),

@@ -64,6 +64,16 @@ cudaError_t cudaLaunchHostFunc_impl(cudaStream_t s, cudaHostFn_t fn, void* user_
 }
 
 template <bool PT>
+cudaError_t cudaStreamGetId_impl(cudaStream_t s, unsigned long long* id) {
+  return with_driver(PT, [&](const DriverTable& d) { return from_driver(d.cuStreamGetId(s, id)); });
+}
+
+template <bool PT>
+cudaError_t cudaStreamGetDevice_impl(cudaStream_t s, int* device) {
+  return with_driver(PT, [&](const DriverTable& d) { return from_driver(d.cuStreamGetDevice(s, device)); });
+}
+
+template <bool PT>
 cudaError_t cudaEventRecord_impl(cudaEvent_t e, cudaStream_t s) {
   return with_driver(PT, [&](const DriverTable& d) { return from_driver(d.cuEventRecord(e, s)); });
 }
@@ -135,3 +145,5 @@ SIMGPU_RUNTIME_DUAL(cudaStreamAddCallback, _ptsz,
                     (cudaStream_t s, cudaStreamCallback_t fn, void* user_data, unsigned int flags),
                     (s, fn, user_data, flags))
 SIMGPU_RUNTIME_DUAL(cudaLaunchHostFunc, _ptsz, (cudaStream_t s, cudaHostFn_t fn, void* user_data), (s, fn, user_data))
+SIMGPU_RUNTIME_DUAL(cudaStreamGetId, _ptsz, (cudaStream_t s, unsigned long long* id), (s, id))
+SIMGPU_RUNTIME_DUAL(cudaStreamGetDevice, _ptsz, (cudaStream_t s, int* device), (s, device))
