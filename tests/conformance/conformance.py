@@ -129,6 +129,8 @@ class Tally:
     def __init__(self, csv_text, driver_api, library_calls):
         self.calls = collections.Counter()
         self.failures = collections.defaultdict(collections.Counter)
+        self.captured = collections.Counter()  # calls whose work went into a graph being captured
+        self.graphs = collections.Counter()  # graph launches and what they ran
         self.kinds = {k: collections.Counter() for k in ("copies", "memsets", "syncs", "allocs", "kernels")}
         self.bytes = {k: collections.Counter() for k in ("copies", "memsets", "allocs")}
         # Driver calls at the outermost level in a program that does not call
@@ -146,9 +148,13 @@ class Tally:
                 self.driver[name] += 1
                 continue
             self.calls[name] += 1
+            if "captured into a graph" in r["detail"]:
+                self.captured[name] += 1
             if r["error"] not in ("", "0"):
                 self.failures[name][int(r["error"])] += 1
         for r in rows:
+            if r["source"] == "host" and r["kind"] == "graph_launch":
+                self.add_graph_launch(r["detail"])
             if r["source"] != "host" or r["kind"] not in ("copy", "memset", "sync", "alloc", "kernel"):
                 continue
             if library_calls and is_driver_call(call_of.get(r["correlation"], "")):
@@ -160,7 +166,8 @@ class Tally:
         if kind == "copy":
             m = re.match(r"(\w+) -> (\w+)(, async)?", detail)
             src, dst = device_side(m.group(1)), device_side(m.group(2))
-            key, category = f"{r['copy_kind']} {src}->{dst}{' async' if m.group(3) else ''}", "copies"
+            key = f"{r['copy_kind']} {src}->{dst}{' async' if m.group(3) else ''}"
+            key, category = key + (" prefetch" if ", prefetch" in detail else ""), "copies"
         elif kind == "memset":
             key, category = device_side(detail.split(", ")[-1]), "memsets"
         elif kind == "sync":
@@ -176,6 +183,16 @@ class Tally:
         self.kinds[category][key] += 1
         if category in self.bytes:
             self.bytes[category][key] += int(r["bytes"] or 0)
+
+
+    def add_graph_launch(self, detail):
+        """A graph launch and the nodes it ran, as the trace counted them when
+        the graph was instantiated."""
+        self.graphs["launches"] += 1
+        if "contents unknown" in detail:
+            self.graphs["launches of unknown graphs"] += 1
+        for n, what in re.findall(r"(\d+) (kernels|copies|memsets|other nodes)", detail):
+            self.graphs[what] += int(n)
 
 
 def device_side(kind):
@@ -214,6 +231,10 @@ def compare(expect, tally, hooked):
         want, got = dict(expect.failures.get(name, {})), dict(tally.failures.get(name, {}))
         if want != got:
             problems.append(f"failed calls {name}: expected {want or 'none'} (error: count), trace has {got or 'none'}")
+    for name in sorted((set(expect.captured) | set(tally.captured)) & hooked):
+        if expect.captured.get(name, 0) != tally.captured[name]:
+            problems.append(f"calls {name} captured into a graph: expected {expect.captured.get(name, 0)}, "
+                            f"trace has {tally.captured[name]}")
     for category in ("copies", "memsets", "allocs"):
         want = getattr(expect, category)
         for key in sorted(set(want) | set(tally.kinds[category])):
@@ -221,9 +242,10 @@ def compare(expect, tally, hooked):
             g = (tally.kinds[category][key], tally.bytes[category][key])
             if w != g:
                 problems.append(f"{category} '{key}': expected {w[0]} of {w[1]} bytes, trace has {g[0]} of {g[1]} bytes")
-    for key in sorted(set(expect.syncs) | set(tally.kinds["syncs"])):
-        if expect.syncs.get(key, 0) != tally.kinds["syncs"][key]:
-            problems.append(f"syncs {key}: expected {expect.syncs.get(key, 0)}, trace has {tally.kinds['syncs'][key]}")
+    for category, want, got in (("syncs", expect.syncs, tally.kinds["syncs"]), ("graph launches", expect.graphs, tally.graphs)):
+        for key in sorted(set(want) | set(got)):
+            if want.get(key, 0) != got[key]:
+                problems.append(f"{category} {key}: expected {want.get(key, 0)}, trace has {got[key]}")
     problems += compare_kernels(expect.kernels, tally.kinds["kernels"])
     return problems, not_hooked
 
@@ -365,6 +387,8 @@ def check_counts(args, program, exe, trace, status, out, err):
     report = f"{sum(tally.calls.values())} calls"
     for category in ("copies", "memsets", "kernels", "syncs", "allocs"):
         report += f", {sum(tally.kinds[category].values())} {category}"
+    if tally.graphs:
+        report += f", {tally.graphs['launches']} graph launches running {tally.graphs['kernels']} kernels"
     if not_hooked:
         report += "; not intercepted by this libgpuscope.so: " + ", ".join(not_hooked)
     if tally.driver:

@@ -20,6 +20,12 @@ Keys, as conformance.py's Tally builds them from `gpuscope export --format csv`:
   kernels   kernel name (unmangled identifier) -> launches
   syncs     sync kind (Device, Stream, Event, StreamWaitEvent,
             StreamQuery, EventQuery) -> count
+  captured  API function -> calls made while their stream was being
+            captured into a graph: their work runs with the graph's
+            launches, so they make no copy, memset or kernel record
+  graphs    "launches" -> graph launches, and what they ran in all:
+            "kernels", "copies", "memsets", "other nodes" -> count
+            (counted per launch from the graph's nodes, without bytes)
 A category left out must be empty in the trace.
 
 Calls are counted as the program's binary makes them: cuda_runtime.h's C++
@@ -44,9 +50,11 @@ cudaErrorNotReady = 600
 
 class Expect:
     def __init__(self, calls=None, failures=None, copies=None, memsets=None, allocs=None, kernels=None,
-                 syncs=None, library_calls=False):
+                 syncs=None, captured=None, graphs=None, library_calls=False):
         self.calls = calls or {}
         self.failures = failures or {}
+        self.captured = captured or {}
+        self.graphs = graphs or {}
         self.copies = copies or {}
         self.memsets = memsets or {}
         self.allocs = allocs or {}
@@ -350,25 +358,24 @@ def omp_streams(o):
         kernels={"add_constant": c})
 
 
-def graph_program(o, calls, memsets_per_launch, memsets_outside=0):
+def graph_program(o, calls, graph_memsets=0, memsets_outside=0, captured=None):
     """graph_work.h around a program's own graph calls: GraphBuffers (two
     pinned and two device buffers of --n floats, a stream), 2 x --launches
     graph launches in two rounds (one stream synchronize each). Work is
     counted where it executes: each launch runs the graph's copy up, scale,
-    offset, copy down (and its memsets); a call captured into a graph or a
-    node added to one executes nothing by itself."""
+    offset and copy down (and `graph_memsets` memset nodes); a call captured
+    into a graph or a node added to one executes nothing by itself."""
     success_only(o)
     b, runs = o.arg("n") * FLOAT, 2 * o.arg("launches")
-    memsets = runs * memsets_per_launch + memsets_outside
     return Expect(
         calls=merge({"cudaHostAlloc": 2, "cudaMalloc": 2, "cudaStreamCreateWithFlags": 1, "cudaGraphInstantiate": 1,
                      "cudaGraphLaunch": runs, "cudaStreamSynchronize": 2, "cudaGraphExecDestroy": 1,
                      "cudaStreamDestroy": 1, "cudaFreeHost": 2, "cudaFree": 2}, results_check(), calls),
-        copies={"HostToDevice Pinned->Device async": pair(runs, b), "DeviceToHost Device->Pinned async": pair(runs, b)},
-        memsets={"Device": pair(memsets, b)} if memsets else {},
+        captured=captured,
+        graphs={"launches": runs, "kernels": 2 * runs, "copies": 2 * runs, "memsets": graph_memsets * runs},
+        memsets={"Device": pair(memsets_outside, b)} if memsets_outside else {},
         allocs=allocated_and_freed({"Pinned": pair(2, b), "Device": pair(2, b)}),
-        syncs={"Stream": 2},
-        kernels={"scale": runs, "offset": runs})
+        syncs={"Stream": 2})
 
 
 @program(args=["--n=65536", "--launches=10"])
@@ -377,7 +384,7 @@ def graph_capture(o):
     return graph_program(o, {"cudaMemset": 1, "cudaStreamBeginCapture": 2, "cudaMemcpyAsync": 4,
                              "__cudaLaunchKernel": 4, "cudaStreamEndCapture": 2, "cudaGraphGetNodes": 1,
                              "cudaGraphExecUpdate": 1, "cudaGraphDestroy": 2},
-                         memsets_per_launch=0, memsets_outside=1)
+                         memsets_outside=1, captured={"cudaMemcpyAsync": 4, "__cudaLaunchKernel": 4})
 
 
 @program(args=["--n=65536", "--launches=10"])
@@ -386,7 +393,7 @@ def graph_build(o):
     return graph_program(o, {"cudaGraphCreate": 1, "cudaGraphAddMemcpyNode1D": 2, "cudaGraphAddMemsetNode": 1,
                              "cudaGraphAddKernelNode": 2, "cudaGraphExecKernelNodeSetParams": 1,
                              "cudaGraphDestroy": 1},
-                         memsets_per_launch=1)
+                         graph_memsets=1)
 
 
 @program()
@@ -420,12 +427,15 @@ def hyperq(o):
 def um_streams(o):
     success_only(o)
     t, s, b = o.arg("tasks"), o.arg("streams"), o.arg("n") * FLOAT
-    # Prefetches migrate managed pages; they are not copies the program asked for.
+    # Each task prefetches its buffer to the GPU and back: copy records
+    # marked prefetch (managed at both ends, the range asked for).
     return Expect(
         calls=merge({"cudaGetDevice": 1, "cudaStreamCreate": s, "cudaMallocManaged": t,
                      "cudaStreamAttachMemAsync": t, "cudaStreamSynchronize": 2 * t, "cudaMemAdvise": t,
                      "cudaMemPrefetchAsync": 2 * t, "__cudaLaunchKernel": t, "cudaGetLastError": t, "cudaFree": t,
                      "cudaStreamDestroy": s}, results_check()),
+        copies={"HostToDevice Managed->Managed async prefetch": pair(t, b),
+                "DeviceToHost Managed->Managed async prefetch": pair(t, b)},
         allocs=allocated_and_freed({"Managed": pair(t, b)}),
         syncs={"Stream": 2 * t},
         kernels={"scale_in_place": t})

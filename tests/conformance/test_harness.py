@@ -100,6 +100,32 @@ class Comparison(unittest.TestCase):
         self.assertEqual(dict(tally.kinds["copies"]), {"DeviceToHost Device->Pinned async": 1})
         self.assertEqual(dict(tally.kinds["allocs"]), {"Free": 1, "Alloc Managed": 1})
 
+    def test_graph_launches_captured_calls_and_prefetches(self):
+        trace = HEADER + "".join([
+            row("api_call", "cudaMemcpyAsync", 1, error="0", detail="depth 0, captured into a graph"),
+            row("api_call", "cudaGraphLaunch", 2, error="0", detail="depth 0"),
+            row("graph_launch", corr=2, detail="graph exec 0x5, 2 kernels, 2 copies, 0 memsets, 1 other nodes"),
+            row("api_call", "cudaGraphLaunch", 3, error="0", detail="depth 0"),
+            row("graph_launch", corr=3, detail="graph exec 0x6, contents unknown (not seen instantiated)"),
+            row("api_call", "cudaMemPrefetchAsync", 4, error="0", detail="depth 0"),
+            row("copy", corr=4, bytes_="64", copy_kind="HostToDevice", detail="Managed -> Managed, async, prefetch"),
+        ])
+        tally = conformance.Tally(trace, driver_api=False, library_calls=False)
+        self.assertEqual(dict(tally.captured), {"cudaMemcpyAsync": 1})
+        self.assertEqual(dict(tally.graphs), {"launches": 2, "launches of unknown graphs": 1, "kernels": 2,
+                                              "copies": 2, "memsets": 0, "other nodes": 1})
+        self.assertEqual(dict(tally.kinds["copies"]), {"HostToDevice Managed->Managed async prefetch": 1})
+        hooked = {"cudaMemcpyAsync", "cudaGraphLaunch", "cudaMemPrefetchAsync"}
+        right = Expect(calls={"cudaMemcpyAsync": 1, "cudaGraphLaunch": 2, "cudaMemPrefetchAsync": 1},
+                       captured={"cudaMemcpyAsync": 1},
+                       graphs={"launches": 2, "launches of unknown graphs": 1, "kernels": 2, "copies": 2,
+                               "other nodes": 1},
+                       copies={"HostToDevice Managed->Managed async prefetch": (1, 64)})
+        self.assertEqual(conformance.compare(right, tally, hooked)[0], [])
+        for change in ({"captured": {}}, {"graphs": dict(right.graphs, kernels=4)}):
+            wrong = Expect(**{**vars(right), **change})
+            self.assertTrue(conformance.compare(wrong, tally, hooked)[0], f"{change} passed")
+
     def test_every_category_is_compared(self):
         wrong = {
             "calls": {"cudaMemcpy": 2, "__cudaLaunchKernel": 1},
