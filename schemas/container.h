@@ -20,7 +20,9 @@ namespace gpuscope::container {
 // Bump major for changes old readers cannot read; minor for additions they
 // can skip (new Chunk fields, new vectors).
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 3;  // 1.1: NVTX marker kinds, StringTableFull drops, capture windows, Chunk.device_collection; 1.2: Chunk.call_counts; 1.3: Chunk.graph_launches, captured calls
+// 1.1: NVTX marker kinds, StringTableFull drops, capture windows, Chunk.device_collection;
+// 1.2: Chunk.call_counts; 1.3: Chunk.graph_launches, ApiCall captured and Copy prefetch flags.
+inline constexpr uint16_t kFormatMinor = 3;
 
 inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};

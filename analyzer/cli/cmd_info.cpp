@@ -155,10 +155,10 @@ void print_counts(const reader::TraceSummary& s) {
              "{} allocations, {} CPU samples, {} markers, {} GPU samples, {} graph launches\n",
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
              c.cpu_samples, c.markers, c.gpu_samples, c.graph_launches);
-  print_graphs(s);
   if (s.counted_calls != 0)
     fmt::print("             + {} nested calls that succeeded, counted rather than recorded\n", s.counted_calls);
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
+  print_graphs(s);
   const auto& d = c.device;
   const auto status = analyzer::device_collection_text(s);
   if (status || d.total() != 0)

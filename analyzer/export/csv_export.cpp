@@ -149,8 +149,9 @@ void CsvWriter::add(const reader::ChunkView& v) {
     if (a.stream() != 0) r.stream = a.stream();
     if (a.device() >= 0) r.device = static_cast<uint64_t>(a.device());
     r.call_site = sites_->text(a.stack_id());
-    r.detail = fmt::format("depth {}{}{}", a.depth(), (a.flags() & container::kCallDriverApi) != 0 ? ", driver API" : "",
-                           (a.flags() & container::kCallCaptured) != 0 ? ", captured into a graph" : "");
+    const bool driver = (a.flags() & container::kCallDriverApi) != 0;
+    const bool captured = (a.flags() & container::kCallCaptured) != 0;
+    r.detail = fmt::format("depth {}{}{}", a.depth(), driver ? ", driver API" : "", captured ? ", captured into a graph" : "");
     write(r);
   }
   for (const auto& cp : v.copies) {

@@ -75,6 +75,7 @@ const void* array(CUarray a) { return static_cast<const void*>(a); }
 
 #define GPUSCOPE_CU_MEMSET_2D(T) (CUdeviceptr d, size_t p, T v, size_t w, size_t h)
 #define GPUSCOPE_CU_MEMSET_2D_ASYNC(T) (CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream st)
+#define GPUSCOPE_CU_BATCH_3D (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long f, CUstream st)
 #define GPUSCOPE_CU_BATCH                                                                                            \
   (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count, CUmemcpyAttributes * a, size_t * ai, size_t na,        \
    CUstream st)
@@ -152,13 +153,12 @@ const void* array(CUarray a) { return static_cast<const void*>(a); }
   X(CUresult, cuMemcpy3DPeerAsync, D, (const CUDA_MEMCPY3D_PEER* p, CUstream st), (p, st), (peer_3d(p, st, true)))   \
   X(CUresult, cuMemcpy3DPeerAsync_ptsz, DP, (const CUDA_MEMCPY3D_PEER* p, CUstream st), (p, st),                     \
     (peer_3d(p, st, true)))                                                                                           \
-  X(CUresult, cuMemcpyBatchAsync_v2, D, GPUSCOPE_CU_BATCH, (d, s, n, count, a, ai, na, st), (batch(d, s, n, count, st)))\
+  X(CUresult, cuMemcpyBatchAsync_v2, D, GPUSCOPE_CU_BATCH, (d, s, n, count, a, ai, na, st),                         \
+    (batch(d, s, n, count, st)))                                                                                      \
   X(CUresult, cuMemcpyBatchAsync_v2_ptsz, DP, GPUSCOPE_CU_BATCH, (d, s, n, count, a, ai, na, st),                    \
     (batch(d, s, n, count, st)))                                                                                      \
-  X(CUresult, cuMemcpy3DBatchAsync_v2, D, (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long f, CUstream st), \
-    (n, ops, f, st), (batch_3d(n, ops, st)))                                                                          \
-  X(CUresult, cuMemcpy3DBatchAsync_v2_ptsz, DP,                                                                       \
-    (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long f, CUstream st), (n, ops, f, st), (batch_3d(n, ops, st)))\
+  X(CUresult, cuMemcpy3DBatchAsync_v2, D, GPUSCOPE_CU_BATCH_3D, (n, ops, f, st), (batch_3d(n, ops, st)))             \
+  X(CUresult, cuMemcpy3DBatchAsync_v2_ptsz, DP, GPUSCOPE_CU_BATCH_3D, (n, ops, f, st), (batch_3d(n, ops, st)))       \
   X(CUresult, cuMemcpyPeer, D, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), \
     (copy(ptr(d), ptr(s), n, kPeer, nullptr, false)))                                                                 \
   X(CUresult, cuMemcpyPeerAsync, D, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st),\

@@ -89,8 +89,8 @@ void CopyCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) no
   const uint64_t end = finish(s, result, flags);
   if (!outermost(s)) return;
   // A prefetch's pages are managed at both ends; only its destination is known.
-  const Endpoints e = prefetch ? Endpoints{endpoints(kind, dst, src).direction, MemoryKind::Managed, MemoryKind::Managed}
-                               : endpoints(kind, dst, src);
+  Endpoints e = endpoints(kind, dst, src);
+  if (prefetch) e.src = e.dst = MemoryKind::Managed;
   const uint16_t copy_flags = (async ? container::kCopyAsync : 0) | (prefetch ? container::kCopyPrefetch : 0);
   capture::record(s.slot(), fb::Copy(s.start(), end - s.start(), s.correlation_id(), bytes, stream, e.direction,
                                      e.src, e.dst, fb::Source::Host, current_device(), copy_flags),
@@ -182,8 +182,8 @@ CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const 
 }
 
 CopyCall prefetch(const void* address, uint64_t bytes, bool to_device, const void* stream) noexcept {
-  CopyCall c = copy(address, address, bytes, static_cast<int>(to_device ? CopyKind::HostToDevice : CopyKind::DeviceToHost),
-                    stream, true);
+  const CopyKind kind = to_device ? CopyKind::HostToDevice : CopyKind::DeviceToHost;
+  CopyCall c = copy(address, address, bytes, static_cast<int>(kind), stream, true);
   c.prefetch = true;
   return c;
 }

@@ -172,6 +172,17 @@ inline CallInfo stream_work(const void* stream) noexcept {
 CopyCall copy(const void* dst, const void* src, uint64_t bytes, int kind, const void* stream, bool async) noexcept;
 // Managed memory moved to a device (`to_device`) or to the host.
 CopyCall prefetch(const void* address, uint64_t bytes, bool to_device, const void* stream) noexcept;
+// Prefetches of `n` ranges (runtime pointers or CUdeviceptrs) to `nto`
+// locations, runtime or driver (`device_location`: its "a device" type),
+// as one call: their bytes together, the first range and destination. A
+// single prefetch is a batch of one.
+template <class Pointer, class Location>
+CopyCall prefetches(const Pointer* ranges, const size_t* sizes, size_t n, const Location* to, size_t nto,
+                    int device_location, const void* stream) noexcept {
+  const bool to_device = to != nullptr && nto != 0 && static_cast<int>(to[0].type) == device_location;
+  const void* first = ranges != nullptr && n != 0 ? reinterpret_cast<const void*>(ranges[0]) : nullptr;
+  return prefetch(first, batch_bytes(sizes, n), to_device, stream);
+}
 GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept;
 MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept;
 SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept;

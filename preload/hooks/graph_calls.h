@@ -60,6 +60,41 @@ inline CaptureEndCall capture_end(const void* stream, uint8_t flags) noexcept {
   return c;
 }
 
+// Calls a hooked function's real definition directly (never the wrapper:
+// gpuscope's own queries are not the program's calls); `fallback` when there
+// is none.
+template <class Fn, class... Args> int call_real(HookSlot& slot, int fallback, Args... args) {
+  const Fn real = slot.real_function<Fn>();
+  return real == nullptr ? fallback : static_cast<int>(real(args...));
+}
+
+// One graph API's node queries, runtime or driver: `Result` is cudaError_t
+// or CUresult, `Type` its node-type enum, the slots those of its
+// GetNodes, NodeGetType, ChildGraphNodeGetGraph and NodeGetEnabled.
+template <class Result, class GraphT, class NodeT, class ExecT, class Type, HookSlot& kGetNodes,
+          HookSlot& kNodeGetType, HookSlot& kChildGraph, HookSlot& kNodeGetEnabled>
+struct GraphQueries {
+  using Graph = GraphT;
+  using Node = NodeT;
+  using Exec = ExecT;
+  static bool nodes(Graph g, Node* out, size_t* count) {
+    return call_real<Result (*)(Graph, Node*, size_t*)>(kGetNodes, 500, g, out, count) == 0;
+  }
+  static int type(Node n) {
+    Type t{};
+    return call_real<Result (*)(Node, Type*)>(kNodeGetType, 500, n, &t) == 0 ? static_cast<int>(t) : -1;
+  }
+  static Graph child(Node n) {
+    Graph g = nullptr;
+    call_real<Result (*)(Node, Graph*)>(kChildGraph, 500, n, &g);
+    return g;
+  }
+  static int enabled(Exec e, Node n) {
+    unsigned on = 0;
+    return call_real<Result (*)(Exec, Node, unsigned*)>(kNodeGetEnabled, 500, e, n, &on) == 0 ? on != 0 : -1;
+  }
+};
+
 // Graphs nest (child graph nodes); deeper than this is counted as unknown.
 inline constexpr int kMaxGraphNesting = 16;
 
@@ -169,12 +204,18 @@ NodeEnableCall<Api> node_enabling(typename Api::Exec exec, typename Api::Node no
   return c;
 }
 
-// Calls a hooked function's real definition directly (never the wrapper:
-// gpuscope's own queries are not the program's calls); `fallback` when there
-// is none.
-template <class Fn, class... Args> int call_real(HookSlot& slot, int fallback, Args... args) {
-  const Fn real = slot.real_function<Fn>();
-  return real == nullptr ? fallback : static_cast<int>(real(args...));
-}
+
+// What the rows of the graph tables (hooks/runtime_graphs.cpp,
+// driver/driver_graphs.cpp) call, for one `using namespace` each.
+namespace graph_rows {
+using hooks::capture_begin;
+using hooks::capture_end;
+using hooks::exec_destroy;
+using hooks::exec_update;
+using hooks::graph_launch;
+using hooks::instantiation;
+using hooks::node_enabling;
+using hooks::plain;
+}  // namespace graph_rows
 
 }  // namespace gpuscope::hooks

@@ -16,12 +16,7 @@ extern HookSlot cudaGraphGetNodes, cudaGraphNodeGetType, cudaGraphChildGraphNode
 
 namespace {
 
-using gpuscope::hooks::call_real;
-using gpuscope::hooks::capture_begin;
-using gpuscope::hooks::capture_end;
-using gpuscope::hooks::exec_destroy;
-using gpuscope::hooks::graph_launch;
-using gpuscope::hooks::plain;
+using namespace gpuscope::hooks::graph_rows;
 namespace slots = gpuscope::hooks::slots;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
 
@@ -29,38 +24,10 @@ static_assert(cudaGraphNodeTypeKernel == 0 && cudaGraphNodeTypeMemcpy == 1 && cu
               cudaGraphNodeTypeGraph == 4 && cudaGraphNodeTypeConditional == 13,
               "registry::GraphNodeType follows CUDA's numbering");
 
-struct RuntimeGraphs {
-  using Graph = cudaGraph_t;
-  using Node = cudaGraphNode_t;
-  using Exec = cudaGraphExec_t;
-  static bool nodes(cudaGraph_t g, cudaGraphNode_t* out, size_t* count) {
-    return call_real<decltype(&::cudaGraphGetNodes)>(slots::cudaGraphGetNodes, 500, g, out, count) == 0;
-  }
-  static int type(cudaGraphNode_t n) {
-    cudaGraphNodeType t{};
-    return call_real<decltype(&::cudaGraphNodeGetType)>(slots::cudaGraphNodeGetType, 500, n, &t) == 0 ? t : -1;
-  }
-  static cudaGraph_t child(cudaGraphNode_t n) {
-    cudaGraph_t g = nullptr;
-    call_real<decltype(&::cudaGraphChildGraphNodeGetGraph)>(slots::cudaGraphChildGraphNodeGetGraph, 500, n, &g);
-    return g;
-  }
-  static int enabled(cudaGraphExec_t e, cudaGraphNode_t n) {
-    unsigned on = 0;
-    const int rc = call_real<decltype(&::cudaGraphNodeGetEnabled)>(slots::cudaGraphNodeGetEnabled, 500, e, n, &on);
-    return rc == 0 ? on != 0 : -1;
-  }
-};
-
-auto instantiation(cudaGraphExec_t* out, cudaGraph_t graph) {
-  return gpuscope::hooks::instantiation<RuntimeGraphs>(out, graph);
-}
-auto exec_update(cudaGraphExec_t exec, cudaGraph_t graph) {
-  return gpuscope::hooks::exec_update<RuntimeGraphs>(exec, graph);
-}
-auto node_enabling(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned enable) {
-  return gpuscope::hooks::node_enabling<RuntimeGraphs>(exec, node, enable);
-}
+using Graphs =
+    gpuscope::hooks::GraphQueries<cudaError_t, cudaGraph_t, cudaGraphNode_t, cudaGraphExec_t, cudaGraphNodeType,
+                                  slots::cudaGraphGetNodes, slots::cudaGraphNodeGetType,
+                                  slots::cudaGraphChildGraphNodeGetGraph, slots::cudaGraphNodeGetEnabled>;
 
 }  // namespace
 
@@ -68,121 +35,122 @@ auto node_enabling(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned enable) 
 #define GPUSCOPE_ADD_NODE cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps, size_t ndeps
 #define GPUSCOPE_EXEC_NODE cudaGraphExec_t e, cudaGraphNode_t n
 
-#define GPUSCOPE_RUNTIME_GRAPHS(X)                                                                                  \
-  X(cudaError_t, cudaGraphCreate, 0, (cudaGraph_t* g, unsigned f), (g, f), (plain()))                               \
-  X(cudaError_t, cudaGraphDestroy, 0, (cudaGraph_t g), (g), (plain()))                                              \
-  X(cudaError_t, cudaGraphClone, 0, (cudaGraph_t* c, cudaGraph_t g), (c, g), (plain()))                             \
-  X(cudaError_t, cudaGraphAddKernelNode, 0, (GPUSCOPE_ADD_NODE, const cudaKernelNodeParams* p), (n, g, deps, ndeps, p), \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddMemcpyNode, 0, (GPUSCOPE_ADD_NODE, const cudaMemcpy3DParms* p), (n, g, deps, ndeps, p), \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddMemcpyNode1D, 0,                                                                       \
-    (GPUSCOPE_ADD_NODE, void* dst, const void* src, size_t count, cudaMemcpyKind k),                                \
-    (n, g, deps, ndeps, dst, src, count, k), (plain()))                                                             \
-  X(cudaError_t, cudaGraphAddMemcpyNodeToSymbol, 0,                                                                 \
-    (GPUSCOPE_ADD_NODE, const void* sym, const void* src, size_t count, size_t off, cudaMemcpyKind k),              \
-    (n, g, deps, ndeps, sym, src, count, off, k), (plain()))                                                        \
-  X(cudaError_t, cudaGraphAddMemcpyNodeFromSymbol, 0,                                                               \
-    (GPUSCOPE_ADD_NODE, void* dst, const void* sym, size_t count, size_t off, cudaMemcpyKind k),                    \
-    (n, g, deps, ndeps, dst, sym, count, off, k), (plain()))                                                        \
-  X(cudaError_t, cudaGraphAddMemsetNode, 0, (GPUSCOPE_ADD_NODE, const cudaMemsetParams* p), (n, g, deps, ndeps, p), \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddHostNode, 0, (GPUSCOPE_ADD_NODE, const cudaHostNodeParams* p), (n, g, deps, ndeps, p), \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddChildGraphNode, 0, (GPUSCOPE_ADD_NODE, cudaGraph_t child), (n, g, deps, ndeps, child), \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddEmptyNode, 0, (GPUSCOPE_ADD_NODE), (n, g, deps, ndeps), (plain()))                     \
-  X(cudaError_t, cudaGraphAddEventRecordNode, 0, (GPUSCOPE_ADD_NODE, cudaEvent_t ev), (n, g, deps, ndeps, ev),      \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddEventWaitNode, 0, (GPUSCOPE_ADD_NODE, cudaEvent_t ev), (n, g, deps, ndeps, ev),        \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphAddMemAllocNode, 0, (GPUSCOPE_ADD_NODE, cudaMemAllocNodeParams* p),                       \
-    (n, g, deps, ndeps, p), (plain()))                                                                              \
-  X(cudaError_t, cudaGraphAddMemFreeNode, 0, (GPUSCOPE_ADD_NODE, void* p), (n, g, deps, ndeps, p), (plain()))       \
-  X(cudaError_t, cudaGraphAddNode, 0,                                                                               \
-    (cudaGraphNode_t* n, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges, size_t ndeps,  \
-     cudaGraphNodeParams* p),                                                                                       \
-    (n, g, deps, edges, ndeps, p), (plain()))                                                                       \
-  X(cudaError_t, cudaGraphAddDependencies, 0,                                                                       \
-    (cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to, const cudaGraphEdgeData* e, size_t n),  \
-    (g, from, to, e, n), (plain()))                                                                                 \
-  X(cudaError_t, cudaGraphRemoveDependencies, 0,                                                                    \
-    (cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to, const cudaGraphEdgeData* e, size_t n),  \
-    (g, from, to, e, n), (plain()))                                                                                 \
-  X(cudaError_t, cudaGraphDestroyNode, 0, (cudaGraphNode_t n), (n), (plain()))                                      \
-  X(cudaError_t, cudaGraphConditionalHandleCreate, 0,                                                               \
-    (cudaGraphConditionalHandle* h, cudaGraph_t g, unsigned v, unsigned f), (h, g, v, f), (plain()))                \
-  X(cudaError_t, cudaGraphKernelNodeSetParams, 0, (cudaGraphNode_t n, const cudaKernelNodeParams* p), (n, p),       \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphMemcpyNodeSetParams, 0, (cudaGraphNode_t n, const cudaMemcpy3DParms* p), (n, p),          \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphMemsetNodeSetParams, 0, (cudaGraphNode_t n, const cudaMemsetParams* p), (n, p),           \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphHostNodeSetParams, 0, (cudaGraphNode_t n, const cudaHostNodeParams* p), (n, p), (plain()))\
-  X(cudaError_t, cudaGraphNodeSetParams, 0, (cudaGraphNode_t n, cudaGraphNodeParams* p), (n, p), (plain()))         \
-  X(cudaError_t, cudaGraphGetNodes, 0, (cudaGraph_t g, cudaGraphNode_t* nodes, size_t* count), (g, nodes, count),   \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphNodeGetType, 0, (cudaGraphNode_t n, cudaGraphNodeType* t), (n, t), (plain()))             \
-  X(cudaError_t, cudaGraphChildGraphNodeGetGraph, 0, (cudaGraphNode_t n, cudaGraph_t* g), (n, g), (plain()))        \
-  X(cudaError_t, cudaGraphNodeGetEnabled, 0, (GPUSCOPE_EXEC_NODE, unsigned* on), (e, n, on), (plain()))             \
-  X(cudaError_t, cudaGraphNodeSetEnabled, 0, (GPUSCOPE_EXEC_NODE, unsigned on), (e, n, on),                         \
-    (node_enabling(e, n, on)))                                                                                      \
-  X(cudaError_t, cudaGraphInstantiate, 0, (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long f), (e, g, f),     \
-    (instantiation(e, g)))                                                                                          \
-  X(cudaError_t, cudaGraphInstantiateWithFlags, 0, (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long f),       \
-    (e, g, f), (instantiation(e, g)))                                                                               \
-  X(cudaError_t, cudaGraphInstantiateWithParams, 0,                                                                 \
-    (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* p), (e, g, p), (instantiation(e, g)))           \
-  X(cudaError_t, cudaGraphInstantiateWithParams_ptsz, P,                                                            \
-    (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* p), (e, g, p), (instantiation(e, g)))           \
-  X(cudaError_t, cudaGraphExecUpdate, 0, (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* r),      \
-    (e, g, r), (exec_update(e, g)))                                                                                 \
-  X(cudaError_t, cudaGraphExecKernelNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaKernelNodeParams* p),          \
-    (e, n, p), (plain()))                                                                                           \
-  X(cudaError_t, cudaGraphExecMemcpyNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaMemcpy3DParms* p), (e, n, p),  \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphExecMemsetNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaMemsetParams* p), (e, n, p),   \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphExecHostNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaHostNodeParams* p), (e, n, p),   \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphExecChildGraphNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, cudaGraph_t child), (e, n, child),   \
-    (plain()))                                                                                                      \
-  X(cudaError_t, cudaGraphExecNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, cudaGraphNodeParams* p), (e, n, p), (plain())) \
-  X(cudaError_t, cudaGraphUpload, 0, (cudaGraphExec_t e, cudaStream_t s), (e, s), (plain(s)))                       \
-  X(cudaError_t, cudaGraphUpload_ptsz, P, (cudaGraphExec_t e, cudaStream_t s), (e, s), (plain(s)))                  \
-  X(cudaError_t, cudaGraphLaunch, 0, (cudaGraphExec_t e, cudaStream_t s), (e, s), (graph_launch(e, s)))             \
-  X(cudaError_t, cudaGraphLaunch_ptsz, P, (cudaGraphExec_t e, cudaStream_t s), (e, s), (graph_launch(e, s)))        \
-  X(cudaError_t, cudaGraphExecDestroy, 0, (cudaGraphExec_t e), (e), (exec_destroy(e)))                              \
-  X(cudaError_t, cudaStreamBeginCapture, 0, (cudaStream_t s, cudaStreamCaptureMode m), (s, m),                      \
-    (capture_begin(s, 0)))                                                                                          \
-  X(cudaError_t, cudaStreamBeginCapture_ptsz, P, (cudaStream_t s, cudaStreamCaptureMode m), (s, m),                 \
-    (capture_begin(s, P)))                                                                                          \
-  X(cudaError_t, cudaStreamBeginCaptureToGraph, 0,                                                                  \
-    (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n,              \
-     cudaStreamCaptureMode m),                                                                                      \
-    (s, g, deps, e, n, m), (capture_begin(s, 0)))                                                                   \
-  X(cudaError_t, cudaStreamBeginCaptureToGraph_ptsz, P,                                                             \
-    (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n,              \
-     cudaStreamCaptureMode m),                                                                                      \
-    (s, g, deps, e, n, m), (capture_begin(s, P)))                                                                   \
-  X(cudaError_t, cudaStreamEndCapture, 0, (cudaStream_t s, cudaGraph_t* g), (s, g), (capture_end(s, 0)))            \
-  X(cudaError_t, cudaStreamEndCapture_ptsz, P, (cudaStream_t s, cudaGraph_t* g), (s, g), (capture_end(s, P)))       \
-  X(cudaError_t, cudaStreamIsCapturing, 0, (cudaStream_t s, cudaStreamCaptureStatus* st), (s, st), (plain(s)))      \
-  X(cudaError_t, cudaStreamIsCapturing_ptsz, P, (cudaStream_t s, cudaStreamCaptureStatus* st), (s, st), (plain(s))) \
-  X(cudaError_t, cudaStreamGetCaptureInfo, 0,                                                                       \
-    (cudaStream_t s, cudaStreamCaptureStatus* st, unsigned long long* id, cudaGraph_t* g,                           \
-     const cudaGraphNode_t** deps, const cudaGraphEdgeData** e, size_t* n),                                         \
-    (s, st, id, g, deps, e, n), (plain(s)))                                                                         \
-  X(cudaError_t, cudaStreamGetCaptureInfo_ptsz, P,                                                                  \
-    (cudaStream_t s, cudaStreamCaptureStatus* st, unsigned long long* id, cudaGraph_t* g,                           \
-     const cudaGraphNode_t** deps, const cudaGraphEdgeData** e, size_t* n),                                         \
-    (s, st, id, g, deps, e, n), (plain(s)))                                                                         \
-  X(cudaError_t, cudaStreamUpdateCaptureDependencies, 0,                                                            \
-    (cudaStream_t s, cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n, unsigned f), (s, deps, e, n, f),  \
-    (plain(s)))                                                                                                     \
-  X(cudaError_t, cudaStreamUpdateCaptureDependencies_ptsz, P,                                                       \
-    (cudaStream_t s, cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n, unsigned f), (s, deps, e, n, f),  \
-    (plain(s)))                                                                                                     \
+#define GPUSCOPE_RUNTIME_GRAPHS(X)                                                                                    \
+  X(cudaError_t, cudaGraphCreate, 0, (cudaGraph_t* g, unsigned f), (g, f), (plain()))                                 \
+  X(cudaError_t, cudaGraphDestroy, 0, (cudaGraph_t g), (g), (plain()))                                                \
+  X(cudaError_t, cudaGraphClone, 0, (cudaGraph_t* c, cudaGraph_t g), (c, g), (plain()))                               \
+  X(cudaError_t, cudaGraphAddKernelNode, 0, (GPUSCOPE_ADD_NODE, const cudaKernelNodeParams* p),                       \
+    (n, g, deps, ndeps, p),                                                                                           \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddMemcpyNode, 0, (GPUSCOPE_ADD_NODE, const cudaMemcpy3DParms* p), (n, g, deps, ndeps, p),  \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddMemcpyNode1D, 0,                                                                         \
+    (GPUSCOPE_ADD_NODE, void* dst, const void* src, size_t count, cudaMemcpyKind k),                                  \
+    (n, g, deps, ndeps, dst, src, count, k), (plain()))                                                               \
+  X(cudaError_t, cudaGraphAddMemcpyNodeToSymbol, 0,                                                                   \
+    (GPUSCOPE_ADD_NODE, const void* sym, const void* src, size_t count, size_t off, cudaMemcpyKind k),                \
+    (n, g, deps, ndeps, sym, src, count, off, k), (plain()))                                                          \
+  X(cudaError_t, cudaGraphAddMemcpyNodeFromSymbol, 0,                                                                 \
+    (GPUSCOPE_ADD_NODE, void* dst, const void* sym, size_t count, size_t off, cudaMemcpyKind k),                      \
+    (n, g, deps, ndeps, dst, sym, count, off, k), (plain()))                                                          \
+  X(cudaError_t, cudaGraphAddMemsetNode, 0, (GPUSCOPE_ADD_NODE, const cudaMemsetParams* p), (n, g, deps, ndeps, p),   \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddHostNode, 0, (GPUSCOPE_ADD_NODE, const cudaHostNodeParams* p), (n, g, deps, ndeps, p),   \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddChildGraphNode, 0, (GPUSCOPE_ADD_NODE, cudaGraph_t child), (n, g, deps, ndeps, child),   \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddEmptyNode, 0, (GPUSCOPE_ADD_NODE), (n, g, deps, ndeps), (plain()))                       \
+  X(cudaError_t, cudaGraphAddEventRecordNode, 0, (GPUSCOPE_ADD_NODE, cudaEvent_t ev), (n, g, deps, ndeps, ev),        \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddEventWaitNode, 0, (GPUSCOPE_ADD_NODE, cudaEvent_t ev), (n, g, deps, ndeps, ev),          \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphAddMemAllocNode, 0, (GPUSCOPE_ADD_NODE, cudaMemAllocNodeParams* p),                         \
+    (n, g, deps, ndeps, p), (plain()))                                                                                \
+  X(cudaError_t, cudaGraphAddMemFreeNode, 0, (GPUSCOPE_ADD_NODE, void* p), (n, g, deps, ndeps, p), (plain()))         \
+  X(cudaError_t, cudaGraphAddNode, 0,                                                                                 \
+    (cudaGraphNode_t* n, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges, size_t ndeps,    \
+     cudaGraphNodeParams* p),                                                                                         \
+    (n, g, deps, edges, ndeps, p), (plain()))                                                                         \
+  X(cudaError_t, cudaGraphAddDependencies, 0,                                                                         \
+    (cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to, const cudaGraphEdgeData* e, size_t n),    \
+    (g, from, to, e, n), (plain()))                                                                                   \
+  X(cudaError_t, cudaGraphRemoveDependencies, 0,                                                                      \
+    (cudaGraph_t g, const cudaGraphNode_t* from, const cudaGraphNode_t* to, const cudaGraphEdgeData* e, size_t n),    \
+    (g, from, to, e, n), (plain()))                                                                                   \
+  X(cudaError_t, cudaGraphDestroyNode, 0, (cudaGraphNode_t n), (n), (plain()))                                        \
+  X(cudaError_t, cudaGraphConditionalHandleCreate, 0,                                                                 \
+    (cudaGraphConditionalHandle* h, cudaGraph_t g, unsigned v, unsigned f), (h, g, v, f), (plain()))                  \
+  X(cudaError_t, cudaGraphKernelNodeSetParams, 0, (cudaGraphNode_t n, const cudaKernelNodeParams* p), (n, p),         \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphMemcpyNodeSetParams, 0, (cudaGraphNode_t n, const cudaMemcpy3DParms* p), (n, p),            \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphMemsetNodeSetParams, 0, (cudaGraphNode_t n, const cudaMemsetParams* p), (n, p),             \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphHostNodeSetParams, 0, (cudaGraphNode_t n, const cudaHostNodeParams* p), (n, p), (plain()))  \
+  X(cudaError_t, cudaGraphNodeSetParams, 0, (cudaGraphNode_t n, cudaGraphNodeParams* p), (n, p), (plain()))           \
+  X(cudaError_t, cudaGraphGetNodes, 0, (cudaGraph_t g, cudaGraphNode_t* nodes, size_t* count), (g, nodes, count),     \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphNodeGetType, 0, (cudaGraphNode_t n, cudaGraphNodeType* t), (n, t), (plain()))               \
+  X(cudaError_t, cudaGraphChildGraphNodeGetGraph, 0, (cudaGraphNode_t n, cudaGraph_t* g), (n, g), (plain()))          \
+  X(cudaError_t, cudaGraphNodeGetEnabled, 0, (GPUSCOPE_EXEC_NODE, unsigned* on), (e, n, on), (plain()))               \
+  X(cudaError_t, cudaGraphNodeSetEnabled, 0, (GPUSCOPE_EXEC_NODE, unsigned on), (e, n, on),                           \
+    (node_enabling<Graphs>(e, n, on)))                                                                                \
+  X(cudaError_t, cudaGraphInstantiate, 0, (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long f), (e, g, f),       \
+    (instantiation<Graphs>(e, g)))                                                                                    \
+  X(cudaError_t, cudaGraphInstantiateWithFlags, 0, (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long f),         \
+    (e, g, f), (instantiation<Graphs>(e, g)))                                                                         \
+  X(cudaError_t, cudaGraphInstantiateWithParams, 0,                                                                   \
+    (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* p), (e, g, p), (instantiation<Graphs>(e, g)))     \
+  X(cudaError_t, cudaGraphInstantiateWithParams_ptsz, P,                                                              \
+    (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* p), (e, g, p), (instantiation<Graphs>(e, g)))     \
+  X(cudaError_t, cudaGraphExecUpdate, 0, (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* r),        \
+    (e, g, r), (exec_update<Graphs>(e, g)))                                                                           \
+  X(cudaError_t, cudaGraphExecKernelNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaKernelNodeParams* p),            \
+    (e, n, p), (plain()))                                                                                             \
+  X(cudaError_t, cudaGraphExecMemcpyNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaMemcpy3DParms* p), (e, n, p),    \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphExecMemsetNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaMemsetParams* p), (e, n, p),     \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphExecHostNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaHostNodeParams* p), (e, n, p),     \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphExecChildGraphNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, cudaGraph_t child), (e, n, child),     \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaGraphExecNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, cudaGraphNodeParams* p), (e, n, p), (plain()))   \
+  X(cudaError_t, cudaGraphUpload, 0, (cudaGraphExec_t e, cudaStream_t s), (e, s), (plain(s)))                         \
+  X(cudaError_t, cudaGraphUpload_ptsz, P, (cudaGraphExec_t e, cudaStream_t s), (e, s), (plain(s)))                    \
+  X(cudaError_t, cudaGraphLaunch, 0, (cudaGraphExec_t e, cudaStream_t s), (e, s), (graph_launch(e, s)))               \
+  X(cudaError_t, cudaGraphLaunch_ptsz, P, (cudaGraphExec_t e, cudaStream_t s), (e, s), (graph_launch(e, s)))          \
+  X(cudaError_t, cudaGraphExecDestroy, 0, (cudaGraphExec_t e), (e), (exec_destroy(e)))                                \
+  X(cudaError_t, cudaStreamBeginCapture, 0, (cudaStream_t s, cudaStreamCaptureMode m), (s, m),                        \
+    (capture_begin(s, 0)))                                                                                            \
+  X(cudaError_t, cudaStreamBeginCapture_ptsz, P, (cudaStream_t s, cudaStreamCaptureMode m), (s, m),                   \
+    (capture_begin(s, P)))                                                                                            \
+  X(cudaError_t, cudaStreamBeginCaptureToGraph, 0,                                                                    \
+    (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n,                \
+     cudaStreamCaptureMode m),                                                                                        \
+    (s, g, deps, e, n, m), (capture_begin(s, 0)))                                                                     \
+  X(cudaError_t, cudaStreamBeginCaptureToGraph_ptsz, P,                                                               \
+    (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n,                \
+     cudaStreamCaptureMode m),                                                                                        \
+    (s, g, deps, e, n, m), (capture_begin(s, P)))                                                                     \
+  X(cudaError_t, cudaStreamEndCapture, 0, (cudaStream_t s, cudaGraph_t* g), (s, g), (capture_end(s, 0)))              \
+  X(cudaError_t, cudaStreamEndCapture_ptsz, P, (cudaStream_t s, cudaGraph_t* g), (s, g), (capture_end(s, P)))         \
+  X(cudaError_t, cudaStreamIsCapturing, 0, (cudaStream_t s, cudaStreamCaptureStatus* st), (s, st), (plain(s)))        \
+  X(cudaError_t, cudaStreamIsCapturing_ptsz, P, (cudaStream_t s, cudaStreamCaptureStatus* st), (s, st), (plain(s)))   \
+  X(cudaError_t, cudaStreamGetCaptureInfo, 0,                                                                         \
+    (cudaStream_t s, cudaStreamCaptureStatus* st, unsigned long long* id, cudaGraph_t* g,                             \
+     const cudaGraphNode_t** deps, const cudaGraphEdgeData** e, size_t* n),                                           \
+    (s, st, id, g, deps, e, n), (plain(s)))                                                                           \
+  X(cudaError_t, cudaStreamGetCaptureInfo_ptsz, P,                                                                    \
+    (cudaStream_t s, cudaStreamCaptureStatus* st, unsigned long long* id, cudaGraph_t* g,                             \
+     const cudaGraphNode_t** deps, const cudaGraphEdgeData** e, size_t* n),                                           \
+    (s, st, id, g, deps, e, n), (plain(s)))                                                                           \
+  X(cudaError_t, cudaStreamUpdateCaptureDependencies, 0,                                                              \
+    (cudaStream_t s, cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n, unsigned f), (s, deps, e, n, f),    \
+    (plain(s)))                                                                                                       \
+  X(cudaError_t, cudaStreamUpdateCaptureDependencies_ptsz, P,                                                         \
+    (cudaStream_t s, cudaGraphNode_t* deps, const cudaGraphEdgeData* e, size_t n, unsigned f), (s, deps, e, n, f),    \
+    (plain(s)))                                                                                                       \
   X(cudaError_t, cudaThreadExchangeStreamCaptureMode, 0, (cudaStreamCaptureMode * m), (m), (plain()))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_GRAPHS, runtime_graph_hooks)

@@ -18,79 +18,68 @@
 
 namespace {
 
-using gpuscope::hooks::batch_bytes;
-using gpuscope::hooks::CopyCall;
 using gpuscope::hooks::plain;
+using gpuscope::hooks::prefetches;
 using gpuscope::hooks::stream_work;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
-
-CopyCall prefetch(const void* p, size_t n, cudaMemLocation to, cudaStream_t s) {
-  return gpuscope::hooks::prefetch(p, n, to.type == cudaMemLocationTypeDevice, s);
-}
-
-// A batch is one call: its bytes together, its direction the first location's.
-CopyCall prefetch_batch(void** ptrs, const size_t* sizes, size_t n, const cudaMemLocation* to, size_t nto,
-                        cudaStream_t s) {
-  const bool to_device = to != nullptr && nto != 0 && to[0].type == cudaMemLocationTypeDevice;
-  return gpuscope::hooks::prefetch(ptrs != nullptr && n != 0 ? ptrs[0] : nullptr, batch_bytes(sizes, n), to_device, s);
-}
+constexpr int kToDevice = cudaMemLocationTypeDevice;
 
 }  // namespace
 
-#define GPUSCOPE_PREFETCH_BATCH_PARAMS                                                                            \
-  (void** p, size_t* sizes, size_t n, cudaMemLocation* to, size_t* idx, size_t nto, unsigned long long f,         \
+#define GPUSCOPE_PREFETCH_BATCH_PARAMS                                                                                \
+  (void** p, size_t* sizes, size_t n, cudaMemLocation* to, size_t* idx, size_t nto, unsigned long long f,             \
    cudaStream_t s)
 
-#define GPUSCOPE_RUNTIME_MEMORY(X)                                                                                \
-  X(cudaError_t, cudaMemPoolCreate, 0, (cudaMemPool_t* pool, const cudaMemPoolProps* props), (pool, props),       \
-    (plain()))                                                                                                    \
-  X(cudaError_t, cudaMemPoolDestroy, 0, (cudaMemPool_t pool), (pool), (plain()))                                  \
-  X(cudaError_t, cudaMemPoolTrimTo, 0, (cudaMemPool_t pool, size_t keep), (pool, keep), (plain()))                \
-  X(cudaError_t, cudaMemPoolSetAttribute, 0, (cudaMemPool_t pool, cudaMemPoolAttr a, void* v), (pool, a, v),      \
-    (plain()))                                                                                                    \
-  X(cudaError_t, cudaMemPoolGetAttribute, 0, (cudaMemPool_t pool, cudaMemPoolAttr a, void* v), (pool, a, v),      \
-    (plain()))                                                                                                    \
-  X(cudaError_t, cudaMemPoolSetAccess, 0, (cudaMemPool_t pool, const cudaMemAccessDesc* d, size_t n),             \
-    (pool, d, n), (plain()))                                                                                      \
-  X(cudaError_t, cudaMemPoolGetAccess, 0, (cudaMemAccessFlags * f, cudaMemPool_t pool, cudaMemLocation* l),       \
-    (f, pool, l), (plain()))                                                                                      \
-  X(cudaError_t, cudaMemPoolExportToShareableHandle, 0,                                                           \
-    (void* h, cudaMemPool_t pool, cudaMemAllocationHandleType t, unsigned f), (h, pool, t, f), (plain()))         \
-  X(cudaError_t, cudaMemPoolImportFromShareableHandle, 0,                                                         \
-    (cudaMemPool_t * pool, void* h, cudaMemAllocationHandleType t, unsigned f), (pool, h, t, f), (plain()))       \
-  X(cudaError_t, cudaMemPoolExportPointer, 0, (cudaMemPoolPtrExportData * d, void* p), (d, p), (plain()))         \
-  X(cudaError_t, cudaMemPoolImportPointer, 0, (void** p, cudaMemPool_t pool, cudaMemPoolPtrExportData* d),        \
-    (p, pool, d), (plain()))                                                                                      \
-  X(cudaError_t, cudaDeviceGetDefaultMemPool, 0, (cudaMemPool_t * pool, int d), (pool, d), (plain()))             \
-  X(cudaError_t, cudaDeviceGetMemPool, 0, (cudaMemPool_t * pool, int d), (pool, d), (plain()))                    \
-  X(cudaError_t, cudaDeviceSetMemPool, 0, (int d, cudaMemPool_t pool), (d, pool), (plain()))                      \
-  X(cudaError_t, cudaMemGetDefaultMemPool, 0, (cudaMemPool_t * pool, cudaMemLocation* l, cudaMemAllocationType t),\
-    (pool, l, t), (plain()))                                                                                      \
-  X(cudaError_t, cudaMemGetMemPool, 0, (cudaMemPool_t * pool, cudaMemLocation* l, cudaMemAllocationType t),       \
-    (pool, l, t), (plain()))                                                                                      \
-  X(cudaError_t, cudaMemSetMemPool, 0, (cudaMemLocation * l, cudaMemAllocationType t, cudaMemPool_t pool),        \
-    (l, t, pool), (plain()))                                                                                      \
-  X(cudaError_t, cudaMemPrefetchAsync, 0, (const void* p, size_t n, cudaMemLocation to, uint64_t f, cudaStream_t s),\
-    (p, n, to, f, s), (prefetch(p, n, to, s)))                                                                    \
-  X(cudaError_t, cudaMemPrefetchAsync_ptsz, P,                                                                    \
-    (const void* p, size_t n, cudaMemLocation to, uint64_t f, cudaStream_t s), (p, n, to, f, s),                  \
-    (prefetch(p, n, to, s)))                                                                                      \
-  X(cudaError_t, cudaMemPrefetchBatchAsync, 0, GPUSCOPE_PREFETCH_BATCH_PARAMS, (p, sizes, n, to, idx, nto, f, s), \
-    (prefetch_batch(p, sizes, n, to, nto, s)))                                                                    \
-  X(cudaError_t, cudaMemPrefetchBatchAsync_ptsz, P, GPUSCOPE_PREFETCH_BATCH_PARAMS,                               \
-    (p, sizes, n, to, idx, nto, f, s), (prefetch_batch(p, sizes, n, to, nto, s)))                                 \
-  X(cudaError_t, cudaMemDiscardAndPrefetchBatchAsync, 0, GPUSCOPE_PREFETCH_BATCH_PARAMS,                          \
-    (p, sizes, n, to, idx, nto, f, s), (stream_work(s)))                                                          \
-  X(cudaError_t, cudaMemDiscardAndPrefetchBatchAsync_ptsz, P, GPUSCOPE_PREFETCH_BATCH_PARAMS,                     \
-    (p, sizes, n, to, idx, nto, f, s), (stream_work(s)))                                                          \
-  X(cudaError_t, cudaMemAdvise, 0, (const void* p, size_t n, cudaMemoryAdvise a, cudaMemLocation l), (p, n, a, l),\
-    (plain()))                                                                                                    \
-  X(cudaError_t, cudaStreamAttachMemAsync, 0, (cudaStream_t s, void* p, size_t n, unsigned f), (s, p, n, f),      \
-    (stream_work(s)))                                                                                             \
-  X(cudaError_t, cudaStreamAttachMemAsync_ptsz, P, (cudaStream_t s, void* p, size_t n, unsigned f), (s, p, n, f), \
-    (stream_work(s)))                                                                                             \
-  X(cudaError_t, cudaDeviceCanAccessPeer, 0, (int* can, int d, int peer), (can, d, peer), (plain()))              \
-  X(cudaError_t, cudaDeviceEnablePeerAccess, 0, (int peer, unsigned f), (peer, f), (plain()))                     \
+#define GPUSCOPE_RUNTIME_MEMORY(X)                                                                                    \
+  X(cudaError_t, cudaMemPoolCreate, 0, (cudaMemPool_t* pool, const cudaMemPoolProps* props), (pool, props),           \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaMemPoolDestroy, 0, (cudaMemPool_t pool), (pool), (plain()))                                      \
+  X(cudaError_t, cudaMemPoolTrimTo, 0, (cudaMemPool_t pool, size_t keep), (pool, keep), (plain()))                    \
+  X(cudaError_t, cudaMemPoolSetAttribute, 0, (cudaMemPool_t pool, cudaMemPoolAttr a, void* v), (pool, a, v),          \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaMemPoolGetAttribute, 0, (cudaMemPool_t pool, cudaMemPoolAttr a, void* v), (pool, a, v),          \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaMemPoolSetAccess, 0, (cudaMemPool_t pool, const cudaMemAccessDesc* d, size_t n),                 \
+    (pool, d, n), (plain()))                                                                                          \
+  X(cudaError_t, cudaMemPoolGetAccess, 0, (cudaMemAccessFlags * f, cudaMemPool_t pool, cudaMemLocation* l),           \
+    (f, pool, l), (plain()))                                                                                          \
+  X(cudaError_t, cudaMemPoolExportToShareableHandle, 0,                                                               \
+    (void* h, cudaMemPool_t pool, cudaMemAllocationHandleType t, unsigned f), (h, pool, t, f), (plain()))             \
+  X(cudaError_t, cudaMemPoolImportFromShareableHandle, 0,                                                             \
+    (cudaMemPool_t * pool, void* h, cudaMemAllocationHandleType t, unsigned f), (pool, h, t, f), (plain()))           \
+  X(cudaError_t, cudaMemPoolExportPointer, 0, (cudaMemPoolPtrExportData * d, void* p), (d, p), (plain()))             \
+  X(cudaError_t, cudaMemPoolImportPointer, 0, (void** p, cudaMemPool_t pool, cudaMemPoolPtrExportData* d),            \
+    (p, pool, d), (plain()))                                                                                          \
+  X(cudaError_t, cudaDeviceGetDefaultMemPool, 0, (cudaMemPool_t * pool, int d), (pool, d), (plain()))                 \
+  X(cudaError_t, cudaDeviceGetMemPool, 0, (cudaMemPool_t * pool, int d), (pool, d), (plain()))                        \
+  X(cudaError_t, cudaDeviceSetMemPool, 0, (int d, cudaMemPool_t pool), (d, pool), (plain()))                          \
+  X(cudaError_t, cudaMemGetDefaultMemPool, 0, (cudaMemPool_t * pool, cudaMemLocation* l, cudaMemAllocationType t),    \
+    (pool, l, t), (plain()))                                                                                          \
+  X(cudaError_t, cudaMemGetMemPool, 0, (cudaMemPool_t * pool, cudaMemLocation* l, cudaMemAllocationType t),           \
+    (pool, l, t), (plain()))                                                                                          \
+  X(cudaError_t, cudaMemSetMemPool, 0, (cudaMemLocation * l, cudaMemAllocationType t, cudaMemPool_t pool),            \
+    (l, t, pool), (plain()))                                                                                          \
+  X(cudaError_t, cudaMemPrefetchAsync, 0, (const void* p, size_t n, cudaMemLocation to, uint64_t f, cudaStream_t s),  \
+    (p, n, to, f, s), (prefetches(&p, &n, 1, &to, 1, kToDevice, s)))                                                  \
+  X(cudaError_t, cudaMemPrefetchAsync_ptsz, P,                                                                        \
+    (const void* p, size_t n, cudaMemLocation to, uint64_t f, cudaStream_t s), (p, n, to, f, s),                      \
+    (prefetches(&p, &n, 1, &to, 1, kToDevice, s)))                                                                    \
+  X(cudaError_t, cudaMemPrefetchBatchAsync, 0, GPUSCOPE_PREFETCH_BATCH_PARAMS, (p, sizes, n, to, idx, nto, f, s),     \
+    (prefetches(p, sizes, n, to, nto, kToDevice, s)))                                                                 \
+  X(cudaError_t, cudaMemPrefetchBatchAsync_ptsz, P, GPUSCOPE_PREFETCH_BATCH_PARAMS,                                   \
+    (p, sizes, n, to, idx, nto, f, s), (prefetches(p, sizes, n, to, nto, kToDevice, s)))                              \
+  X(cudaError_t, cudaMemDiscardAndPrefetchBatchAsync, 0, GPUSCOPE_PREFETCH_BATCH_PARAMS,                              \
+    (p, sizes, n, to, idx, nto, f, s), (stream_work(s)))                                                              \
+  X(cudaError_t, cudaMemDiscardAndPrefetchBatchAsync_ptsz, P, GPUSCOPE_PREFETCH_BATCH_PARAMS,                         \
+    (p, sizes, n, to, idx, nto, f, s), (stream_work(s)))                                                              \
+  X(cudaError_t, cudaMemAdvise, 0, (const void* p, size_t n, cudaMemoryAdvise a, cudaMemLocation l), (p, n, a, l),    \
+    (plain()))                                                                                                        \
+  X(cudaError_t, cudaStreamAttachMemAsync, 0, (cudaStream_t s, void* p, size_t n, unsigned f), (s, p, n, f),          \
+    (stream_work(s)))                                                                                                 \
+  X(cudaError_t, cudaStreamAttachMemAsync_ptsz, P, (cudaStream_t s, void* p, size_t n, unsigned f), (s, p, n, f),     \
+    (stream_work(s)))                                                                                                 \
+  X(cudaError_t, cudaDeviceCanAccessPeer, 0, (int* can, int d, int peer), (can, d, peer), (plain()))                  \
+  X(cudaError_t, cudaDeviceEnablePeerAccess, 0, (int peer, unsigned f), (peer, f), (plain()))                         \
   X(cudaError_t, cudaDeviceDisablePeerAccess, 0, (int peer), (peer), (plain()))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_MEMORY, runtime_memory_hooks)

@@ -85,10 +85,9 @@ void GraphExecs::set(uint64_t exec, const GraphWork& work) {
     overflows_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  sequence_.fetch_add(1, std::memory_order_acq_rel);  // odd: readers retry
+  const SequenceLock::Write write(sequence_);
   store(slots_[at], work);
   slots_[at].key.store(exec, std::memory_order_relaxed);
-  sequence_.fetch_add(1, std::memory_order_release);
 }
 
 void GraphExecs::adjust(uint64_t exec, int type, int delta) {
@@ -102,38 +101,26 @@ void GraphExecs::adjust(uint64_t exec, int type, int delta) {
   w.copies = saturating_add(w.copies, int64_t{one.copies} * delta);
   w.memsets = saturating_add(w.memsets, int64_t{one.memsets} * delta);
   w.other = saturating_add(w.other, int64_t{one.other} * delta);
-  sequence_.fetch_add(1, std::memory_order_acq_rel);
+  const SequenceLock::Write write(sequence_);
   store(slots_[at], w);
-  sequence_.fetch_add(1, std::memory_order_release);
 }
 
 void GraphExecs::erase(uint64_t exec) {
   std::lock_guard lock(writer_);
   const size_t at = locate(exec);
   if (at == kCapacity) return;
-  sequence_.fetch_add(1, std::memory_order_acq_rel);
+  const SequenceLock::Write write(sequence_);
   slots_[at].key.store(kErased, std::memory_order_relaxed);  // keeps later probe paths intact
-  sequence_.fetch_add(1, std::memory_order_release);
 }
 
 GraphWork GraphExecs::find(uint64_t exec) const noexcept {
   if (exec == kEmpty || exec == kErased) return {};
-  for (int attempt = 0; attempt < 64; ++attempt) {
-    const uint64_t before = sequence_.load(std::memory_order_acquire);
-    if (before & 1) continue;  // a writer is mid-change
-    GraphWork found;
-    for (size_t probe = 0, i = home(exec); probe < kCapacity; ++probe, i = (i + 1) & (kCapacity - 1)) {
-      const uint64_t key = slots_[i].key.load(std::memory_order_relaxed);
-      if (key == kEmpty) break;
-      if (key == exec) {
-        found = load(slots_[i]);
-        break;
-      }
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (sequence_.load(std::memory_order_relaxed) == before) return found;
-  }
-  return {};  // writers kept changing it: unknown is an honest answer
+  return sequence_.read(
+      [&] {
+        const size_t at = locate(exec);
+        return at == kCapacity ? GraphWork{} : load(slots_[at]);
+      },
+      GraphWork{});
 }
 
 // In .bss, like kernel_names(): nothing to zero at start-up, and still there

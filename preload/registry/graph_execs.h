@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "sequence_lock.h"
+
 namespace gpuscope::registry {
 
 // A graph's nodes by what they do; child graphs are counted into their
@@ -58,13 +60,13 @@ class GraphExecs {
     std::atomic<uint64_t> more{0};   // memsets | other << 32 (bit 31 of other: conditional)
   };
   static size_t home(uint64_t exec) noexcept;
-  // The slot holding `exec`, or kCapacity. Callers hold writer_.
+  // The slot holding `exec`, or kCapacity (readers: inside a sequence read).
   size_t locate(uint64_t exec) const noexcept;
   void store(Slot& slot, const GraphWork& work) noexcept;
   static GraphWork load(const Slot& slot) noexcept;
 
   std::mutex writer_;
-  std::atomic<uint64_t> sequence_{0};  // odd while a writer is changing a slot
+  SequenceLock sequence_;
   std::atomic<uint64_t> overflows_{0};
   Slot slots_[kCapacity];
 };

@@ -31,7 +31,7 @@ void MemoryRegistry::add(uint64_t begin, uint64_t size, fb::MemoryKind kind) {
     overflows_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  sequence_.fetch_add(1, std::memory_order_acq_rel);  // odd: readers retry
+  const SequenceLock::Write write(sequence_);
   if (replaces) {
     --at;
   } else {
@@ -41,7 +41,6 @@ void MemoryRegistry::add(uint64_t begin, uint64_t size, fb::MemoryKind kind) {
   slots_[at].begin.store(begin, std::memory_order_relaxed);
   slots_[at].size.store(size, std::memory_order_relaxed);
   slots_[at].kind.store(static_cast<uint8_t>(kind), std::memory_order_relaxed);
-  sequence_.fetch_add(1, std::memory_order_release);
 }
 
 MemoryRange MemoryRegistry::remove(uint64_t begin) {
@@ -52,32 +51,26 @@ MemoryRange MemoryRegistry::remove(uint64_t begin) {
   const size_t at = after - 1;
   const MemoryRange removed{begin, slots_[at].size.load(std::memory_order_relaxed),
                             static_cast<fb::MemoryKind>(slots_[at].kind.load(std::memory_order_relaxed))};
-  sequence_.fetch_add(1, std::memory_order_acq_rel);
+  const SequenceLock::Write write(sequence_);
   for (size_t i = at; i + 1 < count; ++i) move_slot(i, i + 1);
   count_.store(count - 1, std::memory_order_relaxed);
-  sequence_.fetch_add(1, std::memory_order_release);
   return removed;
 }
 
 MemoryRange MemoryRegistry::find(uint64_t address) const noexcept {
-  for (int attempt = 0; attempt < 64; ++attempt) {
-    const uint64_t before = sequence_.load(std::memory_order_acquire);
-    if (before & 1) continue;  // a writer is mid-change
-    const size_t count = count_.load(std::memory_order_relaxed);
-    const size_t after = lower_bound(address, count);
-    MemoryRange found;
-    if (after > 0) {
-      const Slot& s = slots_[after - 1];
-      found.begin = s.begin.load(std::memory_order_relaxed);
-      found.size = s.size.load(std::memory_order_relaxed);
-      found.kind = static_cast<fb::MemoryKind>(s.kind.load(std::memory_order_relaxed));
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (sequence_.load(std::memory_order_relaxed) != before) continue;
-    if (after > 0 && address - found.begin < found.size) return found;
-    return {};
-  }
-  return {};  // writers kept changing it: unknown is an honest answer
+  const MemoryRange found = sequence_.read(
+      [&] {
+        const size_t after = lower_bound(address, count_.load(std::memory_order_relaxed));
+        MemoryRange r;
+        if (after == 0) return r;
+        const Slot& s = slots_[after - 1];
+        r.begin = s.begin.load(std::memory_order_relaxed);
+        r.size = s.size.load(std::memory_order_relaxed);
+        r.kind = static_cast<fb::MemoryKind>(s.kind.load(std::memory_order_relaxed));
+        return r;
+      },
+      MemoryRange{});
+  return address - found.begin < found.size ? found : MemoryRange{};
 }
 
 // In .bss, like kernel_names(): no 1.5 MiB of zeroing on the first

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "gpuscope_generated.h"
+#include "sequence_lock.h"
 
 namespace gpuscope::registry {
 
@@ -49,7 +50,7 @@ class MemoryRegistry {
   void move_slot(size_t to, size_t from) noexcept;
 
   std::mutex writer_;
-  std::atomic<uint64_t> sequence_{0};  // odd while a writer is changing the array
+  SequenceLock sequence_;
   std::atomic<size_t> count_{0};
   std::atomic<uint64_t> overflows_{0};
   Slot slots_[kCapacity];  // sorted by begin

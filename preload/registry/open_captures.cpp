@@ -23,7 +23,8 @@ void OpenCaptures::begun(uint64_t stream) noexcept {
 void OpenCaptures::ended(uint64_t stream) noexcept {
   for (auto& s : streams_) {
     uint64_t expected = stream;
-    if (s.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) open_.fetch_sub(1, std::memory_order_relaxed);
+    if (s.compare_exchange_strong(expected, 0, std::memory_order_acq_rel))
+      open_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

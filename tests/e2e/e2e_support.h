@@ -39,9 +39,11 @@ struct Traced {
 std::vector<std::string> traces_in(const std::string& dir);
 
 // A sample (a program in the build's bin/) under `gpuscope run [options]` on
-// simgpu, and its trace (empty unless exactly one was written).
+// simgpu (with `env` set too), and its trace (empty unless exactly one was
+// written).
 inline Traced run_on_simgpu(const std::vector<std::string>& sample_and_args,
-                            const std::vector<std::string>& run_options = {}) {
+                            const std::vector<std::string>& run_options = {},
+                            std::vector<std::string> env = {}) {
   TempDir dir;
   std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir.path()};
   argv.insert(argv.end(), run_options.begin(), run_options.end());
@@ -49,7 +51,8 @@ inline Traced run_on_simgpu(const std::vector<std::string>& sample_and_args,
   argv.push_back(bin(sample_and_args.front()));
   argv.insert(argv.end(), sample_and_args.begin() + 1, sample_and_args.end());
   Traced t;
-  t.process = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  env.push_back("LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR));
+  t.process = run(argv, environment_with(env));
   const auto traces = traces_in(dir.path());
   if (traces.size() == 1) t.trace = read_trace_file(traces[0]);
   return t;
