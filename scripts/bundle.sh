@@ -9,6 +9,9 @@
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
 #   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
+#   conformance/            the conformance corpus (tests/conformance): bin/ (each
+#                           program with shared and with static cudart, the cuBLAS
+#                           plugin), conformance.py and expectations.py
 #   gpu-check.sh            the real-GPU validation (docs/gpu-validation.md)
 # Usage: scripts/bundle.sh [BUILD_DIR]   (default: build, configured here)
 set -euo pipefail
@@ -54,6 +57,10 @@ for p in "${programs[@]}"; do
   [ -x "$build/bin/$p" ] || { echo "bundle: $build/bin/$p is missing (samples need nvcc)" >&2; exit 1; }
   ship "$build/bin/$p" "$stage/samples/bin/$p"
 done
+mkdir -p "$stage/conformance/bin"
+[ -x "$build/conformance/vector_add" ] || { echo "bundle: $build/conformance is missing (samples need nvcc)" >&2; exit 1; }
+for p in "$build"/conformance/*; do ship "$p" "$stage/conformance/bin/$(basename "$p")"; done
+cp tests/conformance/conformance.py tests/conformance/expectations.py "$stage/conformance/"
 cp -P "$build"/simgpu/lib/lib*.so* "$stage/samples/simgpu/lib/"
 cp samples/simgpu/nodes/*.json "$stage/samples/simgpu/nodes/"
 cp samples/simgpu/gpu-or-simgpu "$stage/samples/gpu-or-simgpu"
@@ -68,7 +75,8 @@ The CUDA program finds the node's own libcudart/libcuda as it always does.
 samples/gpu-or-simgpu samples samples/bin/pcie_bound runs a sample on the
 GPU when one is usable, else on samples/simgpu (a SIMULATED GPU).
 ./gpu-check.sh runs every sample with and without gpuscope on a real GPU and
-prints the validation table.
+prints the validation table, then the conformance corpus (conformance/;
+needs python3).
 EOF
 
 tar -C dist -czf "dist/$name.tar.gz" "$name"

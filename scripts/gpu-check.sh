@@ -4,7 +4,8 @@
 # variant with and without gpuscope and prints one markdown table: verdict
 # and whether it is the expected one, the counts gpuscope's hooks and CUPTI recorded,
 # exit statuses and wall times. Then: a statically linked runtime, the driver
-# API, a dlopen()ed runtime, PyTorch if present, and the hooked-call and
+# API, a dlopen()ed runtime, PyTorch if present, the conformance corpus
+# (conformance/, when python3 is there), and the hooked-call and
 # launch-bound overhead. Raw logs and traces go to OUTDIR.
 # Usage: ./gpu-check.sh [--simgpu] [OUTDIR]
 #   --simgpu  run on samples/simgpu (to try the script on a CPU machine)
@@ -133,6 +134,39 @@ if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.
 x = torch.randn(2048, 2048, device="cuda")
 for _ in range(50): x = torch.tanh(x @ x)
 h = x.cpu(); torch.cuda.synchronize(); print(float(h.sum()))'
+fi
+
+echo
+echo "## Conformance corpus (tests/conformance/README.md)"
+# Each program plain and under gpuscope run: same exit status and stdout
+# (timings masked), a complete trace holding what the program did; the
+# static-cudart builds the same way without the count check. Logs (the
+# harness's details) in OUTDIR/conformance/.
+conformance() {
+  local log=$1; shift
+  local result
+  timeout $((4 * limit)) "$py" "$here/conformance/conformance.py" --corpus "$here/conformance/bin" --gpuscope "$gs" \
+    --timeout "$limit" "${where[@]}" "$@" >"$log" 2>&1
+  result=$(head -1 "$log")
+  case $result in
+    *": passed "*) echo "passed" ;;
+    *": FAILED") echo "FAILED: $(sed -n 2p "$log" | cut -c1-120)" ;;
+    *) echo "ERROR: $(tail -1 "$log" | cut -c1-120)" ;;
+  esac
+}
+if [ -z "$py" ] || [ ! -f "$here/conformance/conformance.py" ]; then
+  echo "skipped: no python3 on this node"
+else
+  mkdir -p "$out/conformance"
+  where=(--gpu)
+  [ $simgpu = 1 ] && where=(--simgpu "$here/samples/simgpu/lib" --nodes "$here/samples/simgpu/nodes")
+  echo "| program | shared cudart | static cudart |"
+  echo "|---|---|---|"
+  for p in $("$py" "$here/conformance/conformance.py" --list); do
+    shared=$(conformance "$out/conformance/$p.log" --program "$p" --work "$out/conformance/$p")
+    static=$(conformance "$out/conformance/$p.static.log" --program "$p" --static --work "$out/conformance/$p.static")
+    echo "| $p | $shared | $static |"
+  done
 fi
 
 echo

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds gpuscope and runs every test: the regular build (unit, end-to-end,
-# samples on simgpu, schema evolution, fuzz corpus replay), the bundle, the same unit and
-# fuzz tests under AddressSanitizer + UBSan, and bounded libFuzzer runs of
+# samples on simgpu, schema evolution, fuzz corpus replay, the conformance corpus), the
+# bundle, the same unit and fuzz tests under AddressSanitizer + UBSan with the
+# conformance corpus run under that build's libgpuscope.so, and bounded libFuzzer runs of
 # the trace reader and the control protocol when clang's fuzzer runtime is
 # present.
 # Usage: scripts/test.sh            (from a fresh clone: installs what is missing)
@@ -20,9 +21,11 @@ echo "== relocatable bundle, used from an empty directory with a clean environme
 ./scripts/bundle.sh build
 tests/bundle/check_bundle.sh dist/gpuscope-*-linux-x86_64.tar.gz
 
-echo "== AddressSanitizer + UBSan build (capture core, reader, fuzz replay)"
+echo "== AddressSanitizer + UBSan build (capture core, reader, fuzz replay, the conformance corpus under it)"
+# The corpus programs are the regular build's (nvcc runs once); only the
+# library, the CLI and the tests are instrumented.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUSCOPE_SANITIZE=ON \
-      -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+      -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF -DGPUSCOPE_CONFORMANCE_FROM="$PWD/build" >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest -j"$jobs" --output-on-failure --timeout 900)

@@ -124,7 +124,8 @@ std::string sysfs_pci_address(const std::string& nvml_bus_id) {
   const size_t colon = nvml_bus_id.find(':');
   if (colon == std::string::npos || colon == 0 || colon > 8) return {};
   char* end = nullptr;
-  const unsigned long domain = std::strtoul(nvml_bus_id.substr(0, colon).c_str(), &end, 16);
+  const std::string domain_hex = nvml_bus_id.substr(0, colon);  // outlives `end`, which points into it
+  const unsigned long domain = std::strtoul(domain_hex.c_str(), &end, 16);
   if (end == nullptr || *end != '\0') return {};
   std::string rest = nvml_bus_id.substr(colon + 1);  // "18:00.0"
   if (rest.size() != 7 || rest[2] != ':' || rest[5] != '.') return {};

@@ -90,12 +90,14 @@ class Flags {
 };
 
 // simgpu names its devices "... (simulated)" and does not execute kernels.
+inline bool kernels_compute(const cudaDeviceProp& prop) { return std::strstr(prop.name, "(simulated)") == nullptr; }
+
 inline bool kernels_compute() {
   int dev = 0;
   cudaDeviceProp prop;
   CHECK(cudaGetDevice(&dev));
   CHECK(cudaGetDeviceProperties(&prop, dev));
-  return std::strstr(prop.name, "(simulated)") == nullptr;
+  return kernels_compute(prop);
 }
 
 inline std::string device_name() {

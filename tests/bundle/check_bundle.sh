@@ -33,4 +33,11 @@ grep -q '^events: .* 4002 copies, .* 8000 kernels' <<<"$info" || { echo "$info";
 grep -q '^dropped: *none' <<<"$info" || { echo "$info"; fail "events were dropped"; }
 analysis=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$dir/pcie.gpuscope")
 grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope analyze gave no verdict"; }
+# The conformance corpus runs from the bundle as gpu-check.sh runs it (here on simgpu).
+for variant in "" --static; do
+  env -i PATH=/usr/bin:/bin HOME="$dir" python3 "$root/conformance/conformance.py" --program vector_add $variant \
+    --corpus "$root/conformance/bin" --gpuscope "$root/bin/gpuscope" --simgpu "$root/samples/simgpu/lib" \
+    --nodes "$root/samples/simgpu/nodes" --work "$dir/conformance$variant" >"$dir/conformance.log" 2>&1 \
+    || { cat "$dir/conformance.log"; fail "the conformance corpus fails from the bundle (vector_add $variant)"; }
+done
 echo "check_bundle: $(basename "$tarball") runs from an empty directory with a clean environment"
