@@ -47,11 +47,18 @@ struct Endpoints {
   MemoryKind src, dst;
 };
 
-// cudaMemcpyDefault (unified addressing): the registry says where each side is.
+// cudaMemcpyDefault (unified addressing): the registry says where each side
+// is; device memory of two devices is a peer copy.
 Endpoints infer_endpoints(const void* dst, const void* src) {
-  const MemoryKind s = host_kind(src), d = host_kind(dst);
+  const auto& reg = registry::memory_registry();
+  const registry::MemoryRange from = reg.find(reinterpret_cast<uint64_t>(src));
+  const registry::MemoryRange to = reg.find(reinterpret_cast<uint64_t>(dst));
+  const auto host_side = [](MemoryKind k) { return k == MemoryKind::Unknown ? MemoryKind::Pageable : k; };
+  const MemoryKind s = host_side(from.kind), d = host_side(to.kind);
   if (s == MemoryKind::Managed || d == MemoryKind::Managed) return {fb::CopyDirection::Default, s, d};
-  if (on_device(s)) return {on_device(d) ? fb::CopyDirection::DeviceToDevice : fb::CopyDirection::DeviceToHost, s, d};
+  if (on_device(s) && on_device(d))
+    return {from.device != to.device ? fb::CopyDirection::PeerToPeer : fb::CopyDirection::DeviceToDevice, s, d};
+  if (on_device(s)) return {fb::CopyDirection::DeviceToHost, s, d};
   return {on_device(d) ? fb::CopyDirection::HostToDevice : fb::CopyDirection::HostToHost, s, d};
 }
 
@@ -111,7 +118,7 @@ AllocCall::Range AllocCall::update_registry(int32_t result) const noexcept {
     if (out_pointer != nullptr) r.address = reinterpret_cast<uint64_t>(*out_pointer);
     if (out_address != nullptr) r.address = *out_address;
     if (out_pitch != nullptr) r.size = *out_pitch * rows;
-    reg.add(r.address, r.size, kind);
+    reg.add(r.address, r.size, kind, current_device());
   } else {
     const uint64_t removed = forget_range(r.address);
     if (r.size == 0) r.size = removed;

@@ -19,8 +19,10 @@
 
 namespace gpuscope::hooks {
 
-// The device the calling thread works on, as far as cudaSetDevice and
-// cuCtxSetCurrent told us (0 until then, like CUDA itself).
+// The device the calling thread works on, as far as cudaSetDevice told us
+// (0 until then, like CUDA itself). Driver-API context switches
+// (cuCtxSetCurrent, cuCtxPushCurrent) are not followed yet: a driver-API
+// program on several devices has its records on device 0.
 int16_t current_device() noexcept;
 void set_current_device(int device) noexcept;
 

@@ -23,6 +23,7 @@ struct MemoryRange {
   uint64_t begin = 0;
   uint64_t size = 0;
   fb::MemoryKind kind = fb::MemoryKind::Unknown;
+  int16_t device = 0;  // where device memory lives (the allocating thread's device)
 };
 
 class MemoryRegistry {
@@ -30,7 +31,7 @@ class MemoryRegistry {
   static constexpr size_t kCapacity = 1 << 16;  // live ranges; beyond it, counted and unknown
 
   // Writers.
-  void add(uint64_t begin, uint64_t size, fb::MemoryKind kind);
+  void add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int16_t device = 0);
   // Removes the range starting at `begin`; returns it (kind Unknown if none).
   MemoryRange remove(uint64_t begin);
 
@@ -45,6 +46,7 @@ class MemoryRegistry {
     std::atomic<uint64_t> begin{0};
     std::atomic<uint64_t> size{0};
     std::atomic<uint8_t> kind{0};
+    std::atomic<int16_t> device{0};
   };
   size_t lower_bound(uint64_t address, size_t count) const noexcept;
   void move_slot(size_t to, size_t from) noexcept;
