@@ -136,6 +136,9 @@ struct Interpreter {
 
   // One instruction; sets `stop` at the first row past `pc`.
   void step(Reader& in);
+  bool step_location(uint8_t op, Reader& in);
+  bool step_cfa(uint8_t op, Reader& in);
+  bool step_register(uint8_t op, Reader& in);
   void advance(uint64_t delta) {
     const uintptr_t next = loc + delta * prog.code_align;
     if (next > pc) stop = true;
@@ -174,74 +177,64 @@ void Interpreter::step(Reader& in) {
       return;
     default: break;
   }
+  if (!step_location(op, in) && !step_cfa(op, in) && !step_register(op, in))
+    bad = true;  // set_loc and anything unknown
+}
+
+// Opcodes that move the location or save and restore the row.
+bool Interpreter::step_location(uint8_t op, Reader& in) {
   switch (op) {
-    case 0x00: return;                                    // nop
-    case 0x02: advance(in.u8()); return;                  // advance_loc1
-    case 0x03: advance(in.fixed(2)); return;              // advance_loc2
-    case 0x04: advance(in.fixed(4)); return;              // advance_loc4
-    case 0x05: {                                          // offset_extended
-      const uint64_t reg = in.uleb();
-      set_rule(row, reg, ra, {RegRule::Offset, scaled(in.uleb())});
-      return;
-    }
-    case 0x06: {                                          // restore_extended
-      const uint64_t reg = in.uleb();
-      if (RegRule* r = rule_of(initial, reg, ra)) set_rule(row, reg, ra, *r);
-      return;
-    }
-    case 0x07: set_rule(row, in.uleb(), ra, {RegRule::Undefined, 0}); return;
-    case 0x08: set_rule(row, in.uleb(), ra, {RegRule::Same, 0}); return;
-    case 0x09: {                                          // register: the value lives in another register
-      const uint64_t reg = in.uleb();
-      in.uleb();
-      set_rule(row, reg, ra, {RegRule::Other, 0});
-      return;
-    }
+    case 0x00: return true;                               // nop
+    case 0x02: advance(in.u8()); return true;             // advance_loc1
+    case 0x03: advance(in.fixed(2)); return true;         // advance_loc2
+    case 0x04: advance(in.fixed(4)); return true;         // advance_loc4
     case 0x0a:                                            // remember_state
       if (depth == 8) bad = true;
       else saved[depth++] = row;
-      return;
+      return true;
     case 0x0b:                                            // restore_state: CFA rule included,
       if (depth == 0) bad = true;                         // as GCC and libunwind read it
       else row = saved[--depth];
-      return;
-    case 0x0c: row.cfa_reg = in.uleb(); row.cfa_offset = unscaled(in.uleb()); row.cfa_expression = false; return;
-    case 0x0d: row.cfa_reg = in.uleb(); row.cfa_expression = false; return;
-    case 0x0e: row.cfa_offset = unscaled(in.uleb()); return;
-    case 0x0f: in.skip(in.uleb()); row.cfa_expression = true; return;  // def_cfa_expression
-    case 0x10: {                                                       // expression
-      const uint64_t reg = in.uleb();
-      in.skip(in.uleb());
-      set_rule(row, reg, ra, {RegRule::Other, 0});
-      return;
-    }
-    case 0x11: {                                                       // offset_extended_sf
-      const uint64_t reg = in.uleb();
-      set_rule(row, reg, ra, {RegRule::Offset, scaled(in.sleb())});
-      return;
-    }
-    case 0x12: row.cfa_reg = in.uleb(); row.cfa_offset = scaled(in.sleb()); row.cfa_expression = false; return;
-    case 0x13: row.cfa_offset = scaled(in.sleb()); return;
-    case 0x14: case 0x15: {                                            // val_offset(_sf)
-      const uint64_t reg = in.uleb();
-      if (op == 0x14) in.uleb(); else in.sleb();
-      set_rule(row, reg, ra, {RegRule::Other, 0});
-      return;
-    }
-    case 0x16: {                                                       // val_expression
-      const uint64_t reg = in.uleb();
-      in.skip(in.uleb());
-      set_rule(row, reg, ra, {RegRule::Other, 0});
-      return;
-    }
-    case 0x2e: in.uleb(); return;                                      // GNU_args_size
-    case 0x2f: {                                                       // GNU_negative_offset_extended
-      const uint64_t reg = in.uleb();
-      set_rule(row, reg, ra, {RegRule::Offset, -scaled(in.uleb())});
-      return;
-    }
-    default: bad = true; return;  // set_loc and anything unknown
+      return true;
+    case 0x2e: in.uleb(); return true;                    // GNU_args_size
+    default: return false;
   }
+}
+
+// Opcodes that define the canonical frame address.
+bool Interpreter::step_cfa(uint8_t op, Reader& in) {
+  switch (op) {
+    case 0x0c: row.cfa_reg = in.uleb(); row.cfa_offset = unscaled(in.uleb()); row.cfa_expression = false; return true;
+    case 0x0d: row.cfa_reg = in.uleb(); row.cfa_expression = false; return true;
+    case 0x0e: row.cfa_offset = unscaled(in.uleb()); return true;
+    case 0x0f: in.skip(in.uleb()); row.cfa_expression = true; return true;  // def_cfa_expression
+    case 0x12: row.cfa_reg = in.uleb(); row.cfa_offset = scaled(in.sleb()); row.cfa_expression = false; return true;
+    case 0x13: row.cfa_offset = scaled(in.sleb()); return true;
+    default: return false;
+  }
+}
+
+// Opcodes that set one register's rule; the walker follows only "saved at
+// CFA+offset", so every other kind is kept as Other (not recoverable).
+bool Interpreter::step_register(uint8_t op, Reader& in) {
+  const uint64_t ra = prog.ra_register;
+  if (op < 0x05 || (op > 0x09 && op < 0x10) || (op > 0x16 && op != 0x2f)) return false;
+  const uint64_t reg = in.uleb();
+  switch (op) {
+    case 0x05: set_rule(row, reg, ra, {RegRule::Offset, scaled(in.uleb())}); break;   // offset_extended
+    case 0x06:                                                                        // restore_extended
+      if (RegRule* r = rule_of(initial, reg, ra)) set_rule(row, reg, ra, *r);
+      break;
+    case 0x07: set_rule(row, reg, ra, {RegRule::Undefined, 0}); break;
+    case 0x08: set_rule(row, reg, ra, {RegRule::Same, 0}); break;
+    case 0x11: set_rule(row, reg, ra, {RegRule::Offset, scaled(in.sleb())}); break;   // offset_extended_sf
+    case 0x2f: set_rule(row, reg, ra, {RegRule::Offset, -scaled(in.uleb())}); break;  // GNU_negative_offset_extended
+    case 0x09: in.uleb(); set_rule(row, reg, ra, {RegRule::Other, 0}); break;         // register
+    case 0x14: in.uleb(); set_rule(row, reg, ra, {RegRule::Other, 0}); break;         // val_offset
+    case 0x15: in.sleb(); set_rule(row, reg, ra, {RegRule::Other, 0}); break;         // val_offset_sf
+    default: in.skip(in.uleb()); set_rule(row, reg, ra, {RegRule::Other, 0}); break;  // (val_)expression
+  }
+  return true;
 }
 
 // The CIE's fields the program needs; false for a CIE the walker cannot use.
