@@ -1,8 +1,7 @@
 // gpuscope attach / detach: ask a process in standby (`gpuscope run
 // --standby`, or GPUSCOPE_MODE=standby with the library preloaded) for a
 // trace of a stretch of its run, over its control socket
-// (preload/control/control_protocol.h; security model in
-// docs/interception.md).
+// (protocol/control_protocol.h; security model in docs/interception.md).
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
