@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "capture_range.h"
 #include "commands.h"
 #include "container.h"
 #include "gpuscope_version.h"
@@ -13,6 +14,16 @@ void setup_logging() {
   auto logger = spdlog::stderr_logger_st("gpuscope");
   logger->set_pattern("gpuscope: %^%l%$: %v");
   spdlog::set_default_logger(logger);
+}
+
+// An option whose value the library reads in the same grammar
+// (protocol/capture_range.h); given on the command line, it is not empty.
+CLI::Validator grammar_check(bool (*accepts)(std::string_view), std::string_view grammar, const char* name) {
+  return CLI::Validator(
+      [accepts, expected = "expected " + std::string(grammar)](const std::string& v) {
+        return !v.empty() && accepts(v) ? std::string() : expected;
+      },
+      name);
 }
 
 std::string version_text() {
@@ -51,23 +62,11 @@ int main(int argc, char** argv) {
   run->add_option("--capture-range", run_options.capture_range,
                   "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
                   "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            const bool nvtx = v.starts_with("nvtx:") && v.size() > 5 && v[5] != '@';
-            return v == "cudaProfilerApi" || nvtx ? std::string()
-                                                  : "expected cudaProfilerApi, nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN";
-          },
-          "RANGE"));
+      ->check(grammar_check(gpuscope::protocol::is_capture_range, gpuscope::protocol::kCaptureRangeGrammar, "RANGE"));
   run->add_option("--capture-range-end", run_options.capture_range_end,
                   "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            const bool ok = v == "stop" || v == "repeat" ||
-                            (v.starts_with("repeat:") && v.size() > 7 &&
-                             v.find_first_not_of("0123456789", 7) == std::string::npos && v != "repeat:0");
-            return ok ? std::string() : "expected stop, repeat or repeat:N (N >= 1)";
-          },
-          "stop|repeat|repeat:N"));
+      ->check(grammar_check(gpuscope::protocol::is_range_end, gpuscope::protocol::kRangeEndGrammar,
+                            "stop|repeat|repeat:N"));
   run->add_flag("--standby", run_options.standby,
                 "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
   run->add_option("command", run_options.command, "Program and its arguments")->required();

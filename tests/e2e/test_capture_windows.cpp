@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "capture_range.h"
 #include "e2e_support.h"
 
 namespace gpuscope::test {
@@ -304,6 +305,23 @@ TEST_F(NvtxCaptureRange, MalformedNvtxRangeIsRefused) {
     EXPECT_EQ(r.exit_code(), 2) << bad;
     EXPECT_NE(r.err.find("nvtx:MESSAGE"), std::string::npos) << r.err;
   }
+}
+
+// `gpuscope run` takes exactly the capture ranges and end policies the
+// library reads (protocol/capture_range.h): a value the CLI passes is never
+// one the library ignores, nor the reverse. A taken value gets as far as
+// starting the (missing) program: 127; a refused one is a usage error: 2.
+TEST(CaptureRangeGrammar, TheCliTakesWhatTheLibraryReads) {
+  const std::string missing = "/nonexistent/gpuscope-no-such-program";
+  const auto exit_code = [&](const char* option, const std::string& value) {
+    return run({gpuscope_exe(), "run", "-q", option, value, "--", missing}, clean_env()).exit_code();
+  };
+  for (const std::string value : {"cudaProfilerApi", "nvtx:step", "nvtx:step@train", "nvtx:a@b@c", "nvtx:@a@b",
+                                  "nvtx:a@", "nvtx:", "nvtx:@io", "nvtx", "cudaprofilerapi", "nvtx:step "})
+    EXPECT_EQ(exit_code("--capture-range", value), protocol::is_capture_range(value) ? 127 : 2) << value;
+  for (const std::string value : {"stop", "repeat", "repeat:1", "repeat:12", "repeat:0", "repeat:00", "repeat:",
+                                  "repeat:99999999999", "repeat:-1", "repeat:x", "Stop"})
+    EXPECT_EQ(exit_code("--capture-range-end", value), protocol::is_range_end(value) ? 127 : 2) << value;
 }
 
 }  // namespace
