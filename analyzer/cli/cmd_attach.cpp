@@ -100,9 +100,9 @@ bool find_socket(pid_t pid, std::string* path, std::string* error) {
       return true;
     }
   }
+  const std::string standby_mode = protocol::env::entry(protocol::env::kMode, protocol::env::kModeStandby);
   *error = process_alive(pid) ? fmt::format("process {} is not in standby for this user (gpuscope run --standby, "
-                                            "or {} with libgpuscope.so preloaded)",
-                                            pid, protocol::env::entry(protocol::env::kMode, protocol::env::kModeStandby))
+                                            "or {} with libgpuscope.so preloaded)", pid, standby_mode)
                               : fmt::format("no process {}", pid);
   return false;
 }

@@ -6,7 +6,10 @@
 #include "capture_range.h"
 #include "commands.h"
 #include "container.h"
+#include "control_protocol.h"
+#include "environment.h"
 #include "gpuscope_version.h"
+#include "settings.h"
 
 namespace {
 
@@ -25,6 +28,16 @@ CLI::Validator grammar_check(bool (*accepts)(std::string_view), std::string_view
       },
       name);
 }
+
+// The bounds the library reads `variable` with (protocol/settings.h), for
+// the option that sets it.
+CLI::Range library_range(const char* variable) {
+  const gpuscope::protocol::Setting& s = *gpuscope::protocol::find_setting(variable);
+  return CLI::Range(s.min, s.max);
+}
+
+// Seconds, up to the longest window the library takes (a year).
+constexpr double kMaxWindowS = gpuscope::protocol::kMaxWindowMs / 1000.0;
 
 std::string version_text() {
   return fmt::format("gpuscope {} (trace format {}.{})", GPUSCOPE_VERSION_STRING,
@@ -51,14 +64,15 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", run_options.quiet, "Print nothing after the program ends");
   run->add_flag("--no-stacks", run_options.no_stacks, "Do not record call stacks of hooked calls");
   run->add_option("--stack-depth", run_options.stack_depth, "Frames per call stack (default 32)")
-      ->check(CLI::Range(1, 64));
+      ->check(library_range(gpuscope::protocol::env::kStackDepth));
   run->add_option("--cpu-sample-ms", run_options.cpu_sample_ms, "CPU-time sampling period, 0 = off (default 10)")
-      ->check(CLI::Range(0, 60000));
+      ->check(library_range(gpuscope::protocol::env::kCpuSampleMs));
   run->add_option("--nvml-hz", run_options.nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
-      ->check(CLI::Range(0, 1000));
-  run->add_option("--delay", run_options.delay_s, "Record nothing for the first SECONDS")->check(CLI::Range(0.0, 31e6));
+      ->check(library_range(gpuscope::protocol::env::kNvmlHz));
+  run->add_option("--delay", run_options.delay_s, "Record nothing for the first SECONDS")
+      ->check(CLI::Range(0.0, kMaxWindowS));
   run->add_option("--duration", run_options.duration_s, "Record for SECONDS, then finalize the trace")
-      ->check(CLI::Range(0.001, 31e6));
+      ->check(CLI::Range(0.001, kMaxWindowS));
   run->add_option("--capture-range", run_options.capture_range,
                   "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
                   "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
@@ -78,7 +92,7 @@ int main(int argc, char** argv) {
   attach->add_option("pid", attach_options.pid, "Process to attach to")->check(CLI::PositiveNumber);
   attach->add_option("--duration", attach_options.duration_s,
                      "Record for SECONDS, then finalize the trace (default: until gpuscope detach)")
-      ->check(CLI::Range(0.001, 31e6));
+      ->check(CLI::Range(0.001, gpuscope::control::kMaxDurationMs / 1000.0));
   attach->add_option("-o,--output", attach_options.output,
                      "Trace file, or directory for it (default: the current directory, named like run's traces)");
   attach->add_flag("--list", attach_options.list, "List this user's processes in standby and their state");

@@ -154,7 +154,8 @@ bool read_window_config(WindowConfig* out, std::string* error) {
     *error = std::string(name) + "=" + value + ": expected " + std::string(grammar);
     return false;
   };
-  if (const char* range = std::getenv(env::kCaptureRange); range != nullptr && !protocol::parse_capture_range(range, &c))
+  const char* range = std::getenv(env::kCaptureRange);
+  if (range != nullptr && !protocol::parse_capture_range(range, &c))
     return refuse(env::kCaptureRange, range, protocol::kCaptureRangeGrammar);
   const char* end = std::getenv(env::kCaptureRangeEnd);
   if (!protocol::parse_range_end(end != nullptr ? end : "", &c.max_windows))
