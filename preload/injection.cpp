@@ -10,6 +10,7 @@
 #include "collector.h"
 #include "cupti_api.h"
 #include "diag.h"
+#include "environment.h"
 #include "instance.h"
 #include "real_symbol.h"
 #include "recorder.h"
@@ -40,7 +41,7 @@ int initialize_injection() {
   cupti::Collector& collector = cupti::process_collector();
   cupti::CuptiApi api;
   std::string path, error;
-  const auto candidates = cupti::cupti_candidates(std::getenv("GPUSCOPE_CUPTI_PATH"), cupti::own_directory());
+  const auto candidates = cupti::cupti_candidates(std::getenv(protocol::env::kCuptiPath), cupti::own_directory());
   if (!cupti::load_cupti(candidates, preload::real_dlsym(), &api, &path, &error)) {
     capture::diag_line("device activity (CUPTI) off: %s; host-side capture continues", error.c_str());
     collector.mark_unavailable(static_cast<uint8_t>(fb::DeviceCollectionState::LibraryMissing), error);

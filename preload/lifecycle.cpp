@@ -24,9 +24,11 @@
 
 #include "cupti_source.h"
 #include "diag.h"
+#include "environment.h"
 #include "instance.h"
 #include "real_symbol.h"
 #include "capture_window.h"
+#include "output_names.h"
 #include "process_end.h"
 #include "quiet_output.h"
 #include "session.h"
@@ -41,6 +43,7 @@ namespace {
 
 using capture::Phase;
 using fb::EndKind;
+namespace env = protocol::env;
 
 std::atomic<bool> g_initialized{false};
 pid_t g_process_pid = 0;
@@ -94,18 +97,18 @@ struct ParentLink {
   std::string inherited;
   bool was_set = false;
   void restore() const {
-    if (was_set) setenv("GPUSCOPE_PARENT_PID", inherited.c_str(), 1);
-    else unsetenv("GPUSCOPE_PARENT_PID");
+    if (was_set) setenv(env::kParentPid, inherited.c_str(), 1);
+    else unsetenv(env::kParentPid);
   }
 };
 
 ParentLink pass_parent_link_down(pid_t self) {
   ParentLink link;
-  if (const char* v = std::getenv("GPUSCOPE_PARENT_PID")) {
+  if (const char* v = std::getenv(env::kParentPid)) {
     link.inherited = v;
     link.was_set = true;
   }
-  setenv("GPUSCOPE_PARENT_PID", std::to_string(self).c_str(), 1);
+  setenv(env::kParentPid, std::to_string(self).c_str(), 1);
   return link;
 }
 
@@ -128,16 +131,16 @@ void initialize_capture() {
   for (const std::string& problem : config.problems) capture::diag_line("%s", problem.c_str());
   capture::ProcessMetadata metadata = capture::collect_process_metadata();
   stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
-  if (config.mode == "standby") {
+  if (config.mode == env::kModeStandby) {
     start_standby(config, std::move(metadata));
     return;
   }
-  const capture::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
-                                   metadata.start_realtime_ns, metadata.rank};
-  std::string path = capture::resolve_output_path(config.output, config.root_pid, fields);
+  const protocol::NameFields fields{metadata.pid, metadata.hostname, capture::executable_name(),
+                                    metadata.start_realtime_ns, metadata.rank};
+  std::string path = protocol::resolve_output_path(config.output, config.root_pid, fields);
   // A traced image of this process exec'd us (it passed its pid down, see
   // pass_parent_link_down): its trace may hold our name (`env env true`).
-  if (metadata.trace_parent_pid == metadata.pid) path = capture::exec_successor_path(path);
+  if (metadata.trace_parent_pid == metadata.pid) path = protocol::exec_successor_path(path);
   // Sources live as long as the process: the writer may poll them during exit.
   std::vector<capture::TraceSource*> sources;
   for (auto& source : make_sources(config)) sources.push_back(source.release());

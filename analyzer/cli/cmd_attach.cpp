@@ -1,8 +1,7 @@
 // gpuscope attach / detach: ask a process in standby (`gpuscope run
 // --standby`, or GPUSCOPE_MODE=standby with the library preloaded) for a
 // trace of a stretch of its run, over its control socket
-// (preload/control/control_protocol.h; security model in
-// docs/interception.md).
+// (protocol/control_protocol.h; security model in docs/interception.md).
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -18,9 +17,11 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
-#include "output_paths.h"
 #include "control_paths.h"
 #include "control_protocol.h"
+#include "environment.h"
+#include "output_names.h"
+#include "output_paths.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -99,8 +100,9 @@ bool find_socket(pid_t pid, std::string* path, std::string* error) {
       return true;
     }
   }
+  const std::string standby_mode = protocol::env::entry(protocol::env::kMode, protocol::env::kModeStandby);
   *error = process_alive(pid) ? fmt::format("process {} is not in standby for this user (gpuscope run --standby, "
-                                            "or GPUSCOPE_MODE=standby with libgpuscope.so preloaded)", pid)
+                                            "or {} with libgpuscope.so preloaded)", pid, standby_mode)
                               : fmt::format("no process {}", pid);
   return false;
 }
@@ -114,13 +116,14 @@ std::string process_exe(pid_t pid) {
 
 // Absolute path for the trace, resolved here (the process has another
 // working directory): -o DIR/ or an existing directory gets the name `run`
-// gives (gpuscope-EXE-PID.gpuscope, then -2, -3 ... for later attaches).
+// gives (gpuscope-EXE-PID.gpuscope, then -2, -3 ... for later attaches:
+// protocol/output_names.h).
 bool attach_output(const std::string& output, pid_t pid, std::string* path, std::string* error) {
   std::error_code ec;
   fs::path dir = fs::current_path();
   if (!output.empty()) {
     const fs::path requested = fs::absolute(output);
-    if (output.back() != '/' && !fs::is_directory(requested, ec)) {
+    if (protocol::output_form(output) != protocol::OutputForm::Directory) {  // a name pattern is taken as it is
       if (fs::exists(fs::symlink_status(requested, ec))) {
         *error = requested.string() + " already exists";
         return false;
@@ -131,16 +134,13 @@ bool attach_output(const std::string& output, pid_t pid, std::string* path, std:
     if (!make_private_directories(requested, error)) return false;
     dir = requested;
   }
-  const std::string stem = fmt::format("gpuscope-{}-{}", process_exe(pid), pid);
-  for (int n = 1; n < 10000; ++n) {
-    const fs::path candidate = dir / (n == 1 ? stem + ".gpuscope" : fmt::format("{}-{}.gpuscope", stem, n));
-    if (!fs::exists(fs::symlink_status(candidate, ec))) {
-      *path = candidate.lexically_normal().string();
-      return true;
-    }
+  const std::string free_name = protocol::attach_trace_path(dir.string(), process_exe(pid), pid);
+  if (free_name.empty()) {
+    *error = "no free trace name in " + dir.string();
+    return false;
   }
-  *error = "no free trace name in " + dir.string();
-  return false;
+  *path = fs::path(free_name).lexically_normal().string();
+  return true;
 }
 
 void on_interrupt(int) { g_interrupted = 1; }

@@ -1,5 +1,4 @@
 // gpuscope info: what a trace file holds, and whether it is whole.
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -7,18 +6,15 @@
 
 #include "commands.h"
 #include "metrics.h"
+#include "output_names.h"
 #include "trace_summary.h"
 
 namespace gpuscope::cli {
 namespace {
 
 std::string utc_time(uint64_t realtime_ns) {
-  const time_t secs = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
-  tm parts{};
-  gmtime_r(&secs, &parts);
-  char buf[40];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &parts);
-  return fmt::format("{}.{:03}Z", buf, (realtime_ns / 1'000'000ull) % 1000);
+  return fmt::format("{}.{:03}Z", protocol::format_utc(realtime_ns, "%Y-%m-%dT%H:%M:%S"),
+                     (realtime_ns / 1'000'000ull) % 1000);
 }
 
 std::string cpu_list(const std::vector<uint16_t>& cpus) {

@@ -20,6 +20,8 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "environment.h"
+#include "output_names.h"
 #include "output_paths.h"
 #include "run_diagnosis.h"
 #include "trace_summary.h"
@@ -30,6 +32,7 @@ namespace gpuscope::cli {
 namespace {
 
 namespace fs = std::filesystem;
+namespace vars = protocol::env;
 
 volatile sig_atomic_t g_child_pid = 0;
 
@@ -55,19 +58,20 @@ struct OutputPlan {
   fs::path directory;     // where the traces will be
 };
 
-// -o DIR/ (or an existing directory), -o FILE, or -o PATTERN: the last
-// component names the file, and the directory above it is made (0700) when
-// missing. Patterns expand per process in the library, so they may name
-// the file only.
+// -o DIR/ (or an existing directory), -o FILE, or -o PATTERN, in the forms
+// the library resolves (protocol/output_names.h): the last component names
+// the file, and the directory above it is made (0700) when missing.
+// Patterns expand per process in the library, so they may name the file only.
 bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
   std::error_code ec;
-  if (o.output.empty()) {
+  const protocol::OutputForm form = protocol::output_form(o.output);
+  if (form == protocol::OutputForm::Default) {
     plan->directory = fs::current_path();
     plan->env_value = plan->directory.string() + "/";
     return true;
   }
   const fs::path requested = fs::absolute(o.output).lexically_normal();
-  if (o.output.back() == '/' || fs::is_directory(requested, ec)) {
+  if (form == protocol::OutputForm::Directory) {
     plan->directory = requested.has_filename() ? requested : requested.parent_path();
     plan->env_value = plan->directory.string() + "/";
     return make_private_directories(plan->directory, error);
@@ -79,7 +83,7 @@ bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
     return false;
   }
   if (!make_private_directories(plan->directory, error)) return false;
-  if (o.output.find('%') != std::string::npos) return true;
+  if (form == protocol::OutputForm::Pattern) return true;
   const auto status = fs::symlink_status(requested, ec);
   if (!fs::exists(status)) return true;
   if (!o.force || !fs::is_regular_file(status)) {
@@ -98,16 +102,16 @@ std::string make_run_id() {
 // Capture settings the user gave on the command line, as the library reads them.
 std::vector<std::string> settings_environment(const RunOptions& o) {
   std::vector<std::string> env;
-  if (o.no_stacks) env.push_back("GPUSCOPE_STACKS=0");
-  if (o.stack_depth >= 0) env.push_back("GPUSCOPE_STACK_DEPTH=" + std::to_string(o.stack_depth));
-  if (o.cpu_sample_ms >= 0) env.push_back("GPUSCOPE_CPU_SAMPLE_MS=" + std::to_string(o.cpu_sample_ms));
-  if (o.nvml_hz >= 0) env.push_back("GPUSCOPE_NVML_HZ=" + std::to_string(o.nvml_hz));
+  if (o.no_stacks) env.push_back(vars::entry(vars::kStacks, "0"));
+  if (o.stack_depth >= 0) env.push_back(vars::entry(vars::kStackDepth, std::to_string(o.stack_depth)));
+  if (o.cpu_sample_ms >= 0) env.push_back(vars::entry(vars::kCpuSampleMs, std::to_string(o.cpu_sample_ms)));
+  if (o.nvml_hz >= 0) env.push_back(vars::entry(vars::kNvmlHz, std::to_string(o.nvml_hz)));
   const auto ms = [](double seconds) { return std::to_string(static_cast<uint64_t>(seconds * 1000.0 + 0.5)); };
-  if (o.delay_s > 0) env.push_back("GPUSCOPE_DELAY_MS=" + ms(o.delay_s));
-  if (o.duration_s > 0) env.push_back("GPUSCOPE_DURATION_MS=" + ms(o.duration_s));
-  if (!o.capture_range.empty()) env.push_back("GPUSCOPE_CAPTURE_RANGE=" + o.capture_range);
-  if (!o.capture_range_end.empty()) env.push_back("GPUSCOPE_CAPTURE_RANGE_END=" + o.capture_range_end);
-  if (o.standby) env.push_back("GPUSCOPE_MODE=standby");
+  if (o.delay_s > 0) env.push_back(vars::entry(vars::kDelayMs, ms(o.delay_s)));
+  if (o.duration_s > 0) env.push_back(vars::entry(vars::kDurationMs, ms(o.duration_s)));
+  if (!o.capture_range.empty()) env.push_back(vars::entry(vars::kCaptureRange, o.capture_range));
+  if (!o.capture_range_end.empty()) env.push_back(vars::entry(vars::kCaptureRangeEnd, o.capture_range_end));
+  if (o.standby) env.push_back(vars::entry(vars::kMode, vars::kModeStandby));
   return env;
 }
 
@@ -126,9 +130,8 @@ std::vector<std::string> child_environment(const std::string& library, const Out
         preload += ":" + std::string(existing);
       continue;
     }
-    if (entry.starts_with("GPUSCOPE_OUTPUT=") || entry.starts_with("GPUSCOPE_RUN_ID=") ||
-        entry.starts_with("GPUSCOPE_ROOT_PID=") || entry.starts_with("GPUSCOPE_PARENT_PID=") ||
-        entry.starts_with("GPUSCOPE_RUN_NOTES="))
+    if (std::any_of(std::begin(vars::kPerRun), std::end(vars::kPerRun),
+                    [&](const char* name) { return vars::sets(entry, name); }))
       continue;
     bool overridden = false;
     for (const auto& s : settings) overridden |= entry.starts_with(s.substr(0, s.find('=') + 1));
@@ -144,13 +147,13 @@ std::vector<std::string> child_environment(const std::string& library, const Out
   // injection library is left in place; the trace then says why device
   // activity is missing.
   if (std::getenv("CUDA_INJECTION64_PATH") == nullptr) env.push_back("CUDA_INJECTION64_PATH=" + library);
-  env.push_back("GPUSCOPE_OUTPUT=" + plan.env_value);
-  env.push_back("GPUSCOPE_RUN_ID=" + run_id);
-  if (!notes.empty()) env.push_back("GPUSCOPE_RUN_NOTES=" + notes);
+  env.push_back(vars::entry(vars::kOutput, plan.env_value));
+  env.push_back(vars::entry(vars::kRunId, run_id));
+  if (!notes.empty()) env.push_back(vars::entry(vars::kRunNotes, notes));
   // The root has no traced parent; each traced process replaces the value
   // with its own pid for its children (preload/lifecycle.cpp). Present from
   // the start so that replacing it never grows the environment array.
-  env.push_back("GPUSCOPE_PARENT_PID=0");
+  env.push_back(vars::entry(vars::kParentPid, "0"));
   env.insert(env.end(), settings.begin(), settings.end());
   return env;
 }
@@ -159,7 +162,7 @@ std::vector<std::string> child_environment(const std::string& library, const Out
 // empty read means the program is running.
 [[noreturn]] void exec_child(const std::vector<std::string>& command, std::vector<std::string> env,
                              int report_fd) {
-  env.push_back("GPUSCOPE_ROOT_PID=" + std::to_string(getpid()));
+  env.push_back(vars::entry(vars::kRootPid, std::to_string(getpid())));
   std::vector<char*> argv, envp;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "commands.h"
+#include "environment.h"
 
 namespace gpuscope::cli {
 
@@ -12,9 +13,9 @@ namespace gpuscope::cli {
 // unpacked bundle alike; never a path baked in at build time.
 std::string locate_capture_library(std::string* error) {
   namespace fs = std::filesystem;
-  if (const char* override_path = std::getenv("GPUSCOPE_LIBRARY")) {
+  if (const char* override_path = std::getenv(protocol::env::kLibrary)) {
     if (fs::is_regular_file(override_path)) return fs::absolute(override_path).string();
-    *error = std::string("GPUSCOPE_LIBRARY=") + override_path + " is not a file";
+    *error = protocol::env::entry(protocol::env::kLibrary, override_path) + " is not a file";
     return {};
   }
   std::error_code ec;

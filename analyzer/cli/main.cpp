@@ -3,9 +3,13 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "capture_range.h"
 #include "commands.h"
 #include "container.h"
+#include "control_protocol.h"
+#include "environment.h"
 #include "gpuscope_version.h"
+#include "settings.h"
 
 namespace {
 
@@ -14,6 +18,26 @@ void setup_logging() {
   logger->set_pattern("gpuscope: %^%l%$: %v");
   spdlog::set_default_logger(logger);
 }
+
+// An option whose value the library reads in the same grammar
+// (protocol/capture_range.h); given on the command line, it is not empty.
+CLI::Validator grammar_check(bool (*accepts)(std::string_view), std::string_view grammar, const char* name) {
+  return CLI::Validator(
+      [accepts, expected = "expected " + std::string(grammar)](const std::string& v) {
+        return !v.empty() && accepts(v) ? std::string() : expected;
+      },
+      name);
+}
+
+// The bounds the library reads `variable` with (protocol/settings.h), for
+// the option that sets it.
+CLI::Range library_range(const char* variable) {
+  const gpuscope::protocol::Setting& s = *gpuscope::protocol::find_setting(variable);
+  return CLI::Range(s.min, s.max);
+}
+
+// Seconds, up to the longest window the library takes (a year).
+constexpr double kMaxWindowS = gpuscope::protocol::kMaxWindowMs / 1000.0;
 
 std::string version_text() {
   return fmt::format("gpuscope {} (trace format {}.{})", GPUSCOPE_VERSION_STRING,
@@ -40,34 +64,23 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", run_options.quiet, "Print nothing after the program ends");
   run->add_flag("--no-stacks", run_options.no_stacks, "Do not record call stacks of hooked calls");
   run->add_option("--stack-depth", run_options.stack_depth, "Frames per call stack (default 32)")
-      ->check(CLI::Range(1, 64));
+      ->check(library_range(gpuscope::protocol::env::kStackDepth));
   run->add_option("--cpu-sample-ms", run_options.cpu_sample_ms, "CPU-time sampling period, 0 = off (default 10)")
-      ->check(CLI::Range(0, 60000));
+      ->check(library_range(gpuscope::protocol::env::kCpuSampleMs));
   run->add_option("--nvml-hz", run_options.nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
-      ->check(CLI::Range(0, 1000));
-  run->add_option("--delay", run_options.delay_s, "Record nothing for the first SECONDS")->check(CLI::Range(0.0, 31e6));
+      ->check(library_range(gpuscope::protocol::env::kNvmlHz));
+  run->add_option("--delay", run_options.delay_s, "Record nothing for the first SECONDS")
+      ->check(CLI::Range(0.0, kMaxWindowS));
   run->add_option("--duration", run_options.duration_s, "Record for SECONDS, then finalize the trace")
-      ->check(CLI::Range(0.001, 31e6));
+      ->check(CLI::Range(0.001, kMaxWindowS));
   run->add_option("--capture-range", run_options.capture_range,
                   "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
                   "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            const bool nvtx = v.starts_with("nvtx:") && v.size() > 5 && v[5] != '@';
-            return v == "cudaProfilerApi" || nvtx ? std::string()
-                                                  : "expected cudaProfilerApi, nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN";
-          },
-          "RANGE"));
+      ->check(grammar_check(gpuscope::protocol::is_capture_range, gpuscope::protocol::kCaptureRangeGrammar, "RANGE"));
   run->add_option("--capture-range-end", run_options.capture_range_end,
                   "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            const bool ok = v == "stop" || v == "repeat" ||
-                            (v.starts_with("repeat:") && v.size() > 7 &&
-                             v.find_first_not_of("0123456789", 7) == std::string::npos && v != "repeat:0");
-            return ok ? std::string() : "expected stop, repeat or repeat:N (N >= 1)";
-          },
-          "stop|repeat|repeat:N"));
+      ->check(grammar_check(gpuscope::protocol::is_range_end, gpuscope::protocol::kRangeEndGrammar,
+                            "stop|repeat|repeat:N"));
   run->add_flag("--standby", run_options.standby,
                 "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
   run->add_option("command", run_options.command, "Program and its arguments")->required();
@@ -79,7 +92,7 @@ int main(int argc, char** argv) {
   attach->add_option("pid", attach_options.pid, "Process to attach to")->check(CLI::PositiveNumber);
   attach->add_option("--duration", attach_options.duration_s,
                      "Record for SECONDS, then finalize the trace (default: until gpuscope detach)")
-      ->check(CLI::Range(0.001, 31e6));
+      ->check(CLI::Range(0.001, gpuscope::control::kMaxDurationMs / 1000.0));
   attach->add_option("-o,--output", attach_options.output,
                      "Trace file, or directory for it (default: the current directory, named like run's traces)");
   attach->add_flag("--list", attach_options.list, "List this user's processes in standby and their state");

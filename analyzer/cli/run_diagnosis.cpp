@@ -16,6 +16,9 @@
 
 #include <fmt/format.h>
 
+#include "environment.h"
+#include "settings.h"
+
 namespace gpuscope::cli {
 namespace {
 
@@ -200,8 +203,12 @@ std::string no_trace_cause(const std::string& command, int wait_status) {
     return what + " is statically linked (no program interpreter): LD_PRELOAD cannot reach it";
   if (e.kind == Executable::Kind::Elf && !e.native)
     return what + " is built for another architecture or word size: the loader cannot preload libgpuscope.so into it";
-  if (const char* off = std::getenv("GPUSCOPE_DISABLE"); off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0)
-    return fmt::format("GPUSCOPE_DISABLE={} is set in the environment: the library stays inert", off);
+  // Read as the library reads it (protocol/settings.h): "no" or a typo leaves it on.
+  bool disabled = false;
+  if (const char* off = std::getenv(protocol::env::kDisable); off != nullptr && protocol::parse_flag(off, &disabled) &&
+      disabled)
+    return fmt::format("{} is set in the environment: the library stays inert",
+                       protocol::env::entry(protocol::env::kDisable, off));
   const std::string linked = e.dynamic ? fmt::format(" (dynamically linked, interpreter {})", e.interpreter) : "";
   if (WIFSIGNALED(wait_status))
     return fmt::format("{}{} was killed by {} before its trace was created", what, linked,

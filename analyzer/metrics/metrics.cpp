@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "environment.h"
+
 namespace gpuscope::analyzer {
 namespace {
 
@@ -234,12 +236,14 @@ std::string stack_capture_note(const reader::TraceSummary& s) {
   if (!s.stack_capture) {  // a trace from before format 1.3
     if (!s.stacks.empty()) return "";
     for (const auto& [key, value] : s.process ? s.process->environment : decltype(s.process->environment){})
-      if (key == "GPUSCOPE_STACKS" && value == "0") return "off (GPUSCOPE_STACKS=0): findings have no call sites";
+      if (key == protocol::env::kStacks && value == "0")
+        return fmt::format("off ({}=0): findings have no call sites", protocol::env::kStacks);
     return "none in this trace, which does not record whether they were on (format 1.3 does)";
   }
   const capture::StackCaptureData& c = *s.stack_capture;
   switch (static_cast<fb::StackCaptureState>(c.state)) {
-    case fb::StackCaptureState::Off: return "off (--no-stacks or GPUSCOPE_STACKS=0): findings have no call sites";
+    case fb::StackCaptureState::Off:
+      return fmt::format("off (--no-stacks or {}=0): findings have no call sites", protocol::env::kStacks);
     case fb::StackCaptureState::Unavailable: return "unavailable: " + c.reason;
     case fb::StackCaptureState::Active: break;
     default: return fmt::format("unknown capture state {}", c.state);

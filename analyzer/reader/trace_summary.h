@@ -12,32 +12,15 @@
 #include <utility>
 #include <vector>
 
+#include "process_metadata.h"
 #include "side_tables.h"
 #include "trace_reader.h"
 
 namespace gpuscope::reader {
 
-struct ProcessInfo {
-  int pid = 0;
-  int ppid = 0;
-  uint32_t uid = 0;
-  std::string exe;
-  std::vector<std::string> argv;
-  uint64_t start_monotonic_ns = 0;
-  uint64_t start_realtime_ns = 0;
-  std::string hostname;
-  std::string kernel_release;
-  std::vector<uint16_t> cpu_affinity;
-  uint32_t online_cpus = 0;
-  std::vector<std::pair<std::string, std::string>> environment;
-  std::string gpuscope_version;
-  std::string boot_id;
-  std::string run_id;
-  // Process trees (format 1.1; a 1.0 trace reads as "not known").
-  int trace_parent_pid = 0;  // nearest traced ancestor; 0 none; == pid: exec'd image
-  int rank = -1, local_rank = -1, world_size = -1;
-  std::string rank_source;
-};
+// The process a trace came from: the struct the library wrote it from
+// (protocol/process_metadata.h).
+using ProcessInfo = protocol::ProcessMetadata;
 
 struct EndInfo {
   fb::EndKind kind = fb::EndKind::Unknown;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -11,6 +10,8 @@
 
 #include "chunk_builder.h"
 #include "clock.h"
+#include "environment.h"
+#include "settings.h"
 #include "recorder.h"
 #include "session.h"
 
@@ -74,17 +75,17 @@ void close_window(Windows& w) {
 // driver is the same stop: only the outermost one closes the window.
 thread_local uint32_t t_stop_depth __attribute__((tls_model("initial-exec"))) = 0;
 
+namespace env = protocol::env;
+
 bool parse_ms(const char* name, uint64_t* out_ns, std::string* error) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return true;
-  const std::string_view s(v);
-  uint64_t ms = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), ms);
-  if (ec != std::errc() || end != s.data() + s.size() || ms > kMaxWindowMs) {
+  int64_t ms = 0;
+  if (!protocol::parse_number(v, 0, protocol::kMaxWindowMs, &ms)) {
     *error = std::string(name) + "=" + v + ": expected milliseconds";
     return false;
   }
-  *out_ns = ms * 1'000'000;
+  *out_ns = static_cast<uint64_t>(ms) * 1'000'000;
   return true;
 }
 
@@ -92,14 +93,7 @@ bool parse_ms(const char* name, uint64_t* out_ns, std::string* error) {
 // What opens a window, as the trace names it (a CaptureArmed marker): the
 // analyzer's answer when none ever opened.
 std::string describe_trigger(const WindowConfig& c) {
-  std::string out;
-  switch (c.range) {
-    case WindowConfig::Range::ProfilerApi: out = "cudaProfilerApi"; break;
-    case WindowConfig::Range::Nvtx:
-      out = "nvtx:" + c.nvtx_message + (c.nvtx_domain.empty() ? "" : "@" + c.nvtx_domain);
-      break;
-    case WindowConfig::Range::None: break;
-  }
+  const std::string out = protocol::capture_range_text(c);
   char delay[48] = "";
   if (c.delay_ns != 0) std::snprintf(delay, sizeof delay, "%sdelay %.3f s", out.empty() ? "" : ", ", c.delay_ns / 1e9);
   return out + delay;
@@ -155,17 +149,17 @@ class WindowSource final : public TraceSource {
 
 bool read_window_config(WindowConfig* out, std::string* error) {
   WindowConfig c;
-  if (!parse_ms("GPUSCOPE_DELAY_MS", &c.delay_ns, error) || !parse_ms("GPUSCOPE_DURATION_MS", &c.duration_ns, error))
+  if (!parse_ms(env::kDelayMs, &c.delay_ns, error) || !parse_ms(env::kDurationMs, &c.duration_ns, error)) return false;
+  const auto refuse = [error](const char* name, const char* value, std::string_view grammar) {
+    *error = std::string(name) + "=" + value + ": expected " + std::string(grammar);
     return false;
-  if (const char* range = std::getenv("GPUSCOPE_CAPTURE_RANGE"); range != nullptr && !parse_capture_range(range, &c)) {
-    *error = std::string("GPUSCOPE_CAPTURE_RANGE=") + range + ": expected cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]";
-    return false;
-  }
-  const char* end = std::getenv("GPUSCOPE_CAPTURE_RANGE_END");
-  if (!parse_range_end(end != nullptr ? end : "", &c.max_windows)) {
-    *error = std::string("GPUSCOPE_CAPTURE_RANGE_END=") + end + ": expected stop, repeat or repeat:N";
-    return false;
-  }
+  };
+  const char* range = std::getenv(env::kCaptureRange);
+  if (range != nullptr && !protocol::parse_capture_range(range, &c))
+    return refuse(env::kCaptureRange, range, protocol::kCaptureRangeGrammar);
+  const char* end = std::getenv(env::kCaptureRangeEnd);
+  if (!protocol::parse_range_end(end != nullptr ? end : "", &c.max_windows))
+    return refuse(env::kCaptureRangeEnd, end, protocol::kRangeEndGrammar);
   *out = c;
   return true;
 }
@@ -221,37 +215,6 @@ void close_range_window() noexcept {
 const WindowConfig* nvtx_capture_range() noexcept {
   Windows& w = windows();
   return w.nvtx_range.load(std::memory_order_acquire) ? &w.config : nullptr;
-}
-
-bool parse_nvtx_range(std::string_view spec, std::string* message, std::string* domain) {
-  const size_t at = spec.rfind('@');
-  *message = std::string(spec.substr(0, at));
-  *domain = at == std::string_view::npos ? std::string() : std::string(spec.substr(at + 1));
-  return !message->empty();
-}
-
-bool parse_capture_range(std::string_view value, WindowConfig* out) {
-  if (value.empty()) out->range = WindowConfig::Range::None;
-  else if (value == "cudaProfilerApi") out->range = WindowConfig::Range::ProfilerApi;
-  else if (value.starts_with("nvtx:") && parse_nvtx_range(value.substr(5), &out->nvtx_message, &out->nvtx_domain))
-    out->range = WindowConfig::Range::Nvtx;
-  else return false;
-  return true;
-}
-
-bool parse_range_end(std::string_view v, uint32_t* max_windows) {
-  if (v.empty() || v == "stop") {
-    *max_windows = 1;
-    return true;
-  }
-  if (v == "repeat") {
-    *max_windows = 0;
-    return true;
-  }
-  if (!v.starts_with("repeat:")) return false;
-  v.remove_prefix(7);
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), *max_windows);
-  return ec == std::errc() && end == v.data() + v.size() && *max_windows > 0;
 }
 
 std::unique_ptr<TraceSource> make_window_source() { return std::make_unique<WindowSource>(); }

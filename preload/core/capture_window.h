@@ -20,26 +20,26 @@
 #include <string>
 #include <string_view>
 
+#include "capture_range.h"
 #include "trace_source.h"
 
 namespace gpuscope::capture {
 
-struct WindowConfig {
-  enum class Range : uint8_t { None, ProfilerApi, Nvtx };
+// The capture range (what opens a window: protocol/capture_range.h) and
+// the timing around it.
+struct WindowConfig : protocol::CaptureRange {
   uint64_t delay_ns = 0;     // nothing opens before this, from capture start
   uint64_t duration_ns = 0;  // each window's length; 0: until the range ends or the process does
-  Range range = Range::None;
   uint32_t max_windows = 1;  // 0: repeat without limit
-  std::string nvtx_message;  // Range::Nvtx: the range's message, exactly
-  std::string nvtx_domain;   // and its domain; empty: the default domain
 
   bool active() const { return delay_ns != 0 || duration_ns != 0 || range != Range::None; }
 };
 
 // GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE
 // (cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]) and GPUSCOPE_CAPTURE_RANGE_END (stop | repeat |
-// repeat:N). False, with a sentence in *error, for a value it cannot honour
-// (capture then proceeds unwindowed rather than guessing).
+// repeat:N), in the grammar of protocol/capture_range.h. False, with a
+// sentence in *error, for a value it cannot honour (capture then proceeds
+// unwindowed rather than guessing).
 bool read_window_config(WindowConfig* out, std::string* error);
 
 // Before the session starts. True when it must start paused.
@@ -64,20 +64,6 @@ void close_range_window() noexcept;
 // The NVTX capture range, or null when the range is not NVTX. Set before
 // capture starts and never changed after, so the NVTX hooks read it freely.
 const WindowConfig* nvtx_capture_range() noexcept;
-
-// Splits "MESSAGE[@DOMAIN]" (the part after "nvtx:"), at the last '@'.
-// False for an empty message.
-bool parse_nvtx_range(std::string_view spec, std::string* message, std::string* domain);
-
-// GPUSCOPE_CAPTURE_RANGE's value ("" = none) into `out`'s range fields;
-// false for anything but cudaProfilerApi or nvtx:MESSAGE[@DOMAIN].
-bool parse_capture_range(std::string_view value, WindowConfig* out);
-
-// GPUSCOPE_CAPTURE_RANGE_END's value ("" = stop): the windows allowed.
-bool parse_range_end(std::string_view value, uint32_t* max_windows);
-
-// The longest GPUSCOPE_DELAY_MS and GPUSCOPE_DURATION_MS: a year.
-inline constexpr uint64_t kMaxWindowMs = 365ull * 86'400'000;
 
 // The writer-side source: opens and closes time windows, writes closed
 // windows as markers, and asks for the capture to end after the last one.

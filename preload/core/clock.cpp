@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string>
 
+#include "environment.h"
+
 namespace gpuscope::capture {
 
 namespace detail {
@@ -13,8 +15,8 @@ std::atomic<bool> g_timestamps_in_ticks{false};
 
 bool tsc_timestamps_usable() {
 #if defined(__x86_64__)
-  const char* choice = std::getenv("GPUSCOPE_CLOCK");
-  if (choice != nullptr && std::strcmp(choice, "monotonic") == 0) return false;
+  const char* choice = std::getenv(protocol::env::kClock);
+  if (choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0) return false;
   std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   std::string source;
   in >> source;

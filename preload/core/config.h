@@ -1,7 +1,9 @@
 // Capture settings, read once from the environment at start-up.
 //
-// Variables (docs/trace-format.md lists them too):
+// Variables (named in protocol/environment.h, what each accepts in
+// protocol/settings.h, docs/trace-format.md describes them):
 //   GPUSCOPE_OUTPUT          directory, file, or pattern with %p %h %n %t %r %%
+//                            (protocol/output_names.h)
 //   GPUSCOPE_ROOT_PID        pid of the process `gpuscope run` started; other
 //                            processes of the run derive their own file name
 //   GPUSCOPE_PARENT_PID      pid of the nearest traced ancestor (recorded, then
@@ -29,7 +31,7 @@
 //   GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE,
 //   GPUSCOPE_CAPTURE_RANGE_END   capture windows (capture_window.h)
 //   GPUSCOPE_CUPTI_PATH      the libcupti to load at injection
-// One table in config.cpp lists them with what each accepts: a value that
+// One table (protocol/settings.h) lists them with what each accepts: a value that
 // cannot be used, and a GPUSCOPE_* name that is none of them (a typo), each
 // get one line in CaptureConfig::problems, which the library prints.
 // Under secure execution (setuid, file capabilities) none of them is read.
@@ -37,7 +39,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace gpuscope::capture {
@@ -73,40 +74,5 @@ struct CaptureConfig {
 
 // Reads the GPUSCOPE_* variables (none under AT_SECURE).
 CaptureConfig read_capture_config();
-
-// The usual boolean spellings, any case: 1/yes/true/on, 0/no/false/off.
-bool parse_flag(std::string_view text, bool* out);
-
-// What the name pattern expands to; exposed for tests.
-struct NameFields {
-  int pid = 0;
-  std::string host;
-  std::string exe;
-  uint64_t start_realtime_ns = 0;
-  int rank = -1;  // %r; -1 when the launcher set no rank variable
-};
-
-// Turns GPUSCOPE_OUTPUT into the file path for this process:
-//  - empty: ./gpuscope-%n-%p.gpuscope (gpuscope-%n-rank%r-%p.gpuscope for a
-//    process with a rank)
-//  - an existing directory, or ending in '/': DIR/ and the same name
-//  - containing '%': the pattern expanded (%r: the rank, "norank" without one)
-//  - otherwise the file itself.
-// A process other than the run's root (root_pid set and not ours) whose name
-// has no %p writes NAME-<pid>.EXT instead, so a run's processes never collide.
-// A name with %r is already unique per rank: a ranked process keeps it, unless
-// a file is there already (a helper of the same rank), then it adds -<pid>.
-std::string resolve_output_path(const std::string& output, int root_pid, const NameFields& fields);
-
-// For an image that replaced a traced image of the same process by exec
-// (`env env true`, pyenv's shims): `path` as resolve_output_path gave it if
-// it is free, else NAME-exec2.EXT, NAME-exec3.EXT, ...: the first free one,
-// so the k-th image of a process that would write NAME.EXT writes
-// NAME-exec<k>.EXT. Only a regular file of this user counts as an earlier
-// image's; anything else at a candidate is returned as it is, for the
-// creation to refuse with the usual message.
-std::string exec_successor_path(const std::string& path);
-
-std::string expand_name_pattern(const std::string& pattern, const NameFields& fields);
 
 }  // namespace gpuscope::capture

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "clock.h"
+#include "environment.h"
 #include "gpuscope_version.h"
 
 extern char** environ;
@@ -116,7 +117,7 @@ bool is_recorded_environment_variable(std::string_view name) {
       "SLURM_LOCALID", "SLURM_NTASKS"};
   for (std::string_view e : kExact)
     if (name == e) return true;
-  return name.starts_with("GPUSCOPE_");
+  return name.starts_with(protocol::env::kPrefix);
 }
 
 std::string executable_name() {
@@ -146,8 +147,8 @@ ProcessMetadata collect_process_metadata() {
   m.online_cpus = online > 0 ? static_cast<uint32_t>(online) : 0;
   m.environment = recorded_environment();
   for (const auto& [key, value] : m.environment) {
-    if (key == "GPUSCOPE_RUN_ID") m.run_id = value;
-    if (key == "GPUSCOPE_PARENT_PID") m.trace_parent_pid = std::max(0, std::atoi(value.c_str()));
+    if (key == protocol::env::kRunId) m.run_id = value;
+    if (key == protocol::env::kParentPid) m.trace_parent_pid = std::max(0, std::atoi(value.c_str()));
   }
   const RankInfo rank = rank_from_environment([](const char* name) -> const char* { return std::getenv(name); });
   m.rank = rank.rank;

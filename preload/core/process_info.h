@@ -4,34 +4,14 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
+#include <string_view>
+
+#include "process_metadata.h"
 
 namespace gpuscope::capture {
 
-struct ProcessMetadata {
-  int pid = 0;
-  int ppid = 0;
-  uint32_t uid = 0;
-  std::string exe;
-  std::vector<std::string> argv;
-  uint64_t start_monotonic_ns = 0;
-  uint64_t start_realtime_ns = 0;
-  std::string hostname;
-  std::string kernel_release;
-  std::string boot_id;
-  std::string run_id;
-  std::vector<uint16_t> cpu_affinity;
-  uint32_t online_cpus = 0;
-  std::vector<std::pair<std::string, std::string>> environment;
-  std::string gpuscope_version;
-  // Process trees (docs/trace-format.md, "Processes"):
-  int trace_parent_pid = 0;  // GPUSCOPE_PARENT_PID as inherited; 0 none
-  int rank = -1;             // -1: no rank variable set
-  int local_rank = -1;
-  int world_size = -1;
-  std::string rank_source;   // the variable the rank came from
-};
+// The struct both ends of a trace share (protocol/process_metadata.h).
+using protocol::ProcessMetadata;
 
 // Where a multi-worker launcher puts the rank: torchrun (RANK, LOCAL_RANK,
 // WORLD_SIZE), Open MPI, MPICH/Hydra (PMI_*), PMIx, MVAPICH, Slurm. The first

@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "capture_range.h"
+#include "environment.h"
+#include "settings.h"
 #include "e2e_support.h"
 
 namespace gpuscope::test {
@@ -303,6 +306,48 @@ TEST_F(NvtxCaptureRange, MalformedNvtxRangeIsRefused) {
     const auto r = run({gpuscope_exe(), "run", "--capture-range", bad, "--", bin("nvtx_phases")}, clean_env());
     EXPECT_EQ(r.exit_code(), 2) << bad;
     EXPECT_NE(r.err.find("nvtx:MESSAGE"), std::string::npos) << r.err;
+  }
+}
+
+// `gpuscope run` takes exactly the capture ranges and end policies the
+// library reads (protocol/capture_range.h): a value the CLI passes is never
+// one the library ignores, nor the reverse. A taken value gets as far as
+// starting the (missing) program: 127; a refused one is a usage error: 2.
+TEST(CaptureRangeGrammar, TheCliTakesWhatTheLibraryReads) {
+  const std::string missing = "/nonexistent/gpuscope-no-such-program";
+  const auto exit_code = [&](const char* option, const std::string& value) {
+    return run({gpuscope_exe(), "run", "-q", option, value, "--", missing}, clean_env()).exit_code();
+  };
+  for (const std::string value : {"cudaProfilerApi", "nvtx:step", "nvtx:step@train", "nvtx:a@b@c", "nvtx:@a@b",
+                                  "nvtx:a@", "nvtx:", "nvtx:@io", "nvtx", "cudaprofilerapi", "nvtx:step "})
+    EXPECT_EQ(exit_code("--capture-range", value), protocol::is_capture_range(value) ? 127 : 2) << value;
+  for (const std::string value : {"stop", "repeat", "repeat:1", "repeat:12", "repeat:0", "repeat:00", "repeat:",
+                                  "repeat:99999999999", "repeat:-1", "repeat:x", "Stop"})
+    EXPECT_EQ(exit_code("--capture-range-end", value), protocol::is_range_end(value) ? 127 : 2) << value;
+}
+
+// The numeric options take what the library takes (protocol/settings.h):
+// each bound, and nothing past it.
+TEST(CaptureRangeGrammar, TheCliBoundsAreTheLibrarys) {
+  const std::string missing = "/nonexistent/gpuscope-no-such-program";
+  const auto exit_code = [&](const char* option, const std::string& value) {
+    return run({gpuscope_exe(), "run", "-q", option, value, "--", missing}, clean_env()).exit_code();
+  };
+  const std::map<std::string, const char*> options = {
+      {"--stack-depth", protocol::env::kStackDepth},
+      {"--cpu-sample-ms", protocol::env::kCpuSampleMs},
+      {"--nvml-hz", protocol::env::kNvmlHz}};
+  for (const auto& [option, variable] : options) {
+    const protocol::Setting& s = *protocol::find_setting(variable);
+    EXPECT_EQ(exit_code(option.c_str(), std::to_string(s.min)), 127) << option;
+    EXPECT_EQ(exit_code(option.c_str(), std::to_string(s.max)), 127) << option;
+    EXPECT_EQ(exit_code(option.c_str(), std::to_string(s.min - 1)), 2) << option;
+    EXPECT_EQ(exit_code(option.c_str(), std::to_string(s.max + 1)), 2) << option;
+  }
+  const std::string longest_s = std::to_string(protocol::kMaxWindowMs / 1000);  // a year
+  for (const char* option : {"--delay", "--duration"}) {
+    EXPECT_EQ(exit_code(option, longest_s), 127) << option;
+    EXPECT_EQ(exit_code(option, longest_s + "1"), 2) << option;
   }
 }
 

@@ -100,6 +100,33 @@ TEST(RunDiagnosis, ASecureExecutionProgram) {
   EXPECT_NE(r.err.find(program + " runs with secure execution (set-user-ID uid 65534)"), std::string::npos) << r.err;
 }
 
+// GPUSCOPE_DISABLE is read as the library reads it (protocol/settings.h):
+// when the library did not start for another reason (here the preloaded
+// file is no library at all), "no" or a value the library ignores is not
+// blamed for it; "1" is.
+TEST(RunDiagnosis, GpuscopeDisableIsReadAsTheLibraryReadsIt) {
+  TempDir dir;
+  const std::string not_a_library = dir.file("libgpuscope.so");
+  std::ofstream(not_a_library) << "not an ELF file\n";
+  const auto run_with = [&](const std::string& disable) {
+    const std::vector<std::string> env = environment_with(
+        {"GPUSCOPE_LIBRARY=" + not_a_library, "GPUSCOPE_DISABLE=" + disable},
+        {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID", "GPUSCOPE_PARENT_PID"});
+    return gpuscope_run(dir.file("out"), {bin("behave"), "exit:5"}, env);
+  };
+  for (const std::string off : {"no", "off", "maybe"}) {
+    const auto r = run_with(off);
+    EXPECT_EQ(r.exit_code(), 5);
+    EXPECT_EQ(r.err.find("the library stays inert"), std::string::npos) << off << ": " << r.err;
+    EXPECT_NE(r.err.find("ended without creating one: the library did not start in it"), std::string::npos)
+        << off << ": " << r.err;
+  }
+  const auto on = run_with("1");
+  EXPECT_EQ(on.exit_code(), 5);
+  EXPECT_NE(on.err.find("GPUSCOPE_DISABLE=1 is set in the environment: the library stays inert"), std::string::npos)
+      << on.err;
+}
+
 // The library's own line, relayed: an output directory it cannot write to.
 TEST(RunDiagnosis, ThePermissionErrorTheLibraryMet) {
   const auto r = gpuscope_run("/proc/1", {bin("behave"), "out:hi", "exit:4"});

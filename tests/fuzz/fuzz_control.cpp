@@ -1,5 +1,5 @@
 // Fuzz target: arbitrary bytes as a control message
-// (preload/control/control_protocol.h), as a request and as a reply.
+// (protocol/control_protocol.h), as a request and as a reply.
 // Nothing may crash or read out of bounds, and whatever parses must encode
 // back to the very same bytes (so the process never acts on a message that
 // means something other than what was sent). Run under libFuzzer

@@ -2,64 +2,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <string_view>
 #include <vector>
 
 #include "config.h"
 #include "process_info.h"
-#include "../support/temp_dir.h"
 
 namespace gpuscope::capture {
 namespace {
-
-NameFields fields() { return {4242, "node7", "serve", 1'764'442'560'000'000'000ull}; }
-
-TEST(OutputPath, DefaultIsExeAndPidInWorkingDirectory) {
-  EXPECT_EQ(resolve_output_path("", 0, fields()), "gpuscope-serve-4242.gpuscope");
-}
-
-TEST(OutputPath, DirectoryGetsDefaultName) {
-  test::TempDir dir;
-  EXPECT_EQ(resolve_output_path(dir.path(), 0, fields()), dir.path() + "/gpuscope-serve-4242.gpuscope");
-  EXPECT_EQ(resolve_output_path("/not/yet/made/", 0, fields()), "/not/yet/made/gpuscope-serve-4242.gpuscope");
-}
-
-TEST(OutputPath, PatternExpandsEveryField) {
-  EXPECT_EQ(resolve_output_path("/t/%n.%h.%p.%t.%%.%x", 0, fields()),
-            "/t/serve.node7.4242.20251129T185600Z.%.%x");
-}
-
-TEST(OutputPath, PlainFileBelongsToTheRootProcessOnly) {
-  EXPECT_EQ(resolve_output_path("/t/run.gpuscope", 4242, fields()), "/t/run.gpuscope");
-  EXPECT_EQ(resolve_output_path("/t/run.gpuscope", 1, fields()), "/t/run-4242.gpuscope");
-  EXPECT_EQ(resolve_output_path("/t.d/run", 1, fields()), "/t.d/run-4242");
-  EXPECT_EQ(resolve_output_path("/t/%n.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
-  EXPECT_EQ(resolve_output_path("/t/%n-%p.gpuscope", 1, fields()), "/t/serve-4242.gpuscope");
-}
-
-NameFields ranked(int rank) {
-  NameFields f = fields();
-  f.rank = rank;
-  return f;
-}
-
-TEST(OutputPath, RankedProcessesGetTheRankInTheDefaultName) {
-  EXPECT_EQ(resolve_output_path("/d/", 1, ranked(3)), "/d/gpuscope-serve-rank3-4242.gpuscope");
-  EXPECT_EQ(resolve_output_path("/t/%n-r%r-%p.gpuscope", 1, ranked(0)), "/t/serve-r0-4242.gpuscope");
-  EXPECT_EQ(resolve_output_path("/t/%n-r%r-%p.gpuscope", 1, fields()), "/t/serve-rnorank-4242.gpuscope");
-}
-
-TEST(OutputPath, ARankNameBelongsToTheFirstProcessOfThatRank) {
-  test::TempDir dir;
-  const std::string pattern = dir.path() + "/rank%r.gpuscope";
-  EXPECT_EQ(resolve_output_path(pattern, 1, ranked(2)), dir.path() + "/rank2.gpuscope");
-  std::ofstream(dir.path() + "/rank2.gpuscope") << "the worker's";
-  EXPECT_EQ(resolve_output_path(pattern, 1, ranked(2)), dir.path() + "/rank2-4242.gpuscope");
-  // Without a rank the name is shared like any name without %p.
-  EXPECT_EQ(resolve_output_path(pattern, 1, fields()), dir.path() + "/ranknorank-4242.gpuscope");
-}
 
 TEST(Rank, FromTheLaunchersVariablesInOrder) {
   static std::map<std::string, std::string> env;
@@ -83,21 +34,6 @@ TEST(Rank, FromTheLaunchersVariablesInOrder) {
   EXPECT_EQ(r.rank, 5);
   EXPECT_EQ(r.world_size, 6);
   EXPECT_EQ(r.source, "PMI_RANK");
-}
-
-TEST(OutputPath, ExecSuccessorsNumberTheImagesOfAName) {
-  test::TempDir dir;
-  const std::string name = dir.file("run.gpuscope");
-  EXPECT_EQ(exec_successor_path(name), name);  // free: the natural name
-  std::ofstream(name) << "image 1";
-  EXPECT_EQ(exec_successor_path(name), dir.file("run-exec2.gpuscope"));
-  std::ofstream(dir.file("run-exec2.gpuscope")) << "image 2";
-  EXPECT_EQ(exec_successor_path(name), dir.file("run-exec3.gpuscope"));
-  std::ofstream(dir.file("trace")) << "image 1";
-  EXPECT_EQ(exec_successor_path(dir.file("trace")), dir.file("trace-exec2"));
-  // Not an earlier image's trace: returned for the creation to refuse.
-  ASSERT_EQ(symlink("/etc/passwd", dir.file("run-exec3.gpuscope").c_str()), 0);
-  EXPECT_EQ(exec_successor_path(name), dir.file("run-exec3.gpuscope"));
 }
 
 // Each test starts from an environment without GPUSCOPE_* variables (the

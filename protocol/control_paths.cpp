@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "environment.h"
+
 namespace gpuscope::control {
 namespace {
 
@@ -24,7 +26,7 @@ std::string tmp_dir() { return "/tmp/gpuscope-" + std::to_string(geteuid()); }
 std::string control_dir() { return candidate_dirs().front(); }
 
 std::vector<std::string> candidate_dirs() {
-  if (std::string dir = from_env("GPUSCOPE_CONTROL_DIR"); !dir.empty()) return {dir};
+  if (std::string dir = from_env(protocol::env::kControlDir); !dir.empty()) return {dir};
   std::vector<std::string> dirs;
   if (std::string xdg = from_env("XDG_RUNTIME_DIR"); !xdg.empty()) dirs.push_back(xdg + "/gpuscope");
   dirs.push_back(tmp_dir());

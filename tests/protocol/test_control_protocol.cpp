@@ -1,4 +1,4 @@
-// The control protocol parser (preload/control/control_protocol.h): what a
+// The control protocol parser (protocol/control_protocol.h): what a
 // peer may send a process in standby, and everything it must reject.
 #include <gtest/gtest.h>
 
