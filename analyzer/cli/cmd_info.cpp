@@ -3,9 +3,11 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "messages.h"
 #include "metrics.h"
 #include "trace_summary.h"
 
@@ -201,7 +203,7 @@ int info_command(const std::string& path) {
   reader::TraceReader r;
   std::string error;
   if (!r.open_file(path, &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
+    print_error("{}", error);
     return 2;
   }
   const reader::TraceSummary s = reader::summarize(r);
@@ -220,10 +222,16 @@ int info_command(const std::string& path) {
   if (!r.has_corruption()) return 0;
   for (const auto& p : s.problems)
     if (p.kind == reader::ProblemKind::CorruptFrame) {
-      fmt::print(stderr, "gpuscope: {}: {}\n", path, reader::describe(p));
+      print_error("{}: {}", path, reader::describe(p));
       break;
     }
   return 2;
 }
 
+Subcommand add_info_command(CLI::App& app) {
+  auto trace = std::make_shared<std::string>();
+  CLI::App* info = app.add_subcommand("info", "Show what a trace holds and whether it is whole");
+  info->add_option("trace", *trace, "Trace file")->required();  // the reader says what is wrong with it
+  return {info, [trace] { return info_command(*trace); }};
+}
 }  // namespace gpuscope::cli

@@ -16,10 +16,11 @@
 #include <optional>
 #include <random>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "messages.h"
 #include "output_paths.h"
 #include "run_diagnosis.h"
 #include "trace_summary.h"
@@ -317,11 +318,11 @@ void report_trace(const std::string& path) {
 
 int run_command(const RunOptions& o) {
   if (o.command.empty()) {
-    spdlog::error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
+    print_error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
     return 2;
   }
   if (o.standby && (o.delay_s > 0 || o.duration_s > 0 || !o.capture_range.empty())) {
-    spdlog::error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
+    print_error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
                   "and --capture-range (attach has its own --duration)");
     return 2;
   }
@@ -329,7 +330,7 @@ int run_command(const RunOptions& o) {
   const std::string library = locate_capture_library(&error);
   OutputPlan plan;
   if (library.empty() || !plan_output(o, &plan, &error)) {
-    spdlog::error("{}", error);
+    print_error("{}", error);
     return 2;
   }
   const std::string run_id = make_run_id();
@@ -339,11 +340,11 @@ int run_command(const RunOptions& o) {
   int exec_errno = 0;
   const pid_t child = start_child(o.command, env, &exec_errno);
   if (child < 0) {
-    spdlog::error("cannot start {}: {}", o.command[0], std::strerror(errno));
+    print_error("cannot start {}: {}", o.command[0], std::strerror(errno));
     return 2;
   }
   if (exec_errno != 0)  // printed even with -q: nothing ran
-    fmt::print(stderr, "gpuscope: cannot run {}: {}\n", o.command[0], exec_failure_cause(o.command[0], exec_errno));
+    print_error("cannot run {}: {}", o.command[0], exec_failure_cause(o.command[0], exec_errno));
   else if (o.standby && !o.quiet)
     fmt::print(stderr, "gpuscope: {} (pid {}) is in standby: `gpuscope attach {} [--duration S]` records a trace\n",
                o.command[0], child, child);
@@ -353,4 +354,59 @@ int run_command(const RunOptions& o) {
   return exit_code_of(wait_status);
 }
 
+namespace {
+
+// --delay, --duration, --capture-range and --capture-range-end: what the
+// library records (preload/core/capture_window.h).
+void add_capture_window_options(CLI::App* run, RunOptions* o) {
+  run->add_option("--delay", o->delay_s, "Record nothing for the first SECONDS")->check(CLI::Range(0.0, 31e6));
+  run->add_option("--duration", o->duration_s, "Record for SECONDS, then finalize the trace")
+      ->check(CLI::Range(0.001, 31e6));
+  run->add_option("--capture-range", o->capture_range,
+                  "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
+                  "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const bool nvtx = v.starts_with("nvtx:") && v.size() > 5 && v[5] != '@';
+            return v == "cudaProfilerApi" || nvtx ? std::string()
+                                                  : "expected cudaProfilerApi, nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN";
+          },
+          "RANGE"));
+  run->add_option("--capture-range-end", o->capture_range_end,
+                  "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            const bool ok = v == "stop" || v == "repeat" ||
+                            (v.starts_with("repeat:") && v.size() > 7 &&
+                             v.find_first_not_of("0123456789", 7) == std::string::npos && v != "repeat:0");
+            return ok ? std::string() : "expected stop, repeat or repeat:N (N >= 1)";
+          },
+          "stop|repeat|repeat:N"));
+}
+
+}  // namespace
+
+Subcommand add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand("run", "Run a program under gpuscope and write its trace");
+  run->add_option("-o,--output", o->output,
+                  "Trace directory (ending in /), file, or file-name pattern (%p pid, %h host, %n program, "
+                  "%t start time, %r rank); missing directories are made (mode 0700); "
+                  "default: the current directory");
+  run->add_flag("--force", o->force,
+                "Replace an existing trace file named by -o (never one a running capture is writing)");
+  run->add_flag("-q,--quiet", o->quiet, "Print nothing after the program ends");
+  run->add_flag("--no-stacks", o->no_stacks, "Do not record call stacks of hooked calls");
+  run->add_option("--stack-depth", o->stack_depth, "Frames per call stack (default 32)")->check(CLI::Range(1, 64));
+  run->add_option("--cpu-sample-ms", o->cpu_sample_ms, "CPU-time sampling period, 0 = off (default 10)")
+      ->check(CLI::Range(0, 60000));
+  run->add_option("--nvml-hz", o->nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
+      ->check(CLI::Range(0, 1000));
+  add_capture_window_options(run, o.get());
+  run->add_flag("--standby", o->standby, "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
+  run->add_option("command", o->command, "Program and its arguments")->required();
+  run->prefix_command();  // everything from the program name on belongs to the program
+  run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");
+  return {run, [o] { return run_command(*o); }};
+}
 }  // namespace gpuscope::cli
