@@ -406,12 +406,6 @@ std::string fill_template(const std::string& title, const std::string& data) {
 
 }  // namespace
 
-bool is_simulated(const reader::TraceSummary& summary) {
-  return std::any_of(summary.devices.begin(), summary.devices.end(), [](const auto& d) {
-    return d.name.find("(simulated)") != std::string::npos || d.name.starts_with("simgpu");
-  });
-}
-
 json html_section(const ReportInput& in, reader::TraceReader& reader) {
   TimelinePass pass(in);
   reader.read([&](const reader::ChunkView& v) { pass.add(v); });
@@ -426,7 +420,7 @@ json html_section(const ReportInput& in, reader::TraceReader& reader) {
               {"host", s.process ? s.process->hostname : ""},
               {"wall_s", in.metrics.wall_s},
               {"devices", devices_json(s)},
-              {"simulated", is_simulated(s)},
+              {"simulated", s.on_simulated_gpu()},
               {"headline", in.analysis.verdict.headline},
               {"analysis", analysis_json(in)},
               {"timeline", pass.timeline_json()},

@@ -45,8 +45,4 @@ std::string html_page(const nlohmann::ordered_json& sections, const std::string&
 // Invalid UTF-8 (a hostile kernel name) is replaced, never thrown on.
 std::string script_safe_json(const nlohmann::ordered_json& j);
 
-// Whether the trace's GPU is simgpu, the project's simulated GPU (its device
-// names say so, as the text report prints them).
-bool is_simulated(const reader::TraceSummary& summary);
-
 }  // namespace gpuscope::analyzer
