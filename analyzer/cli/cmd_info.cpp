@@ -1,5 +1,4 @@
 // gpuscope info: what a trace file holds, and whether it is whole.
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -10,18 +9,10 @@
 #include "messages.h"
 #include "metrics.h"
 #include "trace_summary.h"
+#include "utc_time.h"
 
 namespace gpuscope::cli {
 namespace {
-
-std::string utc_time(uint64_t realtime_ns) {
-  const time_t secs = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
-  tm parts{};
-  gmtime_r(&secs, &parts);
-  char buf[40];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &parts);
-  return fmt::format("{}.{:03}Z", buf, (realtime_ns / 1'000'000ull) % 1000);
-}
 
 std::string cpu_list(const std::vector<uint16_t>& cpus) {
   std::string out;
@@ -56,8 +47,8 @@ void print_process(const reader::ProcessInfo& p) {
   fmt::print("command:     {}\n", command);
   fmt::print("host:        {}, Linux {}, {} CPUs online, affinity {}\n", p.hostname,
              p.kernel_release, p.online_cpus, cpu_list(p.cpu_affinity));
-  fmt::print("started:     {} (monotonic {:.6f} s)\n", utc_time(p.start_realtime_ns),
-             p.start_monotonic_ns / 1e9);
+  fmt::print("started:     {} (monotonic {:.6f} s)\n",
+             container::utc_time(p.start_realtime_ns, container::UtcStyle::Milliseconds), p.start_monotonic_ns / 1e9);
   fmt::print("gpuscope:    {}{}\n", p.gpuscope_version, p.run_id.empty() ? "" : ", run " + p.run_id);
   if (p.trace_parent_pid != 0 || p.rank >= 0) fmt::print("tree:        {}\n", tree_position(p));
   if (p.environment.empty()) {
