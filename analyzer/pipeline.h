@@ -5,11 +5,14 @@
 // writer) goes through here, so the passes over a trace are decided in one
 // place: one pass, and a second only when the trace has NVTX ranges or
 // capture windows (host calls are placed in ranges, samples outside the
-// windows left out, once all of them are known). Errors come back as values
-// naming what was wrong and where; printing them is the caller's.
+// windows left out, once all of them are known). A consumer that needs an
+// analysis before it reads the records (the HTML report's timeline) rides
+// along that second pass when it can. Errors come back as values naming
+// what was wrong and where; printing them is the caller's.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +45,15 @@ struct PipelineError {
 // a scope, or the error naming the option.
 std::optional<PipelineError> parse_scope(const std::string& window, const std::string& range, AnalysisScope* out);
 
+// A pass over the records that needs an analysis first: made from a model
+// and its metrics, it returns the visitor to hand every chunk to. The
+// pipeline calls it once. When the trace needs a second pass for its NVTX
+// ranges alone (no capture windows, no --range), it is made from the first
+// pass's model, which differs from the final one only in the time each
+// range holds, and fed during that pass; otherwise it is made from the
+// final analysis and fed one more pass.
+using FollowingPass = std::function<reader::ChunkVisitor(const TraceModel& model, const Metrics& metrics)>;
+
 struct PipelineResult;
 
 // One trace's analysis, and the reader it came from. Lives as long as the
@@ -69,9 +81,10 @@ class TraceAnalysis {
   uint32_t passes() const { return reader_->passes(); }
 
  private:
-  friend PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource>, const std::string&, const AnalysisScope&);
+  friend PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource>, const std::string&, const AnalysisScope&,
+                                      const FollowingPass&);
   TraceAnalysis(std::string path, std::unique_ptr<reader::TraceReader> reader);
-  std::optional<PipelineError> build_model(const AnalysisScope& scope);
+  std::optional<PipelineError> build_model(const AnalysisScope& scope, const FollowingPass& following);
   void run_rules();
 
   std::string path_;
@@ -80,6 +93,10 @@ class TraceAnalysis {
   Metrics metrics_;
   Analysis analysis_;
   std::unique_ptr<Symbolizer> symbols_;
+  // The first pass's model and metrics, when a following pass was made
+  // from them: it may refer to them as long as it lives.
+  std::unique_ptr<TraceModel> first_model_;
+  std::unique_ptr<Metrics> first_metrics_;
 };
 
 // The analysis, or (when it is null) the error.
@@ -89,10 +106,12 @@ struct PipelineResult {
 };
 
 // Opens the file at `path` (a regular file only: the reader's rule) and
-// analyzes it.
-PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope = {});
+// analyzes it; `following`, when set, has been fed every chunk once when
+// this returns an analysis.
+PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope = {},
+                             const FollowingPass& following = {});
 // The same for a trace from any source; `name` stands for it in messages.
 PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const std::string& name,
-                             const AnalysisScope& scope = {});
+                             const AnalysisScope& scope = {}, const FollowingPass& following = {});
 
 }  // namespace gpuscope::analyzer

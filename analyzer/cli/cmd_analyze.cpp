@@ -37,8 +37,8 @@ void warn_problems(const std::string& path, const std::vector<reader::Problem>& 
 }
 
 std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
-                                                      bool warn) {
-  analyzer::PipelineResult result = analyzer::analyze_trace(path, scope);
+                                                      bool warn, const analyzer::FollowingPass& following) {
+  analyzer::PipelineResult result = analyzer::analyze_trace(path, scope, following);
   if (result.analysis == nullptr) {
     print_error("{}", result.error.message);
     return nullptr;

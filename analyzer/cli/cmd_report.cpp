@@ -44,14 +44,19 @@ int report_command(const ReportOptions& options) {
   int status = 0;
   nlohmann::ordered_json sections = nlohmann::ordered_json::array();
   for (const auto& path : expand_inputs(options.inputs)) {
-    const auto analysis = analyze_path(path, {}, true);
+    // The timeline's lanes come from an analysis (the busiest threads, the
+    // feeding one first): it reads the records after one.
+    std::unique_ptr<analyzer::Timeline> timeline;
+    const auto make_timeline = [&](const analyzer::TraceModel& model, const analyzer::Metrics& metrics) {
+      timeline = std::make_unique<analyzer::Timeline>(model, metrics);
+      return [t = timeline.get()](const reader::ChunkView& v) { t->add(v); };
+    };
+    const auto analysis = analyze_path(path, {}, true, make_timeline);
     if (analysis == nullptr) {
       status = 2;
       continue;
     }
-    // The timeline needs the finished analysis (its lanes, the feeding
-    // thread): one more pass over the records.
-    sections.push_back(analyzer::html_section(analysis->report_input(options.top), analysis->reader()));
+    sections.push_back(analyzer::html_section(analysis->report_input(options.top), *timeline));
   }
   if (sections.empty()) {
     print_error("no report written: no input could be read as a trace");

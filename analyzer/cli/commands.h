@@ -92,11 +92,12 @@ struct AnalyzeOptions {
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
 
-// One trace through the analysis pipeline (pipeline.h) with `scope`; null
-// when it cannot be analyzed, the reason printed. With `warn`, the reader's
-// problems (damage) are printed as warnings.
+// One trace through the analysis pipeline (pipeline.h) with `scope` (and
+// `following`, a pass that needs the analysis first); null when it cannot
+// be analyzed, the reason printed. With `warn`, the reader's problems
+// (damage) are printed as warnings.
 std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
-                                                      bool warn);
+                                                      bool warn, const analyzer::FollowingPass& following = {});
 
 // The reader's problems as warnings on stderr, one line each ("gpuscope:
 // warning: PATH: corrupt frame at offset N: why"); the missing end record

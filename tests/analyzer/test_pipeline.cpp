@@ -40,8 +40,9 @@ std::vector<uint8_t> trace_with(const std::function<void(capture::ChunkBuilder&)
   });
 }
 
-PipelineResult analyze_bytes(const std::vector<uint8_t>& bytes, const AnalysisScope& scope = {}) {
-  return analyze_trace(reader::memory_source(bytes), "t.gpuscope", scope);
+PipelineResult analyze_bytes(const std::vector<uint8_t>& bytes, const AnalysisScope& scope = {},
+                             const FollowingPass& following = {}) {
+  return analyze_trace(reader::memory_source(bytes), "t.gpuscope", scope, following);
 }
 
 TEST(Pipeline, ATraceWithoutRangesOrCaptureWindowsIsReadOnce) {
@@ -130,6 +131,92 @@ TEST(Pipeline, ARangeScopeKeepsOnlyTheRangesTime) {
   EXPECT_EQ(r.analysis->model().wall_ns(), 40 * kMs);
   EXPECT_EQ(r.analysis->model().scope_range, "train_step");
   EXPECT_EQ(r.analysis->passes(), 2u);
+}
+
+// A following pass (the HTML report's timeline) counts the chunks it is fed
+// and records the model it was made from.
+struct Following {
+  int made = 0;
+  uint64_t chunks = 0;
+  bool ranges_attributed = false;
+  FollowingPass pass() {
+    return [this](const TraceModel& model, const Metrics&) {
+      ++made;
+      ranges_attributed = model.ranges_attributed;
+      return [this](const reader::ChunkView&) { ++chunks; };
+    };
+  }
+};
+
+std::vector<uint8_t> ranges_trace(int frames) {
+  auto sample = test::make_sample_trace(frames, 500);
+  // make_sample_trace's threads are 1000..1003; a range around the first 2 ms on each.
+  capture::ChunkBuilder b;
+  for (uint32_t tid = 1000; tid < 1004; ++tid) {
+    b.add(fb::Marker(1'000'000'000, 0, 0, 13, 0, tid, fb::MarkerKind::RangePush, 0, 0));
+    b.add(fb::Marker(1'002'000'000, 0, 0, 0, 0, tid, fb::MarkerKind::RangePop, 0, 0));
+  }
+  capture::FrameEncoder encoder(1);
+  const auto frame = encoder.encode(b.build(), static_cast<uint32_t>(frames));
+  sample.bytes.insert(sample.bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
+                      reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
+  return sample.bytes;
+}
+
+TEST(Pipeline, AFollowingPassRidesAlongTheSecondPassOfATraceWithRanges) {
+  Following f;
+  const PipelineResult r = analyze_bytes(ranges_trace(3), {}, f.pass());
+  ASSERT_NE(r.analysis, nullptr) << r.error.message;
+  EXPECT_TRUE(r.analysis->model().ranges_attributed);
+  ASSERT_FALSE(r.analysis->model().range_stats.empty());
+  EXPECT_EQ(r.analysis->passes(), 2u);  // was 3: the model's two, then the timeline's
+  EXPECT_EQ(f.made, 1);
+  EXPECT_EQ(f.chunks, 4u);
+  EXPECT_FALSE(f.ranges_attributed);  // made from the first pass's model
+}
+
+TEST(Pipeline, AFollowingPassGetsItsOwnPassWhenTheAnalysisHasOneOrIsScoped) {
+  Following plain;
+  PipelineResult r = analyze_bytes(test::make_sample_trace(3, 500).bytes, {}, plain.pass());
+  ASSERT_NE(r.analysis, nullptr) << r.error.message;
+  EXPECT_EQ(r.analysis->passes(), 2u);
+  EXPECT_EQ(plain.made, 1);
+  EXPECT_EQ(plain.chunks, 3u);
+
+  // Capture windows change what the second pass keeps (the threads' time,
+  // the feeding thread): the pass is made from the final analysis.
+  Following windowed;
+  r = analyze_bytes(trace_with([](capture::ChunkBuilder& b) {
+        b.add(marker(kStart + 30 * kMs, fb::MarkerKind::CaptureWindow, 0, 20 * kMs));
+        b.add(marker(kStart + 35 * kMs, fb::MarkerKind::RangePush, 2));
+        b.add(marker(kStart + 45 * kMs, fb::MarkerKind::RangePop));
+      }),
+      {}, windowed.pass());
+  ASSERT_NE(r.analysis, nullptr) << r.error.message;
+  EXPECT_EQ(r.analysis->passes(), 3u);
+  EXPECT_EQ(windowed.made, 1);
+  EXPECT_EQ(windowed.chunks, 1u);
+  EXPECT_TRUE(windowed.ranges_attributed);
+}
+
+// The HTML section is the same whether its timeline rode along the
+// analysis' pass (made from the first model) or read the trace after it.
+TEST(Pipeline, ARiddenAlongTimelineDrawsWhatASeparatePassDraws) {
+  const auto bytes = ranges_trace(3);
+  std::unique_ptr<Timeline> timeline;
+  const PipelineResult r =
+      analyze_bytes(bytes, {}, [&](const TraceModel& model, const Metrics& metrics) -> reader::ChunkVisitor {
+        timeline = std::make_unique<Timeline>(model, metrics);
+        return [t = timeline.get()](const reader::ChunkView& v) { t->add(v); };
+      });
+  ASSERT_NE(r.analysis, nullptr) << r.error.message;
+  const auto ridden = html_section(r.analysis->report_input(5), *timeline);
+  reader::TraceReader again;
+  std::string error;
+  ASSERT_TRUE(again.open(reader::memory_source(bytes), "t.gpuscope", &error)) << error;
+  const auto separate = html_section(r.analysis->report_input(5), again);
+  EXPECT_EQ(ridden.dump(), separate.dump());
+  EXPECT_FALSE(ridden["timeline"]["lanes"].empty());
 }
 
 // One rule for every output that says "simulated": a device that names
