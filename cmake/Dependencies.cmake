@@ -27,7 +27,6 @@ message(STATUS "gpuscope: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_L
 
 # --- libraries -----------------------------------------------------------------
 find_package(fmt REQUIRED)
-find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)  # the analyzer's --json output; simgpu's node files
 find_package(GTest REQUIRED)

@@ -1,5 +1,7 @@
 #include "output_names.h"
 
+#include "utc_time.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,14 +36,6 @@ std::string first_free_name(const std::string& path, std::string_view infix, Tak
 
 }  // namespace
 
-std::string format_utc(uint64_t realtime_ns, const char* format) {
-  const time_t secs = static_cast<time_t>(realtime_ns / 1'000'000'000ull);
-  tm parts{};
-  gmtime_r(&secs, &parts);
-  char buf[64];
-  return strftime(buf, sizeof buf, format, &parts) != 0 ? std::string(buf) : std::string();
-}
-
 std::string with_suffix(const std::string& path, std::string_view suffix) {
   const size_t slash = path.rfind('/');
   const size_t dot = path.rfind('.');
@@ -60,7 +54,7 @@ std::string expand_name_pattern(std::string_view pattern, const NameFields& f) {
       case 'p': out += std::to_string(f.pid); break;
       case 'h': out += f.host; break;
       case 'n': out += f.exe; break;
-      case 't': out += format_utc(f.start_realtime_ns, "%Y%m%dT%H%M%SZ"); break;
+      case 't': out += container::utc_time(f.start_realtime_ns, container::UtcStyle::Compact); break;
       case 'r': out += f.rank >= 0 ? std::to_string(f.rank) : std::string("norank"); break;
       case '%': out += '%'; break;
       default: out += '%'; out += pattern[i]; break;  // unknown: keep as written

@@ -62,10 +62,6 @@ std::string exec_successor_path(const std::string& path);
 // the first name nothing is at. "" when even the last candidate is taken.
 std::string attach_trace_path(const std::string& dir, const std::string& exe, int pid);
 
-// `realtime_ns` (CLOCK_REALTIME) in UTC through strftime's `format`: %t
-// is "%Y%m%dT%H%M%SZ"; `gpuscope info` uses it too.
-std::string format_utc(uint64_t realtime_ns, const char* format);
-
 // "dir/app.gpuscope" -> "dir/app<suffix>.gpuscope"; "dir/trace" -> "dir/trace<suffix>".
 std::string with_suffix(const std::string& path, std::string_view suffix);
 

@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libspdlog-dev libfmt-dev          # messages in the CLI and analyzer
+  libfmt-dev                        # messages in the CLI and analyzer
   libflatbuffers-dev flatbuffers-compiler   # trace chunks (flatc runs at build time)
   libunwind-dev                     # call stacks in the traced process
   libzstd-dev                       # frame compression

@@ -1,17 +1,14 @@
 // gpuscope analyze: the verdict, breakdown, checks, findings and coverage of
 // one or more traces (a directory stands for the traces in it).
 #include <filesystem>
-#include <functional>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "metrics.h"
+#include "messages.h"
 #include "prometheus_report.h"
 #include "report.h"
-#include "rules.h"
-#include "symbolizer.h"
-#include "trace_model.h"
 
 namespace gpuscope::cli {
 
@@ -34,87 +31,31 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return out;
 }
 
-namespace {
-
-// The model, with host calls placed in NVTX ranges when the trace has any:
-// the first pass finds the ranges, a second one (only then) attributes, and
-// with --range keeps only the time inside the named ranges. 0, or 2 with
-// the reason printed. Both passes share the reader: damage is read once.
-int build_scoped_model(reader::TraceReader& r, const std::string& path, const analyzer::TimeWindow& window,
-                       const std::string& range, analyzer::TraceModel* model) {
-  *model = analyzer::build_model(r, window);
-  const std::vector<std::pair<uint64_t, uint64_t>> captured = model->capture_windows;
-  if (model->ranges.empty() && range.empty() && captured.empty()) return 0;
-  // A windowed capture is analyzed over its windows only: the GPU and CPU
-  // samples taken between them are not the program's captured time.
-  std::vector<std::pair<uint64_t, uint64_t>> scope = captured;
-  if (!range.empty()) {
-    scope = analyzer::range_spans(*model, range);
-    if (!captured.empty()) scope = analyzer::intersect_spans(scope, captured);
-    if (scope.empty()) {
-      fmt::print(stderr, "gpuscope: --range {}: {} has no NVTX range with that message{}\n", range, path,
-                 captured.empty() ? "" : " inside its capture windows");
-      return 2;
-    }
-  }
-  const analyzer::RangeModel ranges = std::move(model->ranges);
-  *model = analyzer::build_model(r, window, &ranges, scope);
-  model->scope_range = range;
-  return 0;
-}
-
-// What one analysis hands back; each output is filled when not null.
-struct AnalysisOutputs {
-  std::string* text = nullptr;
-  nlohmann::ordered_json* json = nullptr;
-  TraceHeadline* headline = nullptr;
-  analyzer::ProcessEntry* process = nullptr;  // the trace's place in its process tree
-};
-
-}  // namespace
-
 void warn_problems(const std::string& path, const std::vector<reader::Problem>& problems) {
   for (const auto& p : problems)
-    if (p.kind != reader::ProblemKind::NoTotals)
-      fmt::print(stderr, "gpuscope: warning: {}: {}\n", path, reader::describe(p));
+    if (p.kind != reader::ProblemKind::NoTotals) print_warning("{}: {}", path, reader::describe(p));
 }
 
-int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn, const AnalysisUse& use) {
-  analyzer::TimeWindow window;
-  if (!options.window.empty() && !analyzer::parse_window(options.window, &window)) {
-    fmt::print(stderr, "gpuscope: --window {}: expected START:END in seconds, END after START (e.g. 2:10, 5:)\n",
-               options.window);
-    return 2;
+std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
+                                                      bool warn, const analyzer::FollowingPass& following) {
+  analyzer::PipelineResult result = analyzer::analyze_trace(path, scope, following);
+  if (result.analysis == nullptr) {
+    print_error("{}", result.error.message);
+    return nullptr;
   }
-  reader::TraceReader r;
-  std::string error;
-  if (!r.open_file(path, &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
-    return 2;
-  }
-  analyzer::TraceModel model;
-  if (const int rc = build_scoped_model(r, path, window, options.range, &model); rc != 0) return rc;
-  if (warn) warn_problems(path, model.summary.problems);
-  const analyzer::Metrics metrics = analyzer::compute_metrics(model);
-  analyzer::Analysis analysis = analyzer::analyze(model, metrics);
-  analyzer::attribute_findings_to_ranges(model, &analysis);
-  const analyzer::Symbolizer symbols(model.summary);
-  use(analyzer::ReportInput{path, model, metrics, analysis, symbols, options.top}, r);
-  return 0;
+  if (warn) warn_problems(path, result.analysis->problems());
+  return std::move(result.analysis);
+}
+
+bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process) {
+  const auto analysis = analyze_path(path, {}, false);
+  if (analysis == nullptr) return false;
+  *out = TraceHeadline{analysis->model().summary, analysis->analysis().verdict.headline};
+  if (process != nullptr) *process = analyzer::process_entry(analysis->report_input(AnalyzeOptions{}.top));
+  return true;
 }
 
 namespace {
-
-// 0 analyzed, 2 unreadable (the reason printed on stderr).
-int analyze_one(const std::string& path, const AnalyzeOptions& options, const AnalysisOutputs& out) {
-  return with_analysis(path, options, out.text != nullptr || out.json != nullptr,
-                       [&](const analyzer::ReportInput& in, reader::TraceReader&) {
-    if (out.headline != nullptr) *out.headline = TraceHeadline{in.model.summary, in.analysis.verdict.headline};
-    if (out.process != nullptr) *out.process = analyzer::process_entry(in);
-    if (out.json != nullptr) *out.json = analyzer::json_report(in);
-    if (out.text != nullptr) *out.text = analyzer::text_report(in);
-  });
-}
 
 // One trace: its document. Several: the documents and the process trees
 // they form, one per run id (docs/analysis.schema.json).
@@ -131,58 +72,39 @@ void print_json(nlohmann::ordered_json traces, const std::vector<analyzer::Proce
   fmt::print("{}\n", doc.dump(2));
 }
 
-}  // namespace
-
-bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process) {
-  return analyze_one(path, AnalyzeOptions{}, AnalysisOutputs{.headline = out, .process = process}) == 0;
-}
-
-namespace {
-
 // Every trace's samples, then one exposition (each family once).
-int prometheus_command(const AnalyzeOptions& options) {
+int prometheus_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& scope) {
   int status = 0;
   std::vector<analyzer::PrometheusSample> samples;
   for (const auto& path : expand_inputs(options.inputs)) {
-    const int rc = with_analysis(path, options, true, [&](const analyzer::ReportInput& in, reader::TraceReader&) {
-      auto more = analyzer::prometheus_samples(in, options.job);
-      samples.insert(samples.end(), more.begin(), more.end());
-    });
-    if (rc != 0) status = rc;
+    const auto analysis = analyze_path(path, scope, true);
+    if (analysis == nullptr) {
+      status = 2;
+      continue;
+    }
+    auto more = analyzer::prometheus_samples(analysis->report_input(options.top), options.job);
+    samples.insert(samples.end(), more.begin(), more.end());
   }
   fmt::print("{}", analyzer::prometheus_text(samples));
   return status;
 }
 
-}  // namespace
-
-int analyze_command(const AnalyzeOptions& given) {
-  AnalyzeOptions options = given;
-  if (options.format == "json") options.json = true;
-  if (options.format == "prometheus" && !options.json) return prometheus_command(options);
+// Each trace's report in turn (text printed as it comes, JSON gathered into
+// one document), then the process trees the traces form.
+int text_or_json_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& scope) {
   int status = 0;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   std::vector<analyzer::ProcessEntry> processes;
-  bool first = true;
   for (const auto& path : expand_inputs(options.inputs)) {
-    std::string text;
-    nlohmann::ordered_json json;
-    analyzer::ProcessEntry process;
-    AnalysisOutputs out{.process = &process};
-    if (options.json) out.json = &json;
-    else out.text = &text;
-    const int rc = analyze_one(path, options, out);
-    if (rc != 0) {
-      status = rc;
+    const auto analysis = analyze_path(path, scope, true);
+    if (analysis == nullptr) {
+      status = 2;
       continue;
     }
-    processes.push_back(std::move(process));
-    if (options.json) {
-      all.push_back(std::move(json));
-    } else {
-      fmt::print("{}{}", first ? "" : "\n", text);
-      first = false;
-    }
+    const analyzer::ReportInput in = analysis->report_input(options.top);
+    if (options.json) all.push_back(analyzer::json_report(in));
+    else fmt::print("{}{}", processes.empty() ? "" : "\n", analyzer::text_report(in));
+    processes.push_back(analyzer::process_entry(in));
   }
   const auto trees = analyzer::build_process_trees(std::move(processes));
   if (options.json) {
@@ -195,4 +117,38 @@ int analyze_command(const AnalyzeOptions& given) {
   return status;
 }
 
+}  // namespace
+
+int analyze_command(const AnalyzeOptions& given) {
+  AnalyzeOptions options = given;
+  if (options.format == "json") options.json = true;
+  analyzer::AnalysisScope scope;
+  if (const auto error = analyzer::parse_scope(options.window, options.range, &scope)) {
+    print_error("{}", error->message);
+    return 2;
+  }
+  if (options.format == "prometheus" && !options.json) return prometheus_command(options, scope);
+  return text_or_json_command(options, scope);
+}
+
+Subcommand add_analyze_command(CLI::App& app) {
+  auto o = std::make_shared<AnalyzeOptions>();
+  CLI::App* analyze =
+      app.add_subcommand("analyze", "Explain why the traced workload is slow: verdict, evidence, call sites, fix");
+  analyze->add_option("traces", o->inputs,
+                      "Trace files or directories of traces (the traces of one run also as a process tree)")
+      ->required();
+  analyze->add_flag("--json", o->json, "Print the analysis as JSON (docs/analysis.schema.json)");
+  analyze->add_option("--format", o->format,
+                      "text (default), json, or prometheus (text exposition for node_exporter's textfile collector)")
+      ->check(CLI::IsMember({"text", "json", "prometheus"}));
+  analyze->add_option("--job", o->job, "With --format prometheus: the value of a job label on every sample");
+  analyze->add_option("--window", o->window,
+                      "Analyze only START:END, seconds from the process start (either end may be left out)");
+  analyze->add_option("--range", o->range,
+                      "Analyze only the time inside NVTX ranges with this message (all of them, any domain)");
+  analyze->add_option("--top", o->top, "Findings and call sites to show (default 5)")->check(CLI::Range(1, 100));
+  analyze->footer("Exit status: 0 analyzed, 2 when an input is not a readable trace or has no range named by --range.");
+  return {analyze, [o] { return analyze_command(*o); }};
+}
 }  // namespace gpuscope::cli

@@ -13,10 +13,11 @@
 #include <filesystem>
 #include <thread>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "messages.h"
 #include "control_paths.h"
 #include "control_protocol.h"
 #include "environment.h"
@@ -203,22 +204,22 @@ int list_standby_processes() {
 int attach_command(const AttachOptions& o) {
   if (o.list) return list_standby_processes();
   if (o.pid <= 0) {
-    spdlog::error("attach: give a PID (or --list)");
+    print_error("attach: give a PID (or --list)");
     return 2;
   }
   std::string socket, path, error;
   if (!find_socket(o.pid, &socket, &error) || !attach_output(o.output, o.pid, &path, &error)) {
-    spdlog::error("attach: {}", error);
+    print_error("attach: {}", error);
     return 2;
   }
   const auto duration_ms = static_cast<uint64_t>(o.duration_s * 1000.0 + 0.5);
   Reply reply;
   if (!call(socket, Request{control::MessageType::Attach, duration_ms, path}, &reply, &error)) {
-    spdlog::error("attach: {}", error);
+    print_error("attach: {}", error);
     return 2;
   }
   if (!reply.ok) {
-    spdlog::error("attach: process {}: {}", o.pid, reply.text);
+    print_error("attach: process {}: {}", o.pid, reply.text);
     return 1;
   }
   if (duration_ms == 0) {
@@ -238,20 +239,46 @@ int attach_command(const AttachOptions& o) {
 int detach_command(int pid, bool quiet) {
   std::string socket, error;
   if (!find_socket(pid, &socket, &error)) {
-    spdlog::error("detach: {}", error);
+    print_error("detach: {}", error);
     return 2;
   }
   Reply reply;
   if (!call(socket, Request{control::MessageType::Detach, 0, ""}, &reply, &error)) {
-    spdlog::error("detach: {}", error);
+    print_error("detach: {}", error);
     return 2;
   }
   if (!reply.ok) {
-    spdlog::error("detach: process {}: {}", pid, reply.text);
+    print_error("detach: process {}: {}", pid, reply.text);
     return 1;
   }
   if (!quiet) report_trace(reply.text);
   return 0;
 }
 
+Subcommand add_attach_command(CLI::App& app) {
+  auto o = std::make_shared<AttachOptions>();
+  CLI::App* attach = app.add_subcommand("attach", "Trace a stretch of a process in standby (gpuscope run --standby)");
+  attach->add_option("pid", o->pid, "Process to attach to")->check(CLI::PositiveNumber);
+  attach->add_option("--duration", o->duration_s,
+                     "Record for SECONDS, then finalize the trace (default: until gpuscope detach)")
+      ->check(CLI::Range(0.001, control::kMaxDurationMs / 1000.0));
+  attach->add_option("-o,--output", o->output,
+                     "Trace file, or directory for it (default: the current directory, named like run's traces)");
+  attach->add_flag("--list", o->list, "List this user's processes in standby and their state");
+  attach->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  attach->footer("Example: gpuscope attach 4242 --duration 10 -o /tmp/traces/");
+  return {attach, [o] { return attach_command(*o); }};
+}
+
+Subcommand add_detach_command(CLI::App& app) {
+  struct DetachOptions {
+    int pid = 0;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<DetachOptions>();
+  CLI::App* detach = app.add_subcommand("detach", "End an attach: finalize its trace; the process runs on idle");
+  detach->add_option("pid", o->pid, "Process to detach from")->required()->check(CLI::PositiveNumber);
+  detach->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  return {detach, [o] { return detach_command(o->pid, o->quiet); }};
+}
 }  // namespace gpuscope::cli

@@ -3,10 +3,12 @@
 // same benchmark on the old and the new driver or image).
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "diff_report.h"
+#include "messages.h"
 #include "report.h"
 
 namespace gpuscope::cli {
@@ -16,12 +18,13 @@ namespace {
 int snapshot_trace(const std::string& path, analyzer::RunSnapshot* out) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    fmt::print(stderr, "gpuscope: diff: {} is a directory; name one trace file of each run\n", path);
+    print_error("diff: {} is a directory; name one trace file of each run", path);
     return 2;
   }
-  return with_analysis(path, AnalyzeOptions{}, true, [&](const analyzer::ReportInput& in, reader::TraceReader&) {
-    *out = analyzer::snapshot_of(in);
-  });
+  const auto analysis = analyze_path(path, {}, true);
+  if (analysis == nullptr) return 2;
+  *out = analyzer::snapshot_of(analysis->report_input(AnalyzeOptions{}.top));
+  return 0;
 }
 
 }  // namespace
@@ -30,7 +33,7 @@ int diff_command(const DiffOptions& options) {
   std::vector<analyzer::Gate> gates;
   std::string error;
   if (!options.fail_on.empty() && !analyzer::parse_gates(options.fail_on, &gates, &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
+    print_error("{}", error);
     return 2;
   }
   analyzer::RunSnapshot base, next;
@@ -46,4 +49,17 @@ int diff_command(const DiffOptions& options) {
   return 0;
 }
 
+Subcommand add_diff_command(CLI::App& app) {
+  auto o = std::make_shared<DiffOptions>();
+  CLI::App* diff = app.add_subcommand("diff", "Compare two runs of the same workload; gate regressions with --fail-on");
+  diff->add_option("base", o->base, "Trace of the baseline run")->required();
+  diff->add_option("new", o->next, "Trace of the run to judge")->required();
+  diff->add_option("--fail-on", o->fail_on,
+                   "Comma-separated gates, e.g. \"wall>+5%,sync_share>+3pp,verdict-changed,driver-changed\" "
+                   "(docs/diff.md)");
+  diff->add_flag("--json", o->json, "Print the comparison as JSON");
+  diff->add_option("--top", o->top, "Kernels and call sites to list (default 10)")->check(CLI::Range(1, 1000));
+  diff->footer("Exit status: 0 no gate failed, 1 a gate failed, 2 an input is unreadable or a gate is malformed.");
+  return {diff, [o] { return diff_command(*o); }};
+}
 }  // namespace gpuscope::cli

@@ -5,11 +5,13 @@
 #include <cstring>
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "call_sites.h"
 #include "chrome_trace.h"
 #include "commands.h"
+#include "messages.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -72,10 +74,10 @@ void report_damage(const std::string& path, const reader::TraceSummary& s) {
     return p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::CorruptFrame;
   });
   if (truncated)
-    fmt::print(stderr, "gpuscope: warning: {}: exported everything readable ({} frames); the damaged part is not "
-                       "in the export\n", path, s.stats.frames_read);
+    print_warning("{}: exported everything readable ({} frames); the damaged part is not in the export", path,
+                  s.stats.frames_read);
   else if (!s.end)
-    fmt::print(stderr, "gpuscope: warning: {}: no end-of-trace record (killed, crashed or still running)\n", path);
+    print_warning("{}: no end-of-trace record (killed, crashed or still running)", path);
 }
 
 }  // namespace
@@ -84,7 +86,7 @@ int export_command(const ExportOptions& options) {
   reader::TraceReader r;
   std::string error;
   if (!r.open_file(options.trace, &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
+    print_error("{}", error);
     return 2;
   }
   exporter::ExportOptions how;
@@ -94,7 +96,7 @@ int export_command(const ExportOptions& options) {
   }
   OutputFile out(options.output);
   if (out.get() == nullptr) {
-    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", options.output, std::strerror(errno));
+    print_error("cannot write {}: {}", options.output, std::strerror(errno));
     return 2;
   }
   exporter::ExportResult result;
@@ -106,7 +108,7 @@ int export_command(const ExportOptions& options) {
     write_failed = sink.failed();
   }
   if (write_failed || !out.commit()) {
-    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", out.name(), std::strerror(errno));
+    print_error("cannot write {}: {}", out.name(), std::strerror(errno));
     return 2;
   }
   report_damage(options.trace, result.summary);
@@ -117,4 +119,19 @@ int export_command(const ExportOptions& options) {
   return 0;
 }
 
+Subcommand add_export_command(CLI::App& app) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "Write a trace as a timeline (Perfetto / Chrome JSON) or a CSV table");
+  export_cmd->add_option("trace", o->trace, "Trace file")->required();
+  export_cmd->add_option("--format", o->format,
+                         "perfetto or chrome: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing); "
+                         "csv: one row per record (default perfetto)")
+      ->check(CLI::IsMember({"perfetto", "chrome", "csv"}));
+  export_cmd->add_option("-o,--output", o->output, "Output file, - for standard output (the default)");
+  export_cmd->add_flag("!--no-symbols", o->symbols, "Raw call sites (module+0xoffset): skips the symbolization pass");
+  export_cmd->footer("Exit status: 0 written (a damaged trace is exported as far as it reads, with a warning), "
+                     "2 when the input is not a readable trace or the output cannot be written.");
+  return {export_cmd, [o] { return export_command(*o); }};
+}
 }  // namespace gpuscope::cli

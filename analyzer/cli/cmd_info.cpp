@@ -2,20 +2,18 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "messages.h"
 #include "metrics.h"
 #include "output_names.h"
 #include "trace_summary.h"
+#include "utc_time.h"
 
 namespace gpuscope::cli {
 namespace {
-
-std::string utc_time(uint64_t realtime_ns) {
-  return fmt::format("{}.{:03}Z", protocol::format_utc(realtime_ns, "%Y-%m-%dT%H:%M:%S"),
-                     (realtime_ns / 1'000'000ull) % 1000);
-}
 
 std::string cpu_list(const std::vector<uint16_t>& cpus) {
   std::string out;
@@ -50,8 +48,8 @@ void print_process(const reader::ProcessInfo& p) {
   fmt::print("command:     {}\n", command);
   fmt::print("host:        {}, Linux {}, {} CPUs online, affinity {}\n", p.hostname,
              p.kernel_release, p.online_cpus, cpu_list(p.cpu_affinity));
-  fmt::print("started:     {} (monotonic {:.6f} s)\n", utc_time(p.start_realtime_ns),
-             p.start_monotonic_ns / 1e9);
+  fmt::print("started:     {} (monotonic {:.6f} s)\n",
+             container::utc_time(p.start_realtime_ns, container::UtcStyle::Milliseconds), p.start_monotonic_ns / 1e9);
   fmt::print("gpuscope:    {}{}\n", p.gpuscope_version, p.run_id.empty() ? "" : ", run " + p.run_id);
   if (p.trace_parent_pid != 0 || p.rank >= 0) fmt::print("tree:        {}\n", tree_position(p));
   if (p.environment.empty()) {
@@ -197,7 +195,7 @@ int info_command(const std::string& path) {
   reader::TraceReader r;
   std::string error;
   if (!r.open_file(path, &error)) {
-    fmt::print(stderr, "gpuscope: {}\n", error);
+    print_error("{}", error);
     return 2;
   }
   const reader::TraceSummary s = reader::summarize(r);
@@ -216,10 +214,16 @@ int info_command(const std::string& path) {
   if (!r.has_corruption()) return 0;
   for (const auto& p : s.problems)
     if (p.kind == reader::ProblemKind::CorruptFrame) {
-      fmt::print(stderr, "gpuscope: {}: {}\n", path, reader::describe(p));
+      print_error("{}: {}", path, reader::describe(p));
       break;
     }
   return 2;
 }
 
+Subcommand add_info_command(CLI::App& app) {
+  auto trace = std::make_shared<std::string>();
+  CLI::App* info = app.add_subcommand("info", "Show what a trace holds and whether it is whole");
+  info->add_option("trace", *trace, "Trace file")->required();  // the reader says what is wrong with it
+  return {info, [trace] { return info_command(*trace); }};
+}
 }  // namespace gpuscope::cli

@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "html_report.h"
+#include "messages.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -41,23 +43,30 @@ std::string write_file(const std::string& path, const std::string& text) {
 int report_command(const ReportOptions& options) {
   int status = 0;
   nlohmann::ordered_json sections = nlohmann::ordered_json::array();
-  AnalyzeOptions analyze;
-  analyze.top = options.top;
   for (const auto& path : expand_inputs(options.inputs)) {
-    const int rc = with_analysis(path, analyze, true, [&](const analyzer::ReportInput& in, reader::TraceReader& again) {
-      sections.push_back(analyzer::html_section(in, again));  // the timeline reads the records again
-    });
-    if (rc != 0) status = rc;
+    // The timeline's lanes come from an analysis (the busiest threads, the
+    // feeding one first): it reads the records after one.
+    std::unique_ptr<analyzer::Timeline> timeline;
+    const auto make_timeline = [&](const analyzer::TraceModel& model, const analyzer::Metrics& metrics) {
+      timeline = std::make_unique<analyzer::Timeline>(model, metrics);
+      return [t = timeline.get()](const reader::ChunkView& v) { t->add(v); };
+    };
+    const auto analysis = analyze_path(path, {}, true, make_timeline);
+    if (analysis == nullptr) {
+      status = 2;
+      continue;
+    }
+    sections.push_back(analyzer::html_section(analysis->report_input(options.top), *timeline));
   }
   if (sections.empty()) {
-    fmt::print(stderr, "gpuscope: no report written: no input could be read as a trace\n");
+    print_error("no report written: no input could be read as a trace");
     return 2;
   }
   const std::string title =
       sections.size() == 1 ? sections[0]["trace"].get<std::string>() : fmt::format("{} traces", sections.size());
   const std::string page = analyzer::html_page(sections, "gpuscope report: " + title);
   if (const std::string why = write_file(options.output, page); !why.empty()) {
-    fmt::print(stderr, "gpuscope: cannot write {}: {}\n", options.output, why);
+    print_error("cannot write {}: {}", options.output, why);
     return 2;
   }
   fmt::print("gpuscope: report of {} trace(s) written to {} ({:.1f} KiB)\n", sections.size(), options.output,
@@ -65,4 +74,15 @@ int report_command(const ReportOptions& options) {
   return status;
 }
 
+Subcommand add_report_command(CLI::App& app) {
+  auto o = std::make_shared<ReportOptions>();
+  CLI::App* report =
+      app.add_subcommand("report", "Write the analysis as one self-contained HTML page, with a timeline");
+  report->add_option("traces", o->inputs, "Trace files or directories of traces (a section each)")->required();
+  report->add_option("-o,--output", o->output, "The HTML file to write")->required();
+  report->add_option("--top", o->top, "Findings to show (default 10)")->check(CLI::Range(1, 100));
+  report->footer("Example: gpuscope report traces/ -o report.html\n"
+                 "Exit status: 0 written, 2 when an input is not a readable trace (the others are still in the page).");
+  return {report, [o] { return report_command(*o); }};
+}
 }  // namespace gpuscope::cli

@@ -16,14 +16,17 @@
 #include <optional>
 #include <random>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
+#include "capture_range.h"
 #include "commands.h"
 #include "environment.h"
+#include "messages.h"
 #include "output_names.h"
 #include "output_paths.h"
 #include "run_diagnosis.h"
+#include "settings.h"
 #include "trace_summary.h"
 
 extern char** environ;
@@ -320,11 +323,11 @@ void report_trace(const std::string& path) {
 
 int run_command(const RunOptions& o) {
   if (o.command.empty()) {
-    spdlog::error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
+    print_error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
     return 2;
   }
   if (o.standby && (o.delay_s > 0 || o.duration_s > 0 || !o.capture_range.empty())) {
-    spdlog::error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
+    print_error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
                   "and --capture-range (attach has its own --duration)");
     return 2;
   }
@@ -332,7 +335,7 @@ int run_command(const RunOptions& o) {
   const std::string library = locate_capture_library(&error);
   OutputPlan plan;
   if (library.empty() || !plan_output(o, &plan, &error)) {
-    spdlog::error("{}", error);
+    print_error("{}", error);
     return 2;
   }
   const std::string run_id = make_run_id();
@@ -342,11 +345,11 @@ int run_command(const RunOptions& o) {
   int exec_errno = 0;
   const pid_t child = start_child(o.command, env, &exec_errno);
   if (child < 0) {
-    spdlog::error("cannot start {}: {}", o.command[0], std::strerror(errno));
+    print_error("cannot start {}: {}", o.command[0], std::strerror(errno));
     return 2;
   }
   if (exec_errno != 0)  // printed even with -q: nothing ran
-    fmt::print(stderr, "gpuscope: cannot run {}: {}\n", o.command[0], exec_failure_cause(o.command[0], exec_errno));
+    print_error("cannot run {}: {}", o.command[0], exec_failure_cause(o.command[0], exec_errno));
   else if (o.standby && !o.quiet)
     fmt::print(stderr, "gpuscope: {} (pid {}) is in standby: `gpuscope attach {} [--duration S]` records a trace\n",
                o.command[0], child, child);
@@ -356,4 +359,66 @@ int run_command(const RunOptions& o) {
   return exit_code_of(wait_status);
 }
 
+namespace {
+
+// An option whose value the library reads in the same grammar
+// (protocol/capture_range.h); given on the command line, it is not empty.
+CLI::Validator grammar_check(bool (*accepts)(std::string_view), std::string_view grammar, const char* name) {
+  return CLI::Validator(
+      [accepts, expected = "expected " + std::string(grammar)](const std::string& v) {
+        return !v.empty() && accepts(v) ? std::string() : expected;
+      },
+      name);
+}
+
+// The bounds the library reads `variable` with (protocol/settings.h), for
+// the option that sets it.
+CLI::Range library_range(const char* variable) {
+  const protocol::Setting& s = *protocol::find_setting(variable);
+  return CLI::Range(s.min, s.max);
+}
+
+// --delay, --duration, --capture-range and --capture-range-end: what the
+// library records (preload/core/capture_window.h), up to the longest
+// window it takes (a year).
+void add_capture_window_options(CLI::App* run, RunOptions* o) {
+  constexpr double kMaxWindowS = protocol::kMaxWindowMs / 1000.0;
+  run->add_option("--delay", o->delay_s, "Record nothing for the first SECONDS")->check(CLI::Range(0.0, kMaxWindowS));
+  run->add_option("--duration", o->duration_s, "Record for SECONDS, then finalize the trace")
+      ->check(CLI::Range(0.001, kMaxWindowS));
+  run->add_option("--capture-range", o->capture_range,
+                  "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
+                  "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
+      ->check(grammar_check(protocol::is_capture_range, protocol::kCaptureRangeGrammar, "RANGE"));
+  run->add_option("--capture-range-end", o->capture_range_end,
+                  "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
+      ->check(grammar_check(protocol::is_range_end, protocol::kRangeEndGrammar, "stop|repeat|repeat:N"));
+}
+
+}  // namespace
+
+Subcommand add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand("run", "Run a program under gpuscope and write its trace");
+  run->add_option("-o,--output", o->output,
+                  "Trace directory (ending in /), file, or file-name pattern (%p pid, %h host, %n program, "
+                  "%t start time, %r rank); missing directories are made (mode 0700); "
+                  "default: the current directory");
+  run->add_flag("--force", o->force,
+                "Replace an existing trace file named by -o (never one a running capture is writing)");
+  run->add_flag("-q,--quiet", o->quiet, "Print nothing after the program ends");
+  run->add_flag("--no-stacks", o->no_stacks, "Do not record call stacks of hooked calls");
+  run->add_option("--stack-depth", o->stack_depth, "Frames per call stack (default 32)")
+      ->check(library_range(protocol::env::kStackDepth));
+  run->add_option("--cpu-sample-ms", o->cpu_sample_ms, "CPU-time sampling period, 0 = off (default 10)")
+      ->check(library_range(protocol::env::kCpuSampleMs));
+  run->add_option("--nvml-hz", o->nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
+      ->check(library_range(protocol::env::kNvmlHz));
+  add_capture_window_options(run, o.get());
+  run->add_flag("--standby", o->standby, "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
+  run->add_option("command", o->command, "Program and its arguments")->required();
+  run->prefix_command();  // everything from the program name on belongs to the program
+  run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");
+  return {run, [o] { return run_command(*o); }};
+}
 }  // namespace gpuscope::cli

@@ -1,20 +1,38 @@
-// The gpuscope subcommands. main.cpp wires them to CLI11; each lives in its
-// own cmd_*.cpp and returns the process exit code.
+// The gpuscope subcommands. Each lives in its own cmd_*.cpp with the
+// function that declares it and its options to CLI11 (add_*_command);
+// main.cpp is the table of those. A command returns the exit code.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "pipeline.h"
 #include "process_tree.h"
 #include "trace_summary.h"
 
-namespace gpuscope::analyzer {
-struct ReportInput;
+namespace CLI {
+class App;
 }
 
 namespace gpuscope::cli {
+
+// A subcommand declared on the parser, its options bound to values it
+// owns, and what runs it once they are parsed.
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+Subcommand add_run_command(CLI::App& app);
+Subcommand add_attach_command(CLI::App& app);
+Subcommand add_detach_command(CLI::App& app);
+Subcommand add_info_command(CLI::App& app);
+Subcommand add_analyze_command(CLI::App& app);
+Subcommand add_diff_command(CLI::App& app);
+Subcommand add_export_command(CLI::App& app);
+Subcommand add_report_command(CLI::App& app);
 
 struct RunOptions {
   std::string output;  // -o: directory, file or pattern
@@ -74,13 +92,12 @@ struct AnalyzeOptions {
 // every input was analyzed, 2 when one could not be read as a trace.
 int analyze_command(const AnalyzeOptions& options);
 
-// Analyzes one trace as `gpuscope analyze` does (capture windows, NVTX
-// ranges, --window/--range) and hands the analysis to `use`, with the
-// reader for a further pass of its own (damage found is not read again);
-// both live only during the call. 0, or 2 with the reason printed on
-// stderr; `warn` prints the reader's problems (damage) as warnings.
-using AnalysisUse = std::function<void(const analyzer::ReportInput&, reader::TraceReader& again)>;
-int with_analysis(const std::string& path, const AnalyzeOptions& options, bool warn, const AnalysisUse& use);
+// One trace through the analysis pipeline (pipeline.h) with `scope` (and
+// `following`, a pass that needs the analysis first); null when it cannot
+// be analyzed, the reason printed. With `warn`, the reader's problems
+// (damage) are printed as warnings.
+std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
+                                                      bool warn, const analyzer::FollowingPass& following = {});
 
 // The reader's problems as warnings on stderr, one line each ("gpuscope:
 // warning: PATH: corrupt frame at offset N: why"); the missing end record

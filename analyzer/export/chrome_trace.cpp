@@ -14,15 +14,6 @@
 
 namespace gpuscope::exporter {
 
-bool is_simulated(const reader::TraceSummary& s) {
-  for (const auto& d : s.devices)
-    if (d.name.find("simgpu") != std::string::npos || d.name.find("(simulated)") != std::string::npos) return true;
-  if (s.process)
-    for (const auto& [k, v] : s.process->environment)
-      if (k == "SIMGPU_NODE") return true;
-  return false;
-}
-
 namespace {
 
 constexpr const char* kKindCategory[analyzer::kCallKinds] = {"cuda.sync",   "cuda.copy",   "cuda.memset",
@@ -258,7 +249,7 @@ void ChromeTraceWriter::write_metadata(const reader::TraceSummary& s) {
     out_.put(",\"gpuscope_version\":");
     append_json_string(out_.buffer(), s.process->gpuscope_version);
   }
-  out_.format(",\"simulated\":{},\"complete\":{}", is_simulated(s), s.end.has_value() && s.problems.empty());
+  out_.format(",\"simulated\":{},\"complete\":{}", s.on_simulated_gpu(), s.end.has_value() && s.problems.empty());
   const ExportStats& st = stats_;
   out_.format(",\"records\":{},\"events\":{},\"clamped_spans\":{},\"instants_for_unnestable_spans\":{}"
               ",\"extra_stream_lanes\":{},\"host_records_without_call\":{},\"unmatched_nvtx_ends\":{}"

@@ -45,8 +45,4 @@ ExportResult write_chrome_trace(reader::TraceReader& reader, Output& out, Export
 // One row per record, a header first; RFC 4180 quoting.
 ExportResult write_csv(reader::TraceReader& reader, Output& out, ExportOptions options = {});
 
-// Whether the trace was taken on simgpu (the simulated GPU): its devices
-// say so in their names, or SIMGPU_NODE was set.
-bool is_simulated(const reader::TraceSummary& summary);
-
 }  // namespace gpuscope::exporter

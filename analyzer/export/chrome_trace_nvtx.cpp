@@ -185,7 +185,7 @@ void ChromeTraceWriter::write_capture_windows() {
 }
 
 void ChromeTraceWriter::write_process_names(const reader::TraceSummary& s) {
-  const bool simulated = is_simulated(s);
+  const bool simulated = s.on_simulated_gpu();
   std::string exe = s.process ? s.process->exe.substr(s.process->exe.rfind('/') + 1) : "unknown process";
   if (!s.process) exe += " (metadata lost)";
   metadata_event("process_name", pid_, static_cast<uint64_t>(pid_), simulated ? exe + " (simulated GPU: simgpu)" : exe);

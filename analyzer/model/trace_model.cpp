@@ -467,12 +467,13 @@ std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, 
 }
 
 TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window, const RangeModel* known_ranges,
-                       const std::vector<std::pair<uint64_t, uint64_t>>& scope) {
+                       const std::vector<std::pair<uint64_t, uint64_t>>& scope, const reader::ChunkVisitor& also) {
   reader::SummaryBuilder summary(reader.info());
   ModelBuilder model(summary.current(), window, known_ranges, scope);
   reader.read([&](const reader::ChunkView& v) {
     summary.add(v);
     model.add(v);
+    if (also) also(v);
   });
   return model.finish(summary.finish(reader));
 }

@@ -183,8 +183,10 @@ std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, 
 // `known_ranges` (from an earlier pass over the same trace) lets host calls
 // be placed in ranges; `scope`, when not empty, keeps only records starting
 // inside its spans (sorted, disjoint), and wall time is their length.
+// `also`, when set, is handed every chunk of the same pass.
 TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window = {},
                        const RangeModel* known_ranges = nullptr,
-                       const std::vector<std::pair<uint64_t, uint64_t>>& scope = {});
+                       const std::vector<std::pair<uint64_t, uint64_t>>& scope = {},
+                       const reader::ChunkVisitor& also = {});
 
 }  // namespace gpuscope::analyzer

@@ -62,6 +62,7 @@ bool TraceReader::open(std::unique_ptr<ByteSource> source, const std::string& na
   info_ = {};
   info_.size = source_->size();
   damage_.clear();
+  passes_ = 0;
   header_problems_.clear();
   window_.clear();
   FileHeader h{};
@@ -139,6 +140,7 @@ void TraceReader::finish_pass() {
 
 void TraceReader::read(const ChunkVisitor& visit, uint32_t max_frames) {
   start_pass();
+  ++passes_;
   uint64_t offset = first_frame_;
   FrameHeader h{};
   bool loaded = false;  // the frame at `offset` was loaded while skipping damage

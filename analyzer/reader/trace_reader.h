@@ -107,6 +107,8 @@ class TraceReader {
 
   const std::vector<Problem>& problems() const { return problems_; }
   const ReadStats& stats() const { return stats_; }
+  // Passes read() has begun since open(): what a command costs in reads.
+  uint32_t passes() const { return passes_; }
   bool has_corruption() const;
 
  private:
@@ -149,6 +151,7 @@ class TraceReader {
   uint32_t expected_sequence_ = 0;
   uint64_t damage_work_ = 0;  // bytes checked, this pass, of frames that turned out damaged
   std::map<uint64_t, Damage> damage_;  // by offset; kept across passes
+  uint32_t passes_ = 0;
   std::vector<uint8_t> payload_;
   std::vector<uint8_t> window_;  // bytes of the file from window_at_, read while resynchronizing
   uint64_t window_at_ = 0;

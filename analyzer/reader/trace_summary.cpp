@@ -241,6 +241,12 @@ std::string TraceSummary::name_of(uint32_t id) const {
   return it != strings.end() ? it->second : "<unknown #" + std::to_string(id) + ">";
 }
 
+bool TraceSummary::on_simulated_gpu() const {
+  return std::any_of(devices.begin(), devices.end(), [](const capture::DeviceDescription& d) {
+    return d.name.find("simgpu") != std::string::npos || d.name.find("(simulated)") != std::string::npos;
+  });
+}
+
 TraceSummary SummaryBuilder::finish(const TraceReader& reader) {
   for (const auto& [id, n] : calls_by_id_) s_.calls_by_function[s_.name_of(id)] += n;
   for (const auto& [key, n] : results_by_id_) s_.nonzero_results[{s_.name_of(key.first), key.second}] += n;

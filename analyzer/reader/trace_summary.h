@@ -95,6 +95,11 @@ struct TraceSummary {
   uint64_t dropped_total() const;
   // The interned string, or "<unknown #id>" when the trace lost it.
   std::string name_of(uint32_t id) const;
+  // Whether the GPU was simgpu, the project's simulated GPU: a device says so
+  // in its name, as simgpu names every device ("simgpu H200 (simulated)";
+  // every node file's names end in "(simulated)"). The rule of every output
+  // that labels a trace simulated (export, HTML report).
+  bool on_simulated_gpu() const;
 };
 
 // Builds a TraceSummary chunk by chunk, so that other passes over the

@@ -144,7 +144,7 @@ class MemorySeries {
 // bucket of the GPU-metric and memory series, and is then forgotten.
 class TimelinePass {
  public:
-  TimelinePass(const ReportInput& in);
+  TimelinePass(const TraceModel& model, const Metrics& metrics);
   void add(const reader::ChunkView& v);
   void add_ranges();
   json timeline_json() const;
@@ -168,8 +168,8 @@ class TimelinePass {
   void select_threads();
   std::string thread_label(uint32_t tid) const;
 
-  const ReportInput& in_;
   const TraceModel& m_;
+  const Metrics& metrics_;
   uint64_t begin_, end_;
   Buckets buckets_;
   bool device_records_;  // stream lanes show the device's times, not the host's calls
@@ -185,9 +185,9 @@ class TimelinePass {
   MemorySeries memory_;
 };
 
-TimelinePass::TimelinePass(const ReportInput& in)
-    : in_(in), m_(in.model), begin_(in.model.begin_ns), end_(std::max(in.model.end_ns, in.model.begin_ns + 1)),
-      buckets_(begin_, end_), device_records_(in.model.device_records > 0) {
+TimelinePass::TimelinePass(const TraceModel& model, const Metrics& metrics)
+    : m_(model), metrics_(metrics), begin_(model.begin_ns), end_(std::max(model.end_ns, model.begin_ns + 1)),
+      buckets_(begin_, end_), device_records_(model.device_records > 0) {
   select_threads();
 }
 
@@ -198,7 +198,7 @@ void TimelinePass::select_threads() {
   for (const auto& [tid, t] : m_.threads) {
     uint64_t ns = 0;
     for (uint64_t b : t.blocked_ns) ns += b;
-    busy.emplace_back(tid == in_.metrics.feeder_tid ? UINT64_MAX : ns, tid);
+    busy.emplace_back(tid == metrics_.feeder_tid ? UINT64_MAX : ns, tid);
   }
   std::sort(busy.begin(), busy.end(), [](const auto& a, const auto& b) { return a > b; });
   for (const auto& [ns, tid] : busy)
@@ -211,7 +211,7 @@ std::string TimelinePass::thread_label(uint32_t tid) const {
   auto it = thread_names_.find(tid);
   std::string label = fmt::format("thread {}", tid);
   if (it != thread_names_.end()) label += fmt::format(" \"{}\"", it->second);
-  if (tid == in_.metrics.feeder_tid && m_.threads.count(tid)) label += " (feeding)";
+  if (tid == metrics_.feeder_tid && m_.threads.count(tid)) label += " (feeding)";
   return label;
 }
 
@@ -406,15 +406,22 @@ std::string fill_template(const std::string& title, const std::string& data) {
 
 }  // namespace
 
-bool is_simulated(const reader::TraceSummary& summary) {
-  return std::any_of(summary.devices.begin(), summary.devices.end(), [](const auto& d) {
-    return d.name.find("(simulated)") != std::string::npos || d.name.starts_with("simgpu");
-  });
-}
+struct Timeline::Impl : TimelinePass {
+  using TimelinePass::TimelinePass;
+};
+
+Timeline::Timeline(const TraceModel& model, const Metrics& metrics) : impl_(std::make_unique<Impl>(model, metrics)) {}
+Timeline::~Timeline() = default;
+void Timeline::add(const reader::ChunkView& chunk) { impl_->add(chunk); }
 
 json html_section(const ReportInput& in, reader::TraceReader& reader) {
-  TimelinePass pass(in);
-  reader.read([&](const reader::ChunkView& v) { pass.add(v); });
+  Timeline timeline(in.model, in.metrics);
+  reader.read([&](const reader::ChunkView& v) { timeline.add(v); });
+  return html_section(in, timeline);
+}
+
+json html_section(const ReportInput& in, Timeline& timeline) {
+  TimelinePass& pass = *timeline.impl_;
   pass.add_ranges();
   const auto& s = in.model.summary;
   json argv = json::array();
@@ -426,7 +433,7 @@ json html_section(const ReportInput& in, reader::TraceReader& reader) {
               {"host", s.process ? s.process->hostname : ""},
               {"wall_s", in.metrics.wall_s},
               {"devices", devices_json(s)},
-              {"simulated", is_simulated(s)},
+              {"simulated", s.on_simulated_gpu()},
               {"headline", in.analysis.verdict.headline},
               {"analysis", analysis_json(in)},
               {"timeline", pass.timeline_json()},

@@ -5,12 +5,15 @@
 // blob; the page's inline script draws it. The page itself is
 // report/html/report_template.html, embedded at build time.
 //
-// What happened over time comes from one more streaming pass over the
-// trace: the timeline is aggregated to screen resolution per lane
-// (timeline_aggregate.h), GPU metrics and live device memory to a fixed
-// number of points, so the page stays small whatever the trace's size.
+// What happened over time comes from a streaming pass over the trace made
+// after a first analysis (pipeline.h rides it along the analysis' own
+// second pass when it has one): the timeline is aggregated to screen
+// resolution per lane (timeline_aggregate.h), GPU metrics and live device
+// memory to a fixed number of points, so the page stays small whatever the
+// trace's size.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +35,29 @@ inline constexpr size_t kMaxBlocksPerSection = 250000;
 // Points per GPU-metric and memory series: buckets of equal time, averaged.
 inline constexpr size_t kSeriesPoints = 2000;
 
-// One trace's section of the page. `reader` is the same trace, opened and not
-// yet read: the timeline pass reads it.
+// What happened over time in one trace (the timeline's lanes, GPU metrics,
+// live device memory), gathered while its records go by. Its lanes are
+// chosen from an analysis (the busiest threads, the feeding one first), so
+// it is made from one and then fed a pass over the records; the model and
+// metrics it was made from must outlive it.
+class Timeline {
+ public:
+  Timeline(const TraceModel& model, const Metrics& metrics);
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+  void add(const reader::ChunkView& chunk);
+
+ private:
+  friend nlohmann::ordered_json html_section(const ReportInput& in, Timeline& timeline);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One trace's section of the page, from its analysis and its timeline, once
+// the timeline has been fed every record.
+nlohmann::ordered_json html_section(const ReportInput& in, Timeline& timeline);
+// The same, the timeline fed by a pass of `reader`: the same trace, opened.
 nlohmann::ordered_json html_section(const ReportInput& in, reader::TraceReader& reader);
 
 // The whole page, with `sections` (an array of html_section()s) embedded.
@@ -44,9 +68,5 @@ std::string html_page(const nlohmann::ordered_json& sections, const std::string&
 // end or change the element, and JSON.parse reads it back unchanged.
 // Invalid UTF-8 (a hostile kernel name) is replaced, never thrown on.
 std::string script_safe_json(const nlohmann::ordered_json& j);
-
-// Whether the trace's GPU is simgpu, the project's simulated GPU (its device
-// names say so, as the text report prints them).
-bool is_simulated(const reader::TraceSummary& summary);
 
 }  // namespace gpuscope::analyzer

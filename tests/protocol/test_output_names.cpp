@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "output_names.h"
+#include "utc_time.h"
 #include "../support/temp_dir.h"
 
 namespace gpuscope::protocol {
@@ -110,8 +111,16 @@ TEST(OutputPath, AttachTracesTakeTheRunNameThenNumbers) {
 }
 
 TEST(OutputPath, UtcTimes) {
-  EXPECT_EQ(format_utc(1'764'442'560'123'000'000ull, "%Y%m%dT%H%M%SZ"), "20251129T185600Z");
-  EXPECT_EQ(format_utc(0, "%Y-%m-%dT%H:%M:%S"), "1970-01-01T00:00:00");
+  // %t in a name: the one UTC formatter (schemas/utc_time.h), file-name style.
+  using container::utc_time;
+  using container::UtcStyle;
+  EXPECT_EQ(utc_time(1'764'442'560'123'000'000ull, UtcStyle::Compact), "20251129T185600Z");
+  EXPECT_EQ(utc_time(0, UtcStyle::Milliseconds), "1970-01-01T00:00:00.000Z");
+  NameFields f;
+  f.pid = 7;
+  f.exe = "app";
+  f.start_realtime_ns = 1'764'442'560'123'000'000ull;
+  EXPECT_EQ(expand_name_pattern("%n-%t", f), "app-20251129T185600Z");
 }
 
 }  // namespace

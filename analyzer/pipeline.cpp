@@ -1,0 +1,89 @@
+#include "pipeline.h"
+
+#include <utility>
+
+namespace gpuscope::analyzer {
+
+std::optional<PipelineError> parse_scope(const std::string& window, const std::string& range, AnalysisScope* out) {
+  AnalysisScope scope;
+  if (!window.empty() && !parse_window(window, &scope.window))
+    return PipelineError{"--window " + window + ": expected START:END in seconds, END after START (e.g. 2:10, 5:)"};
+  scope.range = range;
+  *out = std::move(scope);
+  return std::nullopt;
+}
+
+TraceAnalysis::TraceAnalysis(std::string path, std::unique_ptr<reader::TraceReader> reader)
+    : path_(std::move(path)), reader_(std::move(reader)) {}
+
+TraceAnalysis::~TraceAnalysis() = default;
+
+ReportInput TraceAnalysis::report_input(size_t top) const {
+  return ReportInput{path_, model_, metrics_, analysis_, *symbols_, top};
+}
+
+// The first pass builds the whole model and finds the trace's NVTX ranges
+// and capture windows. Only when there are some does a second pass (sharing
+// the reader: damage is read once) place host calls in the ranges, and keep
+// only the windows' time (a windowed capture's GPU and CPU samples between
+// windows are not the program's captured time) or, with --range, only the
+// named ranges' time. Without such a scope the second pass changes nothing
+// but the ranges' time, so a following pass made from the first model can
+// ride along.
+std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& scope, const FollowingPass& following) {
+  model_ = analyzer::build_model(*reader_, scope.window);
+  const std::vector<std::pair<uint64_t, uint64_t>> captured = model_.capture_windows;
+  if (model_.ranges.empty() && scope.range.empty() && captured.empty()) return std::nullopt;
+  std::vector<std::pair<uint64_t, uint64_t>> spans = captured;
+  if (!scope.range.empty()) {
+    spans = range_spans(model_, scope.range);
+    if (!captured.empty()) spans = intersect_spans(spans, captured);
+    if (spans.empty())
+      return PipelineError{"--range " + scope.range + ": " + path_ + " has no NVTX range with that message" +
+                           (captured.empty() ? "" : " inside its capture windows")};
+  }
+  const RangeModel ranges = std::move(model_.ranges);
+  reader::ChunkVisitor riding;
+  if (following && spans.empty()) {
+    model_.ranges = ranges;
+    first_model_ = std::make_unique<TraceModel>(std::move(model_));
+    first_metrics_ = std::make_unique<Metrics>(compute_metrics(*first_model_));
+    riding = following(*first_model_, *first_metrics_);
+  }
+  model_ = analyzer::build_model(*reader_, scope.window, &ranges, spans, riding);
+  model_.scope_range = scope.range;
+  return std::nullopt;
+}
+
+void TraceAnalysis::run_rules() {
+  metrics_ = compute_metrics(model_);
+  analysis_ = analyze(model_, metrics_);
+  attribute_findings_to_ranges(model_, &analysis_);
+  symbols_ = std::make_unique<Symbolizer>(model_.summary);
+}
+
+PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const std::string& name,
+                             const AnalysisScope& scope, const FollowingPass& following) {
+  PipelineResult result;
+  auto reader = std::make_unique<reader::TraceReader>();
+  if (!reader->open(std::move(source), name, &result.error.message)) return result;
+  std::unique_ptr<TraceAnalysis> analysis(new TraceAnalysis(name, std::move(reader)));
+  if (auto error = analysis->build_model(scope, following)) {
+    result.error = std::move(*error);
+    return result;
+  }
+  analysis->run_rules();
+  if (following && analysis->first_model_ == nullptr)
+    analysis->reader_->read(following(analysis->model_, analysis->metrics_));
+  result.analysis = std::move(analysis);
+  return result;
+}
+
+PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope, const FollowingPass& following) {
+  PipelineResult result;
+  auto source = reader::open_file_source(path, &result.error.message);
+  if (source == nullptr) return result;
+  return analyze_trace(std::move(source), path, scope, following);
+}
+
+}  // namespace gpuscope::analyzer
