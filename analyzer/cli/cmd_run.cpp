@@ -328,7 +328,7 @@ int run_command(const RunOptions& o) {
   }
   if (o.standby && (o.delay_s > 0 || o.duration_s > 0 || !o.capture_range.empty())) {
     print_error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
-                  "and --capture-range (attach has its own --duration)");
+                "and --capture-range (attach has its own --duration)");
     return 2;
   }
   std::string error;

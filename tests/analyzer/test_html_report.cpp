@@ -11,10 +11,8 @@
 #include "../support/sample_trace.h"
 #include "chunk_builder.h"
 #include "html_report.h"
-#include "metrics.h"
-#include "rules.h"
+#include "pipeline.h"
 #include "timeline_aggregate.h"
-#include "trace_model.h"
 
 namespace gpuscope::analyzer {
 namespace {
@@ -164,20 +162,17 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The hostile trace's section, its timeline read after the analysis.
+json hostile_section(const std::string& path) {
+  const PipelineResult r = analyze_trace(reader::memory_source(hostile_trace()), path);
+  EXPECT_NE(r.analysis, nullptr) << r.error.message;
+  if (r.analysis == nullptr) return json();
+  return html_section(r.analysis->report_input(5), r.analysis->reader());
+}
+
 TEST(HtmlReport, AHostileKernelNameDoesNotBreakThePage) {
-  const auto bytes = hostile_trace();
-  reader::TraceReader r;
-  std::string error;
-  ASSERT_TRUE(r.open(reader::memory_source(bytes), "t", &error)) << error;
-  const TraceModel model = build_model(r);
-  const Metrics metrics = compute_metrics(model);
-  const Analysis analysis = analyze(model, metrics);
-  const Symbolizer symbols(model.summary);
   const std::string path = "dir/__GPUSCOPE_DATA__<b>.gpuscope";
-  const ReportInput in{path, model, metrics, analysis, symbols, 5};
-  reader::TraceReader again;
-  ASSERT_TRUE(again.open(reader::memory_source(bytes), "t", &error)) << error;
-  const json section = html_section(in, again);
+  const json section = hostile_section(path);
   const std::string page = html_page(json::array({section}), path);
 
   const std::string empty_page = html_page(json::array(), "x");
@@ -193,17 +188,7 @@ TEST(HtmlReport, AHostileKernelNameDoesNotBreakThePage) {
 }
 
 TEST(HtmlReport, TheTimelineHasAThreadLaneAndAStreamLane) {
-  const auto bytes = hostile_trace();
-  reader::TraceReader r;
-  std::string error;
-  ASSERT_TRUE(r.open(reader::memory_source(bytes), "t", &error)) << error;
-  const TraceModel model = build_model(r);
-  const Metrics metrics = compute_metrics(model);
-  const Analysis analysis = analyze(model, metrics);
-  const Symbolizer symbols(model.summary);
-  reader::TraceReader again;
-  ASSERT_TRUE(again.open(reader::memory_source(bytes), "t", &error)) << error;
-  const json tl = html_section(ReportInput{"t", model, metrics, analysis, symbols, 5}, again)["timeline"];
+  const json tl = hostile_section("t")["timeline"];
   ASSERT_EQ(tl["lanes"].size(), 2u) << tl.dump();
   EXPECT_EQ(tl["lanes"][0]["kind"], "thread");
   EXPECT_EQ(tl["lanes"][0]["spans"], 20);  // launches and copies of thread 42

@@ -8,9 +8,19 @@
 
 #include "byte_shuffle.h"
 #include "container.h"
+#include "utc_time.h"
 
 namespace gpuscope::container {
 namespace {
+
+// Both sides' UTC text of a trace's wall-clock time: file names (%t) and
+// gpuscope info. Milliseconds are cut, not rounded (123.456789 ms -> 123).
+TEST(UtcTime, CompactForFileNamesAndMillisecondsForPeople) {
+  constexpr uint64_t kNs = 1'764'614'102'123'456'789ull;
+  EXPECT_EQ(container::utc_time(kNs, container::UtcStyle::Compact), "20251201T183502Z");
+  EXPECT_EQ(container::utc_time(kNs, container::UtcStyle::Milliseconds), "2025-12-01T18:35:02.123Z");
+  EXPECT_EQ(container::utc_time(0, container::UtcStyle::Milliseconds), "1970-01-01T00:00:00.000Z");
+}
 
 TEST(Crc32c, MatchesTheStandardCheckValue) {
   EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
