@@ -250,9 +250,9 @@ std::vector<CompletedBuffer> Collector::take_completed() {
   return out;
 }
 
-capture::DeviceCollectionData Collector::status() const {
+container::DeviceCollectionData Collector::status() const {
   std::lock_guard lock(mutex_);
-  capture::DeviceCollectionData s = status_;
+  container::DeviceCollectionData s = status_;
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.buffers_refused = refused_.load(std::memory_order_relaxed);
   s.calibration_pairs = static_cast<uint32_t>(calibration_.size());

@@ -69,7 +69,7 @@ class Collector {
   // Writer side: the buffers completed since the last call.
   std::vector<CompletedBuffer> take_completed();
   // Status and counters; the source adds its own counts.
-  capture::DeviceCollectionData status() const;
+  container::DeviceCollectionData status() const;
   // Bumped on every status change, so the source writes it only then.
   uint64_t status_serial() const { return status_serial_.load(std::memory_order_acquire); }
   bool active() const { return active_.load(std::memory_order_acquire); }
@@ -109,7 +109,7 @@ class Collector {
   std::condition_variable finished_cv_;
   int finish_state_ = 0;  // under mutex_: 0 not yet, 1 in progress, 2 done
   std::vector<CompletedBuffer> completed_;   // under mutex_
-  capture::DeviceCollectionData status_;     // under mutex_
+  container::DeviceCollectionData status_;     // under mutex_
   std::vector<ClockPair> calibration_;       // under mutex_
 };
 

@@ -42,7 +42,7 @@ class CuptiSource final : public capture::TraceSource {
 };
 
 void CuptiSource::poll(uint64_t now_ns, capture::ChunkBuilder& out) {
-  const capture::DeviceCollectionData status = collector_.status();
+  const container::DeviceCollectionData status = collector_.status();
   if (collector_.active() && status.clock == static_cast<uint8_t>(fb::DeviceClock::Calibrated) &&
       now_ns - last_calibration_ns_ >= kCalibrationPeriodNs) {
     collector_.calibrate();
@@ -82,7 +82,7 @@ void CuptiSource::convert_buffers(capture::ChunkBuilder& out) {
 
 void CuptiSource::write_status(capture::ChunkBuilder& out) {
   written_serial_ = collector_.status_serial();
-  capture::DeviceCollectionData s = collector_.status();
+  container::DeviceCollectionData s = collector_.status();
   if (s.state == static_cast<uint8_t>(fb::DeviceCollectionState::NotInjected) && s.reason.empty())
     s.reason = not_injected_;
   s.records = records_;

@@ -26,7 +26,7 @@ extern "C" __attribute__((visibility("default"))) constinit const gpuscope::prel
                          &gpuscope::preload::initialize_injection,
                          &gpuscope::preload::initialize_injection_nvtx2,
                          &gpuscope::preload::hook_address,
-                         &gpuscope::preload::next_symbol};
+                         &gpuscope::capture::next_symbol};
 
 namespace gpuscope::preload {
 namespace {
@@ -86,7 +86,7 @@ DlcloseFn glibc_dlclose() {
     void* defining = dladdr(reinterpret_cast<void*>(&dlmopen), &info) != 0 && info.dli_fname != nullptr
                          ? dlmopen(LM_ID_BASE, info.dli_fname, RTLD_NOLOAD | RTLD_LAZY)
                          : nullptr;
-    void* found = defining != nullptr ? real_dlsym()(defining, "dlclose") : nullptr;
+    void* found = defining != nullptr ? capture::real_dlsym()(defining, "dlclose") : nullptr;
     return found != nullptr ? reinterpret_cast<DlcloseFn>(found) : &dlclose;
   }();
   return fn;
@@ -99,7 +99,7 @@ DlcloseFn glibc_dlclose() {
 const InstanceMarker* marker_of(const LoadedObject& object) {
   void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) return nullptr;
-  const auto* marker = static_cast<const InstanceMarker*>(real_dlsym()(handle, kInstanceSymbol));
+  const auto* marker = static_cast<const InstanceMarker*>(capture::real_dlsym()(handle, kInstanceSymbol));
   const link_map* map = marker != nullptr ? object_of(marker) : nullptr;
   glibc_dlclose()(handle);
   if (map == nullptr || map->l_addr != object.load_bias) return nullptr;
@@ -160,7 +160,7 @@ const InstanceMarker* primary_instance_marker() noexcept {
 bool in_other_instance(const void* address) { return other_instance_at(address) != nullptr; }
 
 void* next_definition(const char* name) {
-  void* p = next_symbol(name);
+  void* p = capture::next_symbol(name);
   // Bounded: each hop moves on past one more copy in the scope.
   for (int hop = 0; p != nullptr && hop < 8; ++hop) {
     const InstanceMarker* other = other_instance_at(p);

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "exported.h"
 #include "cupti_source.h"
 #include "diag.h"
 #include "environment.h"
@@ -35,8 +36,6 @@
 #include "standby.h"
 #include "gpu/gpu_source.h"
 #include "stacks/stack_capture.h"
-
-#define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace gpuscope::preload {
 namespace {
@@ -58,7 +57,7 @@ void on_fork_child() {
 // process (the writer may poll them during exit) or, in standby, as long
 // as their attach's trace.
 std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::CaptureConfig& config) {
-  // The CUPTI source waits for InitializeInjection (preload/injection.cpp);
+  // The CUPTI source waits for InitializeInjection (cupti/injection.cpp);
   // if it never comes, it records why.
   const std::string no_injection =
       cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), cupti::own_library_path());
@@ -240,58 +239,58 @@ GPUSCOPE_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void (
                                       void (*fini)(), void (*rtld_fini)(), void* stack_end) {
   using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
   g_real_main = main;
-  return next<StartFn>("__libc_start_main")(main_wrapper, argc, argv, init, fini, rtld_fini,
+  return gpuscope::capture::next<StartFn>("__libc_start_main")(main_wrapper, argc, argv, init, fini, rtld_fini,
                                             stack_end);
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void exit(int status) {
   take_step(EndKind::Exit, status);
-  next<void (*)(int)>("exit")(status);
+  gpuscope::capture::next<void (*)(int)>("exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void quick_exit(int status) {
   take_step(EndKind::Exit, status);
   finalize();
-  next<void (*)(int)>("quick_exit")(status);
+  gpuscope::capture::next<void (*)(int)>("quick_exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void _exit(int status) {
   take_step(EndKind::ImmediateExit, status);
   finalize();
-  next<void (*)(int)>("_exit")(status);
+  gpuscope::capture::next<void (*)(int)>("_exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void _Exit(int status) {
   take_step(EndKind::ImmediateExit, status);
   finalize();
-  next<void (*)(int)>("_Exit")(status);
+  gpuscope::capture::next<void (*)(int)>("_Exit")(status);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT [[noreturn]] void pthread_exit(void* value) {
   if (getpid() == g_process_pid && gettid() == g_process_pid) process_end::main_thread_leaving();
-  next<void (*)(void*)>("pthread_exit")(value);
+  gpuscope::capture::next<void (*)(void*)>("pthread_exit")(value);
   __builtin_unreachable();
 }
 
 GPUSCOPE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
-  return with_exec_checkpoint([&] { return next<decltype(&execve)>("execve")(path, argv, envp); });
+  return with_exec_checkpoint([&] { return gpuscope::capture::next<decltype(&execve)>("execve")(path, argv, envp); });
 }
 
 GPUSCOPE_EXPORT int execv(const char* path, char* const argv[]) {
-  return with_exec_checkpoint([&] { return next<decltype(&execv)>("execv")(path, argv); });
+  return with_exec_checkpoint([&] { return gpuscope::capture::next<decltype(&execv)>("execv")(path, argv); });
 }
 
 GPUSCOPE_EXPORT int execvp(const char* file, char* const argv[]) {
-  return with_exec_checkpoint([&] { return next<decltype(&execvp)>("execvp")(file, argv); });
+  return with_exec_checkpoint([&] { return gpuscope::capture::next<decltype(&execvp)>("execvp")(file, argv); });
 }
 
 GPUSCOPE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   return with_exec_checkpoint(
-      [&] { return next<decltype(&execvpe)>("execvpe")(file, argv, envp); });
+      [&] { return gpuscope::capture::next<decltype(&execvpe)>("execvpe")(file, argv, envp); });
 }
 
 GPUSCOPE_EXPORT int execl(const char* path, const char* arg, ...) {

@@ -122,7 +122,7 @@ void watch_for_the_last_thread(sigset_t main_mask) {
   close(stat_fd);
   pthread_sigmask(SIG_SETMASK, &main_mask, nullptr);
   if (applies()) take_step(fb::EndKind::LastThreadExit, 0);
-  next<void (*)(int)>("exit")(0);
+  gpuscope::capture::next<void (*)(int)>("exit")(0);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The capture-range grammar: `gpuscope run --capture-range` and
 // `--capture-range-end` check their values with these parsers, and the
-// library (preload/core/capture_window.cpp) reads GPUSCOPE_CAPTURE_RANGE and
+// library (capture/capture_window.cpp) reads GPUSCOPE_CAPTURE_RANGE and
 // GPUSCOPE_CAPTURE_RANGE_END with them, so a value one side takes the other
 // takes too.
 //   range:  cudaProfilerApi | nvtx:MESSAGE[@DOMAIN]  (split at the last '@'; MESSAGE not empty)

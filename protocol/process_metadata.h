@@ -1,5 +1,5 @@
 // What a trace says about the process it came from: the library fills it at
-// capture start (preload/core/process_info.cpp) and writes it as the
+// capture start (capture/process_info.cpp) and writes it as the
 // ProcessMetadata table (schemas/gpuscope.fbs); the reader gives it back
 // (analyzer/reader/trace_summary.h). One struct for both ends.
 #pragma once

@@ -1,5 +1,5 @@
 // What each GPUSCOPE_* variable accepts: one table, read by the library
-// when it reads its settings (preload/core/config.cpp) and by the CLI when
+// when it reads its settings (capture/config.cpp) and by the CLI when
 // it checks the values its options will pass down (analyzer/cli), so the two
 // cannot disagree on a value. A name the table does not know is a typo.
 #pragma once

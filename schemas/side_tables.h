@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace gpuscope::capture {
+namespace gpuscope::container {
 
 struct DeviceDescription {
   uint32_t index = 0;
@@ -91,4 +91,4 @@ struct StackDescription {
   std::vector<uint64_t> frames;
 };
 
-}  // namespace gpuscope::capture
+}  // namespace gpuscope::container

@@ -2,7 +2,7 @@
 // a POSIX write lock on the whole file from creation until the file is
 // closed (the end of capture, exec, or the process's death, whichever comes
 // first; the kernel drops the lock with the process). Shared by the writer
-// (preload/core/trace_output.cpp) and `gpuscope run --force`, which must
+// (capture/trace_output.cpp) and `gpuscope run --force`, which must
 // not delete a live run's trace.
 #pragma once
 

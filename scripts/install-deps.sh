@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev                # simgpu node descriptions, JSON reports
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3 python3-jsonschema        # small test helpers; the --json schema check
+  python3-pip                       # installs lizard (below)
   chromium                          # renders the HTML report in tests/report (headless, --no-sandbox as root)
 )
 
@@ -28,17 +29,25 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
+      echo "install-deps: missing ${missing[*]} and not root (no sudo)" >&2; exit 1; fi
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
 fi
 
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
-    echo "install-deps: missing ${missing[*]} and not root (no sudo)" >&2; exit 1; fi
+# lizard measures function lengths for the structure check (tests/CMakeLists.txt,
+# scripts/check_structure.py); it is not packaged by Debian, so it comes from
+# PyPI, for the python3 that CMake finds first on PATH.
+if ! python3 -c "import lizard" 2>/dev/null; then
+  echo "install-deps: installing lizard (PyPI)"
+  python3 -m pip install --quiet --user lizard==1.24.3 2>/dev/null ||
+    python3 -m pip install --quiet lizard==1.24.3 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages lizard==1.24.3
 fi
-
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"

@@ -64,13 +64,13 @@ void print_process(const reader::ProcessInfo& p) {
 }
 
 // "/dev/nvidiactl rw": what the process could open, as it found it at start.
-std::string node_text(const capture::DeviceNodeState& n) {
+std::string node_text(const container::DeviceNodeState& n) {
   const std::string name = n.path.substr(n.path.rfind('/') + 1);
   if (!n.exists) return name + " missing";
   return name + " " + (n.readable ? "r" : "-") + (n.writable ? "w" : "-");
 }
 
-void print_probe(const capture::EnvironmentProbeData& p) {
+void print_probe(const container::EnvironmentProbeData& p) {
   if (p.driver_loaded && p.driver_version >= 0)
     fmt::print("driver:      libcuda.so.1 loads, CUDA {}.{} ({})\n", p.driver_version / 1000,
                p.driver_version % 1000 / 10, p.driver_version);
@@ -90,7 +90,7 @@ std::string tri_state(int value, const char* on, const char* off) {
   return value < 0 ? "unknown" : value != 0 ? on : off;
 }
 
-void print_device(const capture::DeviceDescription& d) {
+void print_device(const container::DeviceDescription& d) {
   fmt::print("gpu {}:       {}, {:.1f} GiB, PCIe Gen{} x{} (max Gen{} x{}), bus {}\n", d.index,
              d.name.empty() ? "(unnamed)" : d.name, d.memory_total_bytes / 1073741824.0, d.pcie_gen_current,
              d.pcie_width_current, d.pcie_gen_max, d.pcie_width_max, d.pci_bus_id.empty() ? "?" : d.pci_bus_id);
@@ -105,7 +105,7 @@ void print_device(const capture::DeviceDescription& d) {
   }
 }
 
-void print_loads(const std::vector<capture::LibraryLoadEvent>& loads) {
+void print_loads(const std::vector<container::LibraryLoadEvent>& loads) {
   constexpr size_t kShown = 20;
   for (size_t i = 0; i < loads.size() && i < kShown; ++i) {
     const auto& l = loads[i];

@@ -379,7 +379,7 @@ CLI::Range library_range(const char* variable) {
 }
 
 // --delay, --duration, --capture-range and --capture-range-end: what the
-// library records (preload/core/capture_window.h), up to the longest
+// library records (capture/capture_window.h), up to the longest
 // window it takes (a year).
 void add_capture_window_options(CLI::App* run, RunOptions* o) {
   constexpr double kMaxWindowS = protocol::kMaxWindowMs / 1000.0;

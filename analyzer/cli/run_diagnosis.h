@@ -14,7 +14,7 @@ namespace gpuscope::cli {
 std::string signal_text(int sig);
 
 // A file the library appends to when a process of the run cannot create
-// its trace (GPUSCOPE_RUN_NOTES; preload/core/diag.h, note_for_run): the
+// its trace (GPUSCOPE_RUN_NOTES; capture/diag.h, note_for_run): the
 // run's summary can then say why, even when the program's own output buried
 // the library's line. Made private (mkstemp) under $TMPDIR or /tmp, removed
 // with this object.

@@ -36,7 +36,7 @@ void device_figures(const Metrics& x, RunSnapshot& s) {
   put(s, "dropped", static_cast<double>(x.dropped));
 }
 
-std::string join_devices(const reader::TraceSummary& t, std::string (*field)(const capture::DeviceDescription&)) {
+std::string join_devices(const reader::TraceSummary& t, std::string (*field)(const container::DeviceDescription&)) {
   std::string out;
   for (const auto& d : t.devices) out += (out.empty() ? "" : ", ") + field(d);
   return out.empty() ? "unknown" : out;
@@ -53,12 +53,12 @@ void environment(const ReportInput& in, RunSnapshot& s) {
   env["cupti"] = "not used";
   if (t.device_collection && t.device_collection->cupti_version != 0)
     env["cupti"] = fmt::format("{}", t.device_collection->cupti_version);
-  env["gpu"] = join_devices(t, [](const capture::DeviceDescription& d) { return d.name; });
-  env["pcie_link"] = join_devices(t, [](const capture::DeviceDescription& d) {
+  env["gpu"] = join_devices(t, [](const container::DeviceDescription& d) { return d.name; });
+  env["pcie_link"] = join_devices(t, [](const container::DeviceDescription& d) {
     return d.pcie_gen_current ? fmt::format("Gen{} x{}", d.pcie_gen_current, d.pcie_width_current)
                               : std::string("unknown");
   });
-  env["mig"] = join_devices(t, [](const capture::DeviceDescription& d) {
+  env["mig"] = join_devices(t, [](const container::DeviceDescription& d) {
     return std::string(d.mig_mode < 0 ? "unknown" : d.mig_mode ? "on" : "off");
   });
   env["visible_devices"] = x.visible_devices ? "'" + *x.visible_devices + "'" : "unset";

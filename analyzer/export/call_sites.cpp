@@ -28,7 +28,7 @@ std::string CallSites::raw(uint32_t stack_id) const {
   auto it = live_.stacks.find(stack_id);
   if (it == live_.stacks.end()) return {};
   for (const uint64_t pc : it->second) {
-    const capture::ModuleDescription* module = nullptr;
+    const container::ModuleDescription* module = nullptr;
     for (const auto& m : live_.modules)
       if (pc >= m.low_address && pc < m.high_address) module = &m;
     if (module == nullptr) return fmt::format("0x{:x}", pc);

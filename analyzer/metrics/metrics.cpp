@@ -240,7 +240,7 @@ std::string stack_capture_note(const reader::TraceSummary& s) {
         return fmt::format("off ({}=0): findings have no call sites", protocol::env::kStacks);
     return "none in this trace, which does not record whether they were on (format 1.3 does)";
   }
-  const capture::StackCaptureData& c = *s.stack_capture;
+  const container::StackCaptureData& c = *s.stack_capture;
   switch (static_cast<fb::StackCaptureState>(c.state)) {
     case fb::StackCaptureState::Off:
       return fmt::format("off (--no-stacks or {}=0): findings have no call sites", protocol::env::kStacks);
@@ -274,7 +274,7 @@ void coverage_metrics(const TraceModel& m, Metrics& x) {
 
 std::optional<std::string> device_collection_text(const reader::TraceSummary& s) {
   if (!s.device_collection) return std::nullopt;
-  const capture::DeviceCollectionData& d = *s.device_collection;
+  const container::DeviceCollectionData& d = *s.device_collection;
   switch (static_cast<fb::DeviceCollectionState>(d.state)) {
     case fb::DeviceCollectionState::Active: {
       std::string text = fmt::format("CUPTI ({} records, {} dropped", d.records, d.dropped);

@@ -42,8 +42,8 @@ EndInfo to_end_info(const fb::Totals& t) {
   return e;
 }
 
-capture::DeviceDescription to_device(const fb::DeviceInfo& d) {
-  capture::DeviceDescription out;
+container::DeviceDescription to_device(const fb::DeviceInfo& d) {
+  container::DeviceDescription out;
   out.index = d.index();
   out.name = str(d.name());
   out.uuid = str(d.uuid());
@@ -64,8 +64,8 @@ capture::DeviceDescription to_device(const fb::DeviceInfo& d) {
   return out;
 }
 
-capture::LibraryLoadEvent to_load(const fb::LibraryLoad& l) {
-  capture::LibraryLoadEvent out;
+container::LibraryLoadEvent to_load(const fb::LibraryLoad& l) {
+  container::LibraryLoadEvent out;
   out.start_ns = l.start_ns();
   out.tid = l.tid();
   out.path = str(l.path());
@@ -78,8 +78,8 @@ capture::LibraryLoadEvent to_load(const fb::LibraryLoad& l) {
   return out;
 }
 
-capture::EnvironmentProbeData to_probe(const fb::EnvironmentProbe& p) {
-  capture::EnvironmentProbeData out;
+container::EnvironmentProbeData to_probe(const fb::EnvironmentProbe& p) {
+  container::EnvironmentProbeData out;
   if (p.device_nodes() != nullptr)
     for (const auto* n : *p.device_nodes())
       out.device_nodes.push_back({str(n->path()), n->exists(), n->readable(), n->writable()});
@@ -92,8 +92,8 @@ capture::EnvironmentProbeData to_probe(const fb::EnvironmentProbe& p) {
   return out;
 }
 
-capture::DeviceCollectionData to_device_collection(const fb::DeviceCollection& d) {
-  capture::DeviceCollectionData out;
+container::DeviceCollectionData to_device_collection(const fb::DeviceCollection& d) {
+  container::DeviceCollectionData out;
   out.state = static_cast<uint8_t>(d.state());
   out.reason = str(d.reason());
   out.cupti_version = d.cupti_version();
@@ -120,11 +120,11 @@ void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
   if (c.probe() != nullptr) s->probe = to_probe(*c.probe());
   if (c.device_collection() != nullptr) s->device_collection = to_device_collection(*c.device_collection());
   if (const auto* st = c.stack_capture(); st != nullptr)
-    s->stack_capture = capture::StackCaptureData{static_cast<uint8_t>(st->state()), str(st->reason()), st->depth(),
+    s->stack_capture = container::StackCaptureData{static_cast<uint8_t>(st->state()), str(st->reason()), st->depth(),
                                                  st->unwind_failures(), st->table_full()};
   if (c.modules() != nullptr)
     for (const auto* m : *c.modules()) {
-      capture::ModuleDescription d;
+      container::ModuleDescription d;
       d.id = m->id();
       d.path = str(m->path());
       if (m->build_id() != nullptr) d.build_id.assign(m->build_id()->begin(), m->build_id()->end());
@@ -242,7 +242,7 @@ std::string TraceSummary::name_of(uint32_t id) const {
 }
 
 bool TraceSummary::on_simulated_gpu() const {
-  return std::any_of(devices.begin(), devices.end(), [](const capture::DeviceDescription& d) {
+  return std::any_of(devices.begin(), devices.end(), [](const container::DeviceDescription& d) {
     return d.name.find("simgpu") != std::string::npos || d.name.find("(simulated)") != std::string::npos;
   });
 }

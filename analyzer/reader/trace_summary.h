@@ -82,12 +82,12 @@ struct TraceSummary {
   // Outermost calls a stream capture turned into graph nodes instead of
   // running them (ApiCall flag, format 1.3).
   uint64_t captured_calls = 0;
-  std::vector<capture::DeviceDescription> devices;   // the latest description of each
-  std::vector<capture::LibraryLoadEvent> loads;
-  std::optional<capture::EnvironmentProbeData> probe;
-  std::optional<capture::DeviceCollectionData> device_collection;  // the latest one (format 1.1)
-  std::optional<capture::StackCaptureData> stack_capture;          // the latest one (format 1.3)
-  std::vector<capture::ModuleDescription> modules;
+  std::vector<container::DeviceDescription> devices;   // the latest description of each
+  std::vector<container::LibraryLoadEvent> loads;
+  std::optional<container::EnvironmentProbeData> probe;
+  std::optional<container::DeviceCollectionData> device_collection;  // the latest one (format 1.1)
+  std::optional<container::StackCaptureData> stack_capture;          // the latest one (format 1.3)
+  std::vector<container::ModuleDescription> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
   ReadStats stats;
   std::vector<Problem> problems;

@@ -71,7 +71,7 @@ struct Symbolizer::Impl {
   const reader::TraceSummary* summary = nullptr;
   std::set<std::string> stale;  // files whose build-id is not the traced one
 
-  const capture::ModuleDescription* module_at(uint64_t pc) const {
+  const container::ModuleDescription* module_at(uint64_t pc) const {
     for (const auto& m : summary->modules)
       if (pc >= m.low_address && pc < m.high_address) return &m;
     return nullptr;
@@ -79,7 +79,7 @@ struct Symbolizer::Impl {
 
   // Appends the frames of one return address: inlined calls innermost first.
   void frames_at(uint64_t pc, std::vector<Frame>& out, bool* resolved) const {
-    const capture::ModuleDescription* desc = module_at(pc);
+    const container::ModuleDescription* desc = module_at(pc);
     Frame base;
     base.module = desc ? basename_of(desc->path) : "";
     base.offset = desc ? pc - desc->load_address : pc;
@@ -165,7 +165,7 @@ std::vector<Frame> Symbolizer::stack(uint32_t stack_id, size_t max_frames) const
   auto it = impl_->summary->stacks.find(stack_id);
   if (it == impl_->summary->stacks.end()) return out;
   for (uint64_t pc : it->second) {
-    const capture::ModuleDescription* desc = impl_->module_at(pc);
+    const container::ModuleDescription* desc = impl_->module_at(pc);
     if (desc && is_gpuscope_module(desc->path)) continue;
     bool resolved = false;
     impl_->frames_at(pc, out, &resolved);

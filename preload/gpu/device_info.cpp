@@ -10,7 +10,7 @@
 namespace gpuscope::gpu {
 namespace {
 
-using capture::DeviceDescription;
+using container::DeviceDescription;
 using nvml::Api;
 using nvml::Device;
 using nvml::Return;
@@ -45,52 +45,52 @@ Return ecc_count(const Api& a, Device dev, int type, uint64_t& field) {
 // One row per static fact: the NVML function it comes from and how.
 struct DescribeQuery {
   const char* name;
-  Return (*query)(const Api&, Device, DeviceDescription&);
+  Return (*query)(const Api&, Device, container::DeviceDescription&);
 };
 
 constexpr DescribeQuery kQueries[] = {
-    {"nvmlDeviceGetName", [](const Api& a, Device v, DeviceDescription& d) { return string_fact<96>(a.device_get_name, v, d.name); }},
-    {"nvmlDeviceGetUUID", [](const Api& a, Device v, DeviceDescription& d) { return string_fact<96>(a.device_get_uuid, v, d.uuid); }},
+    {"nvmlDeviceGetName", [](const Api& a, Device v, container::DeviceDescription& d) { return string_fact<96>(a.device_get_name, v, d.name); }},
+    {"nvmlDeviceGetUUID", [](const Api& a, Device v, container::DeviceDescription& d) { return string_fact<96>(a.device_get_uuid, v, d.uuid); }},
     {"nvmlDeviceGetPciInfo_v3",
-     [](const Api& a, Device v, DeviceDescription& d) {
+     [](const Api& a, Device v, container::DeviceDescription& d) {
        nvml::PciInfo pci{};
        const Return r = call(a.device_get_pci_info_v3, v, &pci);
        if (r == nvml::kSuccess) d.pci_bus_id.assign(pci.bus_id, strnlen(pci.bus_id, sizeof pci.bus_id));
        return r;
      }},
     {"nvmlDeviceGetMemoryInfo",
-     [](const Api& a, Device v, DeviceDescription& d) {
+     [](const Api& a, Device v, container::DeviceDescription& d) {
        nvml::Memory m{};
        const Return r = call(a.device_get_memory_info, v, &m);
        if (r == nvml::kSuccess) d.memory_total_bytes = m.total;
        return r;
      }},
     {"nvmlDeviceGetCurrPcieLinkGeneration",
-     [](const Api& a, Device v, DeviceDescription& d) { return unsigned_fact(a.device_get_curr_pcie_link_generation, v, d.pcie_gen_current); }},
+     [](const Api& a, Device v, container::DeviceDescription& d) { return unsigned_fact(a.device_get_curr_pcie_link_generation, v, d.pcie_gen_current); }},
     {"nvmlDeviceGetMaxPcieLinkGeneration",
-     [](const Api& a, Device v, DeviceDescription& d) { return unsigned_fact(a.device_get_max_pcie_link_generation, v, d.pcie_gen_max); }},
+     [](const Api& a, Device v, container::DeviceDescription& d) { return unsigned_fact(a.device_get_max_pcie_link_generation, v, d.pcie_gen_max); }},
     {"nvmlDeviceGetCurrPcieLinkWidth",
-     [](const Api& a, Device v, DeviceDescription& d) { return unsigned_fact(a.device_get_curr_pcie_link_width, v, d.pcie_width_current); }},
+     [](const Api& a, Device v, container::DeviceDescription& d) { return unsigned_fact(a.device_get_curr_pcie_link_width, v, d.pcie_width_current); }},
     {"nvmlDeviceGetMaxPcieLinkWidth",
-     [](const Api& a, Device v, DeviceDescription& d) { return unsigned_fact(a.device_get_max_pcie_link_width, v, d.pcie_width_max); }},
+     [](const Api& a, Device v, container::DeviceDescription& d) { return unsigned_fact(a.device_get_max_pcie_link_width, v, d.pcie_width_max); }},
     {"nvmlDeviceGetMigMode",
-     [](const Api& a, Device v, DeviceDescription& d) {
+     [](const Api& a, Device v, container::DeviceDescription& d) {
        unsigned current = 0, pending = 0;
        const Return r = call(a.device_get_mig_mode, v, &current, &pending);
        if (r == nvml::kSuccess) d.mig_mode = current != 0 ? 1 : 0;
        return r;
      }},
     {"nvmlDeviceGetEccMode",
-     [](const Api& a, Device v, DeviceDescription& d) {
+     [](const Api& a, Device v, container::DeviceDescription& d) {
        int current = 0, pending = 0;
        const Return r = call(a.device_get_ecc_mode, v, &current, &pending);
        if (r == nvml::kSuccess) d.ecc_mode = current != 0 ? 1 : 0;
        return r;
      }},
     {"nvmlDeviceGetTotalEccErrors(corrected)",
-     [](const Api& a, Device v, DeviceDescription& d) { return ecc_count(a, v, nvml::kEccCorrected, d.ecc_corrected); }},
+     [](const Api& a, Device v, container::DeviceDescription& d) { return ecc_count(a, v, nvml::kEccCorrected, d.ecc_corrected); }},
     {"nvmlDeviceGetTotalEccErrors(uncorrected)",
-     [](const Api& a, Device v, DeviceDescription& d) { return ecc_count(a, v, nvml::kEccUncorrected, d.ecc_uncorrected); }},
+     [](const Api& a, Device v, container::DeviceDescription& d) { return ecc_count(a, v, nvml::kEccUncorrected, d.ecc_uncorrected); }},
 };
 
 std::string first_line(const std::string& path) {
@@ -107,9 +107,9 @@ std::string unsupported_name(const char* query, Return r) {
   return r == nvml::kFunctionNotFound ? std::string(query) + " (absent)" : std::string(query);
 }
 
-capture::DeviceDescription describe_device(const Api& api, Device device, uint32_t index,
+container::DeviceDescription describe_device(const Api& api, Device device, uint32_t index,
                                            const std::string& pci_devices_dir) {
-  DeviceDescription d;
+  container::DeviceDescription d;
   d.index = index;
   for (const DescribeQuery& q : kQueries) {
     const Return r = q.query(api, device, d);
@@ -135,7 +135,7 @@ std::string sysfs_pci_address(const std::string& nvml_bus_id) {
   return std::string(domain_text) + ":" + rest;
 }
 
-void read_pci_topology(const std::string& device_dir, capture::DeviceDescription& d) {
+void read_pci_topology(const std::string& device_dir, container::DeviceDescription& d) {
   const std::string numa = first_line(device_dir + "/numa_node");
   if (!numa.empty()) {
     char* end = nullptr;

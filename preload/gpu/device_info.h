@@ -13,7 +13,7 @@ namespace gpuscope::gpu {
 // answers "not supported" (or whose entry point this NVML lacks) is named
 // in `unsupported`. NUMA node and local CPUs come from
 // `pci_devices_dir`/<bus id>/ (sysfs).
-capture::DeviceDescription describe_device(const nvml::Api& api, nvml::Device device, uint32_t index,
+container::DeviceDescription describe_device(const nvml::Api& api, nvml::Device device, uint32_t index,
                                            const std::string& pci_devices_dir);
 
 // NVML's bus id ("00000000:18:00.0") in the form sysfs names devices
@@ -22,7 +22,7 @@ std::string sysfs_pci_address(const std::string& nvml_bus_id);
 
 // numa_node and local_cpulist of the device at `device_dir`; left at
 // -1 / empty where sysfs does not say.
-void read_pci_topology(const std::string& device_dir, capture::DeviceDescription& d);
+void read_pci_topology(const std::string& device_dir, container::DeviceDescription& d);
 
 // The name an unanswered query is listed under in `unsupported`.
 std::string unsupported_name(const char* query, nvml::Return r);

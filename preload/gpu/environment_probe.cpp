@@ -13,8 +13,8 @@
 namespace gpuscope::gpu {
 namespace {
 
-capture::DeviceNodeState node_state(const std::string& path) {
-  capture::DeviceNodeState s;
+container::DeviceNodeState node_state(const std::string& path) {
+  container::DeviceNodeState s;
   s.path = path;
   struct stat st{};
   s.exists = stat(path.c_str(), &st) == 0;
@@ -31,7 +31,7 @@ bool is_numbered_gpu_node(const std::string& path) {
 
 }  // namespace
 
-std::vector<capture::DeviceNodeState> probe_device_nodes(const std::string& dev_dir) {
+std::vector<container::DeviceNodeState> probe_device_nodes(const std::string& dev_dir) {
   std::vector<std::string> paths;
   glob_t g{};
   if (glob((dev_dir + "/nvidia*").c_str(), GLOB_NOSORT, nullptr, &g) == 0)
@@ -42,13 +42,13 @@ std::vector<capture::DeviceNodeState> probe_device_nodes(const std::string& dev_
   if (std::none_of(paths.begin(), paths.end(), is_numbered_gpu_node)) paths.push_back(dev_dir + "/nvidia0");
   std::sort(paths.begin(), paths.end());
   paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
-  std::vector<capture::DeviceNodeState> nodes;
+  std::vector<container::DeviceNodeState> nodes;
   nodes.reserve(paths.size());
   for (const auto& p : paths) nodes.push_back(node_state(p));
   return nodes;
 }
 
-void probe_driver(const std::string& library, capture::EnvironmentProbeData& probe) {
+void probe_driver(const std::string& library, container::EnvironmentProbeData& probe) {
   void* handle = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);  // never closed
   if (handle == nullptr) {
     const char* why = dlerror();
@@ -57,7 +57,7 @@ void probe_driver(const std::string& library, capture::EnvironmentProbeData& pro
   }
   probe.driver_loaded = true;
   using DriverGetVersion = int (*)(int*);
-  const preload::DlsymFn lookup = preload::real_dlsym();  // not the dlsym override
+  const capture::DlsymFn lookup = capture::real_dlsym();  // not the dlsym override
   auto get_version =
       reinterpret_cast<DriverGetVersion>(lookup != nullptr ? lookup(handle, "cuDriverGetVersion") : nullptr);
   if (get_version == nullptr) {

@@ -12,10 +12,10 @@ namespace gpuscope::gpu {
 
 // Every `dev_dir`/nvidia* entry, plus nvidiactl and nvidia-uvm (and nvidia0
 // when no numbered node exists) marked missing when absent; sorted by path.
-std::vector<capture::DeviceNodeState> probe_device_nodes(const std::string& dev_dir);
+std::vector<container::DeviceNodeState> probe_device_nodes(const std::string& dev_dir);
 
 // dlopens `library` (RTLD_LAZY | RTLD_LOCAL, never closed) and asks it for
 // cuDriverGetVersion; fills driver_loaded, driver_error, driver_version.
-void probe_driver(const std::string& library, capture::EnvironmentProbeData& probe);
+void probe_driver(const std::string& library, container::EnvironmentProbeData& probe);
 
 }  // namespace gpuscope::gpu

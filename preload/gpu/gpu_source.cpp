@@ -50,8 +50,8 @@ constexpr auto kEndWait = std::chrono::milliseconds(1000);
 
 // What the sampler thread found and the writer has not taken yet.
 struct Findings {
-  std::optional<capture::EnvironmentProbeData> probe;
-  std::vector<capture::DeviceDescription> devices;
+  std::optional<container::EnvironmentProbeData> probe;
+  std::vector<container::DeviceDescription> devices;
   std::vector<fb::GpuSample> samples;
 };
 
@@ -72,7 +72,7 @@ class GpuSource final : public capture::TraceSource {
  private:
   void run();
   void probe_environment();
-  void describe_devices(capture::EnvironmentProbeData& probe, Findings& found);
+  void describe_devices(container::EnvironmentProbeData& probe, Findings& found);
   void sample_until_stopped();
   bool sleep_until(uint64_t due_ns);
 
@@ -136,7 +136,7 @@ void GpuSource::run() {
 
 void GpuSource::probe_environment() {
   Findings found;
-  capture::EnvironmentProbeData probe;
+  container::EnvironmentProbeData probe;
   probe.device_nodes = probe_device_nodes(options_.dev_dir);
   {
     GpuCallScope scope;
@@ -155,7 +155,7 @@ void GpuSource::probe_environment() {
   probe_finished();  // after the hand-over: an exit waiting for it finds it there
 }
 
-void GpuSource::describe_devices(capture::EnvironmentProbeData& probe, Findings& found) {
+void GpuSource::describe_devices(container::EnvironmentProbeData& probe, Findings& found) {
   if (api_.system_get_driver_version != nullptr) {
     char version[96] = {};
     if (api_.system_get_driver_version(version, sizeof version) == nvml::kSuccess)
@@ -171,7 +171,7 @@ void GpuSource::describe_devices(capture::EnvironmentProbeData& probe, Findings&
   for (unsigned i = 0; i < std::min(count, kMaxDevices); ++i) {
     nvml::Device device = nullptr;
     if (api_.device_get_handle_by_index_v2(i, &device) != nvml::kSuccess || device == nullptr) continue;
-    capture::DeviceDescription d = describe_device(api_, device, i, options_.pci_devices_dir);
+    container::DeviceDescription d = describe_device(api_, device, i, options_.pci_devices_dir);
     if (period_ns_ != 0) {
       // The first sample also finds which metrics this GPU does not answer.
       auto sampler = std::make_unique<DeviceSampler>(api_, device, static_cast<uint16_t>(i));

@@ -10,7 +10,7 @@ namespace gpuscope::gpu::nvml {
 namespace {
 
 template <class F> void resolve(void* handle, F& slot, const char* name) {
-  const preload::DlsymFn lookup = preload::real_dlsym();  // not the dlsym override
+  const capture::DlsymFn lookup = capture::real_dlsym();  // not the dlsym override
   slot = lookup != nullptr ? reinterpret_cast<F>(lookup(handle, name)) : nullptr;
 }
 

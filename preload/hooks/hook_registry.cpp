@@ -36,7 +36,7 @@ void* HookSlot::resolve_next() noexcept {
   for (size_t i = 0; (p == nullptr || p == own) && i < kMaxHandles; ++i) {
     void* handle = g_handles[i].load(std::memory_order_acquire);
     if (handle == nullptr) break;
-    p = preload::real_dlsym()(handle, name);
+    p = capture::real_dlsym()(handle, name);
   }
   if (p == nullptr || p == own) return nullptr;
   adopt(p);

@@ -17,12 +17,11 @@
 #include <span>
 #include <string_view>
 
+#include "exported.h"
 #include "real_symbol.h"
 #include "record_flags.h"
 #include "recorder.h"
 #include "session.h"
-
-#define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace gpuscope::hooks {
 

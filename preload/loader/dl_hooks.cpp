@@ -1,3 +1,4 @@
+#include "exported.h"
 #include "dl_hooks.h"
 
 #include <dlfcn.h>
@@ -18,8 +19,6 @@
 #include "session.h"
 #include "stacks/stack_capture.h"
 
-#define GPUSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace gpuscope::loader {
 namespace {
 
@@ -29,7 +28,7 @@ using DlcloseFn = int (*)(void*);
 template <class Fn> Fn real(std::atomic<Fn>& slot, const char* name) {
   Fn f = slot.load(std::memory_order_acquire);
   if (f == nullptr) {
-    f = preload::next<Fn>(name);
+    f = capture::next<Fn>(name);
     slot.store(f, std::memory_order_release);
   }
   return f;
@@ -57,8 +56,8 @@ std::string loaded_path(void* handle) {
   return map->l_name;
 }
 
-capture::LibraryLoadEvent make_event(uint64_t start_ns, const char* path, int mode) {
-  capture::LibraryLoadEvent e;
+container::LibraryLoadEvent make_event(uint64_t start_ns, const char* path, int mode) {
+  container::LibraryLoadEvent e;
   e.start_ns = start_ns;
   e.tid = static_cast<uint32_t>(gettid());
   e.path = path != nullptr ? path : "";
@@ -98,7 +97,7 @@ void settle_unobserved(const char* text) {
                            (std::strstr(text, base) != nullptr ||
                             std::strstr(text, "cannot open shared object file") != nullptr);
   if (from_dlopen && observing()) {
-    capture::LibraryLoadEvent e = make_event(u.start_ns, u.path, u.mode);
+    container::LibraryLoadEvent e = make_event(u.start_ns, u.path, u.mode);
     e.error = text;
     capture::note_library_load(std::move(e));
   }
@@ -136,7 +135,7 @@ void* dlopen_observed(const char* file, int mode) {
   const int saved_errno = errno;
   if (handle != nullptr) stacks::note_modules_changed();
   if (watch) {
-    capture::LibraryLoadEvent e = make_event(start_ns, file, mode);
+    container::LibraryLoadEvent e = make_event(start_ns, file, mode);
     e.ok = handle != nullptr;
     if (e.ok) e.resolved_path = loaded_path(handle);
     else e.error = take_error_for_record();  // the program's dlerror() still returns it
@@ -166,7 +165,7 @@ GPUSCOPE_EXPORT int dlclose(void* handle) {
   const int saved_errno = errno;
   if (result == 0) gpuscope::stacks::note_modules_changed();
   if (record) {
-    gpuscope::capture::LibraryLoadEvent e = make_event(start_ns, path.c_str(), 0);
+    gpuscope::container::LibraryLoadEvent e = make_event(start_ns, path.c_str(), 0);
     e.resolved_path = path;
     e.unload = true;
     e.ok = result == 0;

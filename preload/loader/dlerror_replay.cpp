@@ -38,7 +38,7 @@ DlerrorFn glibc_dlerror() noexcept {
   if (f == nullptr) {
     // Only reached when a dlerror() comes before any gpuscope constructor
     // or dl hook ran; the lookup itself clears glibc's pending error.
-    f = preload::next<DlerrorFn>("dlerror");
+    f = capture::next<DlerrorFn>("dlerror");
     g_glibc_dlerror.store(f, std::memory_order_release);
   }
   return f;
@@ -65,9 +65,9 @@ __attribute__((constructor)) void resolve_at_load() { prepare_dlerror(); }
 
 void prepare_dlerror() noexcept {
   if (g_glibc_dlerror.load(std::memory_order_acquire) == nullptr)
-    g_glibc_dlerror.store(preload::next<DlerrorFn>("dlerror"), std::memory_order_release);
+    g_glibc_dlerror.store(capture::next<DlerrorFn>("dlerror"), std::memory_order_release);
   if (g_glibc_dlopen.load(std::memory_order_acquire) == nullptr)
-    g_glibc_dlopen.store(preload::next<DlopenFn>("dlopen"), std::memory_order_release);
+    g_glibc_dlopen.store(capture::next<DlopenFn>("dlopen"), std::memory_order_release);
   (void)dlerror_interposed();
 }
 

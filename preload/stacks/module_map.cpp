@@ -47,7 +47,7 @@ bool inside_load_segment(const dl_phdr_info* info, uint64_t vaddr, uint64_t size
 
 struct SnapshotState {
   std::string exe;
-  std::vector<capture::ModuleDescription> modules;
+  std::vector<container::ModuleDescription> modules;
   bool first = true;
 };
 
@@ -57,7 +57,7 @@ int add_object(dl_phdr_info* info, size_t, void* data) {
   state->first = false;
   const bool unnamed = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
   if (unnamed && !is_main) return 0;
-  capture::ModuleDescription m;
+  container::ModuleDescription m;
   m.path = unnamed ? state->exe : info->dlpi_name;  // made absolute once, by ModuleIds
   m.load_address = info->dlpi_addr;
   uint64_t low = UINT64_MAX, high = 0;
@@ -104,7 +104,7 @@ std::vector<uint8_t> find_build_id(const uint8_t* notes, size_t size, size_t ali
   return {};
 }
 
-std::vector<capture::ModuleDescription> snapshot_modules() {
+std::vector<container::ModuleDescription> snapshot_modules() {
   SnapshotState state;
   state.exe = executable_path();
   dl_iterate_phdr(add_object, &state);
@@ -123,9 +123,9 @@ LoaderGeneration loader_generation() {
   return g;
 }
 
-std::vector<capture::ModuleDescription> ModuleIds::assign(
-    std::vector<capture::ModuleDescription> snapshot) {
-  std::vector<capture::ModuleDescription> fresh;
+std::vector<container::ModuleDescription> ModuleIds::assign(
+    std::vector<container::ModuleDescription> snapshot) {
+  std::vector<container::ModuleDescription> fresh;
   for (auto& m : snapshot) {
     Key key{m.path, m.build_id, m.load_address, m.low_address, m.high_address};
     auto [it, inserted] = ids_.try_emplace(std::move(key), next_id_);

@@ -17,7 +17,7 @@ namespace gpuscope::stacks {
 // loader names it (possibly relative: ModuleIds makes new ones absolute).
 // The main program is named by what /proc/self/exe points at; objects
 // without a name or without a PT_LOAD segment are left out.
-std::vector<capture::ModuleDescription> snapshot_modules();
+std::vector<container::ModuleDescription> snapshot_modules();
 
 // The loader's load and unload counts (glibc's dlpi_adds/dlpi_subs): a
 // cheap way to notice a change, including loads that bypass the dlopen hook
@@ -35,7 +35,7 @@ class ModuleIds {
  public:
   // The modules of `snapshot` not seen before, with their new ids and
   // absolute paths.
-  std::vector<capture::ModuleDescription> assign(std::vector<capture::ModuleDescription> snapshot);
+  std::vector<container::ModuleDescription> assign(std::vector<container::ModuleDescription> snapshot);
   size_t known() const { return ids_.size(); }
 
  private:

@@ -118,8 +118,8 @@ void note_modules_changed() noexcept {
 namespace {
 
 // What the trace says about stack capture (Chunk.stack_capture).
-capture::StackCaptureData capture_status() {
-  capture::StackCaptureData d;
+container::StackCaptureData capture_status() {
+  container::StackCaptureData d;
   const bool active = g_backtrace.load(std::memory_order_acquire) != nullptr;
   const bool wanted = active || (g_off_reason != nullptr && !g_off_reason->empty());
   d.state = static_cast<uint8_t>(active   ? fb::StackCaptureState::Active
@@ -193,7 +193,7 @@ class StackSource final : public capture::TraceSource {
   // The status when it changed since the last one written (the counts
   // only grow, so the last chunk holds the final one).
   void write_status(capture::ChunkBuilder& out) {
-    capture::StackCaptureData now = capture_status();
+    container::StackCaptureData now = capture_status();
     if (written_ && *written_ == now) return;
     written_ = now;
     out.set_stack_capture(std::move(now));
@@ -210,7 +210,7 @@ class StackSource final : public capture::TraceSource {
   }
 
   bool active_ = false;
-  std::optional<capture::StackCaptureData> written_;
+  std::optional<container::StackCaptureData> written_;
   bool noted_full_ = false;    // each note once: the trace has no counter for them
   bool noted_unwind_ = false;
   LoaderGeneration generation_;

@@ -45,7 +45,7 @@ Unwinder& unwinder() {
 
 // glibc's dlsym: a plain dlsym call binds to the first dlsym in the global
 // scope, which may be another copy of libgpuscope.so (docs/interception.md).
-void* lookup(void* handle, const char* name) { return preload::real_dlsym()(handle, name); }
+void* lookup(void* handle, const char* name) { return capture::real_dlsym()(handle, name); }
 
 bool load(Unwinder& u) {
   // Whatever the loader runs for libunwind (its constructors, the dlopen

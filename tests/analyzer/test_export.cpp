@@ -65,10 +65,10 @@ TraceBytes flow_and_nvtx_trace(bool with_end = true) {
   b.set_metadata(m);
   b.add_strings({{1, "cudaLaunchKernel"}, {2, "cuLaunchKernel"}, {3, "gemm<float>"}, {4, "outer"}, {5, "inner"},
                  {6, "async \"phase\"\n\xff"}, {7, "cudaMalloc"}, {8, "my.domain"}, {9, "worker"}});
-  capture::DeviceCollectionData dc;
+  container::DeviceCollectionData dc;
   dc.state = static_cast<uint8_t>(fb::DeviceCollectionState::Active);
   b.set_device_collection(dc);
-  capture::DeviceDescription dev;
+  container::DeviceDescription dev;
   dev.index = 0;
   dev.name = "simgpu H200 (simulated)";
   b.add_device(dev);

@@ -236,7 +236,7 @@ TEST_P(SimulatedGpu, TheExportAndTheReportSayTheSame) {
   capture::ProcessMetadata meta;
   meta.environment = c.environment;
   const auto bytes = trace_with([&](capture::ChunkBuilder& b) {
-    capture::DeviceDescription dev;
+    container::DeviceDescription dev;
     dev.name = c.device;
     b.add_device(dev);
   }, meta);

@@ -18,13 +18,13 @@ namespace {
 constexpr uint64_t kStart = 1'000'000'000, kMs = 1'000'000;
 
 struct TraceShape {
-  std::optional<capture::StackCaptureData> status;
+  std::optional<container::StackCaptureData> status;
   int calls = 0;                 // ApiCalls (cudaMemcpy), stack id 1 when `with_stack`
   bool with_stack = false;       // a stack table entry for id 1
   std::vector<std::pair<std::string, std::string>> environment;
 };
 
-capture::StackCaptureData status(fb::StackCaptureState state, uint64_t failures = 0, std::string reason = "") {
+container::StackCaptureData status(fb::StackCaptureState state, uint64_t failures = 0, std::string reason = "") {
   return {static_cast<uint8_t>(state), std::move(reason), 32, failures, 0};
 }
 

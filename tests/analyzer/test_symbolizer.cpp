@@ -16,11 +16,11 @@ namespace gpuscope::analyzer {
 namespace {
 
 // The main executable as the capture side records it.
-capture::ModuleDescription this_executable(const std::string& path) {
-  capture::ModuleDescription m;
+container::ModuleDescription this_executable(const std::string& path) {
+  container::ModuleDescription m;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
-        auto* m = static_cast<capture::ModuleDescription*>(out);
+        auto* m = static_cast<container::ModuleDescription*>(out);
         m->load_address = info->dlpi_addr;
         m->low_address = UINT64_MAX;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -59,7 +59,7 @@ __attribute__((noinline)) uint64_t outer_function() {
   return pc;
 }
 
-reader::TraceSummary summary_with(const capture::ModuleDescription& module, uint64_t pc) {
+reader::TraceSummary summary_with(const container::ModuleDescription& module, uint64_t pc) {
   reader::TraceSummary s;
   s.modules.push_back(module);
   s.stacks[7] = {pc};
@@ -84,7 +84,7 @@ TEST(Symbolizer, ReturnAddressResolvesWithInlinedFrames) {
 
 TEST(Symbolizer, MissingBinaryLeavesModuleAndOffset) {
   const uint64_t pc = outer_function();
-  capture::ModuleDescription gone = this_executable("/nonexistent/dir/app");
+  container::ModuleDescription gone = this_executable("/nonexistent/dir/app");
   const reader::TraceSummary s = summary_with(gone, pc);
   const Symbolizer symbols(s);
   const auto frames = symbols.stack(7, 8);
@@ -96,7 +96,7 @@ TEST(Symbolizer, MissingBinaryLeavesModuleAndOffset) {
 
 TEST(Symbolizer, ADifferentBuildIdIsNotTrusted) {
   const uint64_t pc = outer_function();
-  capture::ModuleDescription m = this_executable(self_path());
+  container::ModuleDescription m = this_executable(self_path());
   m.build_id = {0xde, 0xad, 0xbe, 0xef};  // not this file's
   const reader::TraceSummary s = summary_with(m, pc);
   const Symbolizer symbols(s);

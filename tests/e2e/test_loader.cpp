@@ -73,7 +73,7 @@ class LoaderTest : public ::testing::Test {
     return run({python_, script_, GPUSCOPE_SIMGPU_LIB_DIR}, env);
   }
 
-  const capture::LibraryLoadEvent* find_load(const TraceContents& t, const std::string& path, bool unload,
+  const container::LibraryLoadEvent* find_load(const TraceContents& t, const std::string& path, bool unload,
                                              size_t nth = 0) {
     for (const auto& l : t.summary.loads)
       if (l.path == path && l.unload == unload && nth-- == 0) return &l;

@@ -128,7 +128,7 @@ TEST_F(StacksTest, FramesAreReturnAddressesInsideTheTestBinary) {
   EXPECT_TRUE(inside(frames[0], reinterpret_cast<const void*>(&site_a)));
   EXPECT_EQ(frames[1], reinterpret_cast<uint64_t>(g_site_a_returns_to));
   EXPECT_TRUE(inside(frames[1], reinterpret_cast<const void*>(&outer_calls_site_a)));
-  const capture::ModuleDescription* m = module_containing(out.modules, frames[0]);
+  const container::ModuleDescription* m = module_containing(out.modules, frames[0]);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->path, executable());
   EXPECT_EQ(module_containing(out.modules, frames[2]), m);  // the test body

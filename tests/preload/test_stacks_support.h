@@ -22,9 +22,9 @@ namespace gpuscope::stacks::test {
 
 struct SourceOutput {
   std::map<uint32_t, std::vector<uint64_t>> stacks;
-  std::vector<capture::ModuleDescription> modules;
+  std::vector<container::ModuleDescription> modules;
   std::vector<fb::Marker> markers;
-  std::optional<capture::StackCaptureData> status;  // Chunk.stack_capture
+  std::optional<container::StackCaptureData> status;  // Chunk.stack_capture
 };
 
 // Runs begin() (when asked) and one poll() of `source` into a fresh chunk and
@@ -41,7 +41,7 @@ inline SourceOutput run_source(capture::TraceSource& source, bool begin) {
       out.stacks[s->id()].assign(s->frames()->begin(), s->frames()->end());
   if (chunk->modules() != nullptr)
     for (const auto* m : *chunk->modules()) {
-      capture::ModuleDescription d;
+      container::ModuleDescription d;
       d.id = m->id();
       d.path = m->path() != nullptr ? m->path()->str() : "";
       if (m->build_id() != nullptr) d.build_id.assign(m->build_id()->begin(), m->build_id()->end());
@@ -51,7 +51,7 @@ inline SourceOutput run_source(capture::TraceSource& source, bool begin) {
       out.modules.push_back(d);
     }
   if (const auto* st = chunk->stack_capture(); st != nullptr)
-    out.status = capture::StackCaptureData{static_cast<uint8_t>(st->state()),
+    out.status = container::StackCaptureData{static_cast<uint8_t>(st->state()),
                                            st->reason() != nullptr ? st->reason()->str() : "", st->depth(),
                                            st->unwind_failures(), st->table_full()};
   reader::DecodedRecords records;
@@ -60,8 +60,8 @@ inline SourceOutput run_source(capture::TraceSource& source, bool begin) {
   return out;
 }
 
-inline const capture::ModuleDescription* module_containing(
-    const std::vector<capture::ModuleDescription>& modules, uint64_t address) {
+inline const container::ModuleDescription* module_containing(
+    const std::vector<container::ModuleDescription>& modules, uint64_t address) {
   for (const auto& m : modules)
     if (address >= m.low_address && address < m.high_address) return &m;
   return nullptr;

@@ -177,14 +177,14 @@ TEST(ModuleMap, FindsTheBuildIdNoteAndRejectsDamagedOnes) {
 
 TEST(ModuleMap, IdsAreStableAndOnlyNewOrMovedModulesAreReturned) {
   ModuleIds ids;
-  capture::ModuleDescription a{0, "/lib/a.so", {1, 2}, 0x1000, 0x1000, 0x2000};
-  capture::ModuleDescription b{0, "/lib/b.so", {3}, 0x5000, 0x5000, 0x6000};
+  container::ModuleDescription a{0, "/lib/a.so", {1, 2}, 0x1000, 0x1000, 0x2000};
+  container::ModuleDescription b{0, "/lib/b.so", {3}, 0x5000, 0x5000, 0x6000};
   const auto first = ids.assign({a, b});
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].id, 1u);
   EXPECT_EQ(first[1].id, 2u);
   EXPECT_TRUE(ids.assign({a, b}).empty());
-  capture::ModuleDescription moved = b;
+  container::ModuleDescription moved = b;
   moved.load_address = moved.low_address = 0x9000;
   moved.high_address = 0xA000;
   const auto again = ids.assign({a, moved});

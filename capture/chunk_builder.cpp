@@ -54,7 +54,7 @@ Offset<fb::Totals> build_totals(FlatBufferBuilder& fbb, const TotalsInfo& t, con
 }
 
 Offset<flatbuffers::Vector<Offset<fb::DeviceInfo>>> build_devices(FlatBufferBuilder& fbb,
-                                                                  const std::vector<DeviceDescription>& devices) {
+                                                                  const std::vector<container::DeviceDescription>& devices) {
   std::vector<Offset<fb::DeviceInfo>> out;
   for (const auto& d : devices) {
     std::vector<Offset<flatbuffers::String>> unsupported;
@@ -68,7 +68,7 @@ Offset<flatbuffers::Vector<Offset<fb::DeviceInfo>>> build_devices(FlatBufferBuil
 }
 
 Offset<flatbuffers::Vector<Offset<fb::LibraryLoad>>> build_loads(FlatBufferBuilder& fbb,
-                                                                const std::vector<LibraryLoadEvent>& loads) {
+                                                                const std::vector<container::LibraryLoadEvent>& loads) {
   std::vector<Offset<fb::LibraryLoad>> out;
   for (const auto& l : loads)
     out.push_back(fb::CreateLibraryLoadDirect(fbb, l.start_ns, l.tid, l.path.c_str(), l.resolved_path.c_str(),
@@ -76,20 +76,20 @@ Offset<flatbuffers::Vector<Offset<fb::LibraryLoad>>> build_loads(FlatBufferBuild
   return fbb.CreateVector(out);
 }
 
-Offset<fb::StackCapture> build_stack_capture(FlatBufferBuilder& fbb, const StackCaptureData& d) {
+Offset<fb::StackCapture> build_stack_capture(FlatBufferBuilder& fbb, const container::StackCaptureData& d) {
   return fb::CreateStackCaptureDirect(fbb, static_cast<fb::StackCaptureState>(d.state),
                                       d.reason.empty() ? nullptr : d.reason.c_str(), d.depth, d.unwind_failures,
                                       d.table_full);
 }
 
-Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const DeviceCollectionData& d) {
+Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const container::DeviceCollectionData& d) {
   return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
                                           d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
                                           d.buffers_refused, d.unconverted, d.uncorrelated,
                                           static_cast<fb::DeviceClock>(d.clock), d.calibration_pairs);
 }
 
-Offset<fb::EnvironmentProbe> build_probe(FlatBufferBuilder& fbb, const EnvironmentProbeData& p) {
+Offset<fb::EnvironmentProbe> build_probe(FlatBufferBuilder& fbb, const container::EnvironmentProbeData& p) {
   std::vector<Offset<fb::DeviceNode>> nodes;
   for (const auto& n : p.device_nodes)
     nodes.push_back(fb::CreateDeviceNodeDirect(fbb, n.path.c_str(), n.exists, n.readable, n.writable));
@@ -98,7 +98,7 @@ Offset<fb::EnvironmentProbe> build_probe(FlatBufferBuilder& fbb, const Environme
 }
 
 Offset<flatbuffers::Vector<Offset<fb::Module>>> build_modules(FlatBufferBuilder& fbb,
-                                                             const std::vector<ModuleDescription>& modules) {
+                                                             const std::vector<container::ModuleDescription>& modules) {
   std::vector<Offset<fb::Module>> out;
   for (const auto& m : modules)
     out.push_back(fb::CreateModuleDirect(fbb, m.id, m.path.c_str(), &m.build_id, m.load_address, m.low_address,
@@ -107,7 +107,7 @@ Offset<flatbuffers::Vector<Offset<fb::Module>>> build_modules(FlatBufferBuilder&
 }
 
 Offset<flatbuffers::Vector<Offset<fb::Stack>>> build_stacks(FlatBufferBuilder& fbb,
-                                                           const std::vector<StackDescription>& stacks) {
+                                                           const std::vector<container::StackDescription>& stacks) {
   std::vector<Offset<fb::Stack>> out;
   for (const auto& st : stacks) out.push_back(fb::CreateStackDirect(fbb, st.id, &st.frames));
   return fbb.CreateVector(out);
@@ -192,7 +192,7 @@ ChunkBuilder::RingTake ChunkBuilder::add_ring_records(std::span<const std::byte>
   return take;
 }
 
-void ChunkBuilder::add_loads(std::vector<LibraryLoadEvent> loads) {
+void ChunkBuilder::add_loads(std::vector<container::LibraryLoadEvent> loads) {
   for (auto& l : loads) loads_.push_back(std::move(l));
 }
 

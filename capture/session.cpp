@@ -46,8 +46,8 @@ std::atomic<int> g_lazy_state{0};  // 0 not run, 1 running, 2 done
 constexpr uint16_t kClaimBackoff = 1024;
 
 std::mutex g_loads_mutex;
-std::vector<LibraryLoadEvent>& pending_loads() {
-  static auto* loads = new std::vector<LibraryLoadEvent>();
+std::vector<container::LibraryLoadEvent>& pending_loads() {
+  static auto* loads = new std::vector<container::LibraryLoadEvent>();
   return *loads;
 }
 
@@ -253,7 +253,7 @@ uint32_t free_thread_buffers() {
 
 StringTable& session_strings() { return strings_instance(); }
 
-void note_library_load(LibraryLoadEvent event) {
+void note_library_load(container::LibraryLoadEvent event) {
   // Loads between capture windows are kept: they are evidence about the
   // process, not events of the window.
   const Phase phase = detail::g_phase.load(std::memory_order_relaxed);
@@ -262,7 +262,7 @@ void note_library_load(LibraryLoadEvent event) {
   pending_loads().push_back(std::move(event));
 }
 
-std::vector<LibraryLoadEvent> take_library_loads() {
+std::vector<container::LibraryLoadEvent> take_library_loads() {
   std::lock_guard lock(g_loads_mutex);
   return std::exchange(pending_loads(), {});
 }

@@ -2,7 +2,7 @@
 
 #include <dlfcn.h>
 
-namespace gpuscope::preload {
+namespace gpuscope::capture {
 
 DlsymFn real_dlsym() {
   static const DlsymFn fn = [] {
@@ -24,4 +24,4 @@ void* next_symbol(const char* name) {
   return p;
 }
 
-}  // namespace gpuscope::preload
+}  // namespace gpuscope::capture

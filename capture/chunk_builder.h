@@ -146,13 +146,13 @@ class ChunkBuilder {
   void add_strings(std::vector<std::pair<uint32_t, std::string>> strings);
   void set_drops(const DropCounts& drops) { drops_ = drops; }
   void set_totals(const TotalsInfo& totals) { totals_ = totals; }
-  void add_device(DeviceDescription device) { devices_.push_back(std::move(device)); }
-  void add_loads(std::vector<LibraryLoadEvent> loads);
-  void set_probe(EnvironmentProbeData probe) { probe_ = std::move(probe); }
-  void set_device_collection(DeviceCollectionData d) { device_collection_ = std::move(d); }
-  void set_stack_capture(StackCaptureData d) { stack_capture_ = std::move(d); }
-  void add_module(ModuleDescription module) { modules_.push_back(std::move(module)); }
-  void add_stack(StackDescription stack) { stacks_.push_back(std::move(stack)); }
+  void add_device(container::DeviceDescription device) { devices_.push_back(std::move(device)); }
+  void add_loads(std::vector<container::LibraryLoadEvent> loads);
+  void set_probe(container::EnvironmentProbeData probe) { probe_ = std::move(probe); }
+  void set_device_collection(container::DeviceCollectionData d) { device_collection_ = std::move(d); }
+  void set_stack_capture(container::StackCaptureData d) { stack_capture_ = std::move(d); }
+  void add_module(container::ModuleDescription module) { modules_.push_back(std::move(module)); }
+  void add_stack(container::StackDescription stack) { stacks_.push_back(std::move(stack)); }
   // Not a record (events_written leaves it out): counted nested calls.
   void add_call_count(const fb::CallCount& count) { call_counts_.push_back(count); }
 
@@ -174,13 +174,13 @@ class ChunkBuilder {
              RecordVector<fb::CpuSample>, RecordVector<fb::Marker>, RecordVector<fb::GpuSample>,
              RecordVector<fb::GraphLaunch>>
       records_;
-  std::vector<DeviceDescription> devices_;
-  std::vector<LibraryLoadEvent> loads_;
-  std::optional<EnvironmentProbeData> probe_;
-  std::optional<DeviceCollectionData> device_collection_;
-  std::optional<StackCaptureData> stack_capture_;
-  std::vector<ModuleDescription> modules_;
-  std::vector<StackDescription> stacks_;
+  std::vector<container::DeviceDescription> devices_;
+  std::vector<container::LibraryLoadEvent> loads_;
+  std::optional<container::EnvironmentProbeData> probe_;
+  std::optional<container::DeviceCollectionData> device_collection_;
+  std::optional<container::StackCaptureData> stack_capture_;
+  std::vector<container::ModuleDescription> modules_;
+  std::vector<container::StackDescription> stacks_;
   std::vector<fb::CallCount> call_counts_;
   std::optional<ProcessMetadata> metadata_;
   std::vector<std::pair<uint32_t, std::string>> strings_;

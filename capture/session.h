@@ -65,10 +65,10 @@ uint32_t free_thread_buffers();
 const std::string& session_path();
 
 // A dlopen/dlclose the program made (not a hot path: takes a mutex).
-void note_library_load(LibraryLoadEvent event);
+void note_library_load(container::LibraryLoadEvent event);
 
 // Writer side: the loads noted since the last call.
-std::vector<LibraryLoadEvent> take_library_loads();
+std::vector<container::LibraryLoadEvent> take_library_loads();
 
 // Function names, kernel names and the like, interned for records.
 StringTable& session_strings();

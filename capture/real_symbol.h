@@ -1,9 +1,9 @@
 // Finding the definition a hook wraps. One place, because libgpuscope.so
-// overrides dlsym (preload/driver/proc_address.cpp): everything inside
+// overrides dlsym (preload/loader/symbol_lookup.cpp): everything inside
 // gpuscope that needs a symbol goes through the real dlsym found here.
 #pragma once
 
-namespace gpuscope::preload {
+namespace gpuscope::capture {
 
 using DlsymFn = void* (*)(void*, const char*);
 
@@ -17,4 +17,4 @@ void* next_symbol(const char* name);
 // Typed convenience: auto* real = next<decltype(&exit)>("exit");
 template <class Fn> Fn next(const char* name) { return reinterpret_cast<Fn>(next_symbol(name)); }
 
-}  // namespace gpuscope::preload
+}  // namespace gpuscope::capture
