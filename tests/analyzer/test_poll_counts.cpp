@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/exported.h"
+#include "../support/model_of.h"
 #include "../support/sample_trace.h"
 #include "call_repeats.h"
 #include "metrics.h"
-#include "trace_model.h"
 
 namespace gpuscope::test {
 namespace {
@@ -52,13 +52,6 @@ std::vector<uint8_t> poll_trace() {
     b.add(call(533, kStreamQuery, kT0 + 9 * kMs, 1'000, 0, 0));
     b.add(sync(533, fb::SyncKind::StreamQuery, kStream, kT0 + 9 * kMs, 1'000, 0));
   });
-}
-
-analyzer::TraceModel model_of(const std::vector<uint8_t>& bytes) {
-  reader::TraceReader r;
-  std::string error;
-  EXPECT_TRUE(r.open(reader::memory_source(bytes), "polls", &error)) << error;
-  return analyzer::build_model(r);
 }
 
 TEST(PollCounts, TheSummaryCountsEveryPollAndSaysHowTheyWereRecorded) {
