@@ -66,6 +66,7 @@ void close_window(Windows& w) {
   // the writer at its next poll.
   Phase expected = Phase::Recording;
   detail::g_phase.compare_exchange_strong(expected, Phase::Paused, std::memory_order_acq_rel);
+  end_poll_runs();  // the writer takes the runs of the window at its next flush
   w.open = false;
   w.closed.push_back({w.opened_ns, monotonic_ns()});
   w.finished = last_window(w);

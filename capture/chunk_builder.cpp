@@ -142,11 +142,6 @@ RingRecordHeader header_at(const std::byte* p) noexcept {
   return h;
 }
 
-template <class T> void convert_ticks(T& r, const TickConverter& ticks) noexcept {
-  r.mutate_start_ns(ticks.to_ns(r.start_ns()));
-  if constexpr (requires { r.duration_ns(); }) r.mutate_duration_ns(ticks.span_ns(r.duration_ns()));
-}
-
 }  // namespace
 
 // Copies the run of T records starting at p (the drain's per-record loop:

@@ -27,6 +27,7 @@
 #include "process_info.h"
 #include "side_tables.h"
 #include "record_types.h"
+#include "ring.h"
 
 namespace gpuscope::capture {
 
@@ -45,6 +46,12 @@ struct TotalsInfo {
 // overhead is noise. 2 MiB chunks wrote ~17 M events/s, 384 KiB ~20 M/s; a
 // 60 MB chunk took three times longer per record (docs/performance.md).
 inline constexpr size_t kChunkTargetBytes = 384u << 10;
+
+// A record stamped in TSC ticks (kRecordInTicks) to nanoseconds.
+template <class T> void convert_ticks(T& r, const TickConverter& ticks) noexcept {
+  r.mutate_start_ns(ticks.to_ns(r.start_ns()));
+  if constexpr (requires { r.duration_ns(); }) r.mutate_duration_ns(ticks.span_ns(r.duration_ns()));
+}
 
 // One counter per fb::DropReason.
 using DropCounts = std::array<uint64_t, static_cast<size_t>(fb::DropReason::MAX) + 1>;
@@ -141,6 +148,12 @@ class ChunkBuilder {
   // `ticks`. Padding, unknown tags and size mismatches are skipped.
   RingTake add_ring_records(std::span<const std::byte> bytes, const TickConverter& ticks, size_t max_records);
   template <class T> void add(const T& record) { std::get<RecordVector<T>>(records_).push_back(record); }
+  // A record that did not come through a ring (a run of polls the writer
+  // took, poll_run.h), stamped as the ring header would say (`ring_flags`).
+  template <class T> void add_stamped(T record, uint8_t ring_flags, const TickConverter& ticks) {
+    if ((ring_flags & kRecordInTicks) != 0) convert_ticks(record, ticks);
+    add(record);
+  }
 
   void set_metadata(const ProcessMetadata& metadata) { metadata_ = metadata; }
   void add_strings(std::vector<std::pair<uint32_t, std::string>> strings);

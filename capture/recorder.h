@@ -1,9 +1,12 @@
 // The hot path: what a hook does to record an event.
 //
 // Cost budget (docs/performance.md): one TLS load, two relaxed atomic loads,
-// two vDSO clock reads, one ring push. No lock, no allocation, no syscall.
-// Everything that can be slow (claiming a buffer, lazy initialization) is in
-// the out-of-line slow path, taken once per thread.
+// two vDSO clock reads, one byte check for a pending run of polls, one ring
+// push. No lock, no allocation, no syscall. Everything that can be slow
+// (claiming a buffer, lazy initialization) is in the out-of-line slow path,
+// taken once per thread; a poll that answers "not ready" takes its own
+// out-of-line path (coalesce_poll: it grows the thread's pending run with
+// one CAS instead of a ring push).
 #pragma once
 
 #include <atomic>
@@ -42,6 +45,9 @@ struct ThreadContext {
 namespace detail {
 extern std::atomic<Phase> g_phase;
 extern std::atomic<uint32_t> g_generation;
+// Bumped whenever recording pauses or stops: a run of polls (poll_run.h)
+// never grows across a stretch that was not captured.
+extern std::atomic<uint32_t> g_capture_epoch;
 // constinit: no dynamic initialization, so an access needs no TLS wrapper check.
 extern thread_local constinit ThreadContext t_context __attribute__((tls_model("initial-exec")));
 ThreadSlot* attach_current_thread() noexcept;
@@ -81,9 +87,28 @@ inline ThreadSlot* recording_slot() noexcept {
   return s;
 }
 
+// Coalesced polls (poll_run.h; the owner's side is poll_coalescing.cpp).
+inline uint32_t capture_epoch() noexcept { return detail::g_capture_epoch.load(std::memory_order_relaxed); }
+inline void end_poll_runs() noexcept { detail::g_capture_epoch.fetch_add(1, std::memory_order_relaxed); }
+// Pushes the thread's pending run of polls into its ring (or counts it
+// dropped), unless the writer took it.
+void flush_poll_run(ThreadSlot& slot) noexcept;
+// A poll that answered "not ready", as its ApiCall and Sync: joins the
+// thread's pending run when that is the same function on the same handle,
+// else ends that run and begins one.
+void coalesce_poll(ThreadSlot& slot, const fb::ApiCall& call, const fb::Sync& sync, uint8_t flags) noexcept;
+
+// Every push goes through here first: a pending run of polls ended before
+// whatever is recorded now, so it goes into the ring ahead of it. One load
+// of a byte on a line the call touches anyway, for calls that are no polls.
+inline void settle_poll_run(ThreadSlot* slot) noexcept {
+  if (__builtin_expect(slot->poll_pending != 0, 0)) flush_poll_run(*slot);
+}
+
 // `flags`: kRecordInTicks when start_ns/duration_ns came from hot_timestamp()
 // in tick mode.
 template <class T> inline bool record(ThreadSlot* slot, const T& r, uint8_t flags = 0) noexcept {
+  settle_poll_run(slot);
   if (slot->ring.try_push(RecordTag<T>::value, &r, sizeof r, flags)) return true;
   slot->drops[static_cast<size_t>(fb::DropReason::BufferFull)].add();
   return false;
@@ -92,6 +117,7 @@ template <class T> inline bool record(ThreadSlot* slot, const T& r, uint8_t flag
 // A call and its typed record: both kept or both dropped (two drops), so
 // every figure computed from the trace pairs up.
 template <class A, class B> inline bool record_pair(ThreadSlot* slot, const A& a, const B& b, uint8_t flags = 0) noexcept {
+  settle_poll_run(slot);
   using Part = SpscRing::Part;
   if (slot->ring.try_push_all<2>({Part{RecordTag<A>::value, &a, sizeof a}, Part{RecordTag<B>::value, &b, sizeof b}},
                                  flags))
@@ -187,8 +213,7 @@ class ApiCallScope {
     const uint64_t end = hot_timestamp(ticks_);
     if (counter_ != 0) start_ = end;  // not timed: see the constructor
     if (depth_ != 0) correlation_id_ = slot_->next_correlation_id();
-    const fb::ApiCall rec(start_, end - start_, correlation_id_, stream, slot_->tid, stack_id,
-                          result, function_id_, depth_, flags, device, 0);
+    const fb::ApiCall rec = make_call(end, result, stream, flags, device, stack_id);
     if constexpr (std::is_same_v<std::decay_t<MakeTyped>, NoTypedRecord>) {
       record(slot_, rec, record_flags());
     } else {
@@ -198,7 +223,24 @@ class ApiCallScope {
     return end;
   }
 
+  // An outermost poll (cudaEventQuery, cuStreamQuery, ...) that answered
+  // "not ready": joins the thread's run of such polls (coalesce_poll)
+  // rather than becoming records of its own. `make_sync(end)` builds its
+  // Sync record.
+  template <class MakeSync>
+  void finish_not_ready(int32_t result, uint64_t stream, uint8_t flags, int16_t device, MakeSync&& make_sync) noexcept {
+    const uint64_t end = hot_timestamp(ticks_);
+    coalesce_poll(*slot_, make_call(end, result, stream, flags, device, 0, 1), make_sync(end), record_flags());
+  }
+
  private:
+  // `repeat` 0: a plain call (one); coalesced polls count from 1.
+  fb::ApiCall make_call(uint64_t end, int32_t result, uint64_t stream, uint8_t flags, int16_t device,
+                        uint32_t stack_id, uint32_t repeat = 0) const noexcept {
+    return fb::ApiCall(start_, end - start_, correlation_id_, stream, slot_->tid, stack_id, result, function_id_,
+                       depth_, flags, device, repeat);
+  }
+
   ThreadSlot* slot_;
   uint64_t start_ = 0;
   bool ticks_ = false;

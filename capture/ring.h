@@ -140,6 +140,12 @@ class SpscRing {
     return static_cast<size_t>(tail - first);
   }
 
+  // Bytes ever published (producer side) and ever freed (consumer side):
+  // positions that only grow, for telling whether the consumer has taken
+  // everything the producer had pushed by some point.
+  uint64_t produced() const noexcept { return head_.load(std::memory_order_relaxed); }
+  uint64_t consumed() const noexcept { return tail_.load(std::memory_order_relaxed); }
+
   bool empty() const noexcept {
     return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_acquire);
   }

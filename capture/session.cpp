@@ -14,6 +14,7 @@ namespace gpuscope::capture {
 namespace detail {
 std::atomic<Phase> g_phase{Phase::Idle};
 std::atomic<uint32_t> g_generation{0};
+std::atomic<uint32_t> g_capture_epoch{0};
 thread_local constinit ThreadContext t_context __attribute__((tls_model("initial-exec"))) = {};
 }  // namespace detail
 
@@ -105,8 +106,9 @@ SlotPool* pool_for(const SessionOptions& o) {
 void discard_leftovers(SlotPool& pool) {
   for (uint32_t i = 0; i < pool.size(); ++i) {
     ThreadSlot& slot = pool.at(i);
-    if (slot.state.load(std::memory_order_acquire) != SlotState::Free)
-      slot.ring.drain([](RecordType, const std::byte*, uint32_t, uint8_t) {});
+    if (slot.state.load(std::memory_order_acquire) == SlotState::Free) continue;
+    slot.ring.drain([](RecordType, const std::byte*, uint32_t, uint8_t) {});
+    slot.poll.reset();
   }
 }
 
@@ -118,6 +120,7 @@ void stop_recording(fb::EndKind kind) {
   const Phase after = kind == fb::EndKind::Detached ? Phase::Paused : Phase::Stopped;
   if (!detail::g_phase.compare_exchange_strong(expected, after) && expected == Phase::Paused)
     detail::g_phase.compare_exchange_strong(expected, after);
+  end_poll_runs();
 }
 
 }  // namespace

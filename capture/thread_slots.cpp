@@ -39,6 +39,7 @@ ThreadSlot* SlotPool::claim(uint32_t tid) noexcept {
     s.tid = tid;
     s.correlation_prefix = (next_ordinal_.fetch_add(1, std::memory_order_relaxed) + 1) << 40;
     s.next_sequence = 0;
+    s.poll_pending = 0;
     return &s;
   }
   return nullptr;
@@ -56,6 +57,7 @@ void SlotPool::recycle(ThreadSlot& slot, uint64_t* retired_drops) noexcept {
   slot.ring.attach(memory_ + index * ring_bytes_, ring_bytes_);
   madvise(slot.counters, sizeof(CallCounterPage), MADV_DONTNEED);  // zero again: the next thread starts at 0
   slot.tid = 0;
+  slot.poll.reset();  // taken by now (Writer::drain_all); a run left over belongs to no thread
   // Release: the next owner's acquire CAS sees the reset ring and counters.
   slot.state.store(SlotState::Free, std::memory_order_release);
 }

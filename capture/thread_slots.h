@@ -14,6 +14,7 @@
 
 #include "gpuscope_generated.h"
 #include "call_counts.h"
+#include "poll_run.h"
 #include "ring.h"
 
 namespace gpuscope::capture {
@@ -39,8 +40,13 @@ struct ThreadSlot {
   uint32_t tid = 0;
   uint64_t correlation_prefix = 0;  // thread ordinal << 40
   uint64_t next_sequence = 0;       // producer-owned
+  // Owner-only: the thread has published a run of polls (poll_run.h). Next
+  // to next_sequence, which every call touches: the check costs no miss.
+  uint8_t poll_pending = 0;
   SingleWriterCounter drops[kDropReasonCount];
   CallCounterPage* counters = nullptr;  // successful nested calls (call_counts.h)
+  PollRecord poll_own{};  // owner-only: the thread's pending run as it last published it
+  PollRun poll;           // that run, published for the writer (poll_run.h)
 
   uint64_t next_correlation_id() noexcept { return correlation_prefix | ++next_sequence; }
 };

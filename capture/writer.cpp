@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -15,6 +16,9 @@ namespace gpuscope::capture {
 namespace {
 
 constexpr size_t kDrainBatch = 4096;  // records per ring visit
+// Taking a run of polls its thread keeps growing (Writer::take_poll_run):
+// tries at a flush before the thread is asked to hand it over.
+constexpr uint32_t kPollTakeAttempts = 4;
 
 }  // namespace
 
@@ -102,7 +106,10 @@ void Writer::begin_sources() {
 void Writer::work(const Request& req) {
   const uint64_t now = monotonic_ns();
   const uint64_t cpu_ns = options_.cpu_sample_interval_ms * 1'000'000ull;
-  drain_all();
+  // Runs of polls still growing go into every chunk written on time: a
+  // long poll shows up while it lasts.
+  const bool flush_due = now - last_flush_ns_ >= options_.flush_interval_ms * 1'000'000ull;
+  drain_all(flush_due || req.pending, req.pending);
   if (cpu_ns != 0 && (now - last_cpu_sample_ns_ >= cpu_ns || req.pending)) {
     cpu_sampler_.sample(now, builder_);
     last_cpu_sample_ns_ = now;
@@ -114,7 +121,7 @@ void Writer::work(const Request& req) {
     const TotalsInfo totals = make_totals(req.end, "");
     write_chunk(&totals);
     last_flush_ns_ = now;
-  } else if (now - last_flush_ns_ >= options_.flush_interval_ms * 1'000'000ull) {
+  } else if (flush_due) {
     write_chunk(nullptr);
     last_flush_ns_ = now;
   }
@@ -127,13 +134,17 @@ bool Writer::capture_end_wanted() const {
 }
 
 // Empties every ring in batches, writing a chunk whenever one is full.
-void Writer::drain_all() {
+// `take_polls`: the runs of polls threads have pending go in too (an
+// exited thread's always); `wait_for_polls`: at the end, waiting for one
+// being rewritten.
+void Writer::drain_all(bool take_polls, bool wait_for_polls) {
   if (hot_timestamps_are_ticks()) ticks_.calibrate();  // a fresh pair brackets the records drained now
   for (uint32_t i = 0; i < pool_.size(); ++i) {
     ThreadSlot& slot = pool_.at(i);
     const SlotState state = slot.state.load(std::memory_order_acquire);
     if (state == SlotState::Free) continue;
     drain_ring(slot.ring);
+    if (take_polls || state == SlotState::Retired) take_poll_run(slot, wait_for_polls);
     add_call_counts(slot);
     // Retired was stored after the thread's last push (and count), so the
     // drain above has emptied it for good.
@@ -179,6 +190,52 @@ void Writer::drain_ring(SpscRing& ring) {
     });
     if (builder_.approximate_bytes() >= kChunkTargetBytes) write_chunk_with_strings();
     if (taken < kDrainBatch) return;
+  }
+}
+
+// The run of polls `slot`'s thread has pending (poll_run.h), after every
+// record the thread pushed before it began. A thread that polls on keeps
+// replacing its run, and a copy of a replaced version cannot be claimed: at
+// the end (`wait`: the thread records no more, but for a call in flight) the
+// take is retried until it holds, otherwise the thread is asked to hand the
+// run over through its ring at its next poll. A run the thread pushes to its
+// ring meanwhile is drained from there.
+void Writer::take_poll_run(ThreadSlot& slot, bool wait) {
+  // At the end only a call in flight when recording stopped can still
+  // replace the run or be pushing it: a few stores, but its thread may be
+  // preempted right then, for as long as a loaded machine keeps it waiting.
+  // A quarter of the exit timeout leaves the rest to the last frame; no
+  // wait at all for the calling thread's own run (a signal handler that
+  // interrupted it ends the process).
+  if (wait && slot.tid == static_cast<uint32_t>(gettid())) wait = false;
+  const uint64_t deadline = wait ? monotonic_ns() + options_.exit_timeout_ms * 250'000ull : 0;
+  for (uint32_t attempt = 0; !output_dead_; ++attempt) {
+    PollRecord run;
+    uint64_t seen = 0;
+    switch (slot.poll.peek(&run, &seen)) {
+      case PollRun::Peek::Empty:
+        if (wait || attempt != 0) drain_ring(slot.ring);  // what the thread pushed meanwhile
+        return;
+      case PollRun::Peek::Published:
+        if (run.ring_position > slot.ring.consumed()) drain_ring(slot.ring);
+        if (slot.poll.claim(seen)) {
+          builder_.add_stamped(run.call, run.ring_flags, ticks_);
+          builder_.add_stamped(run.sync, run.ring_flags, ticks_);
+          return;
+        }
+        if (!wait) {
+          if (attempt + 1 < kPollTakeAttempts) continue;
+          slot.poll.want_handover();
+          return;
+        }
+        break;
+      case PollRun::Peek::Pushing:  // a later drain finds it in the ring
+        if (!wait) return;
+        break;
+    }
+    // Looked at again after every wait, however long the wait took.
+    if (monotonic_ns() > deadline) return;
+    std::this_thread::yield();
   }
 }
 

@@ -61,8 +61,9 @@ class Writer {
   void run();
   void begin_sources();
   void work(const Request& req);  // one drain (and flush, and Totals frame when asked)
-  void drain_all();
+  void drain_all(bool take_polls, bool wait_for_polls);
   void drain_ring(SpscRing& ring);
+  void take_poll_run(ThreadSlot& slot, bool wait);
   void add_call_counts(ThreadSlot& slot);
   void poll_sources(uint64_t now);
   bool capture_end_wanted() const;

@@ -150,8 +150,14 @@ void print_counts(const reader::TraceSummary& s) {
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
              c.cpu_samples, c.markers, c.gpu_samples, c.graph_launches);
   if (s.counted_calls != 0)
-    fmt::print("             + {} nested calls that succeeded, counted rather than recorded\n", s.counted_calls);
+    fmt::print("             + {} nested calls that succeeded (or answered \"not ready\"), counted rather than "
+               "recorded\n",
+               s.counted_calls);
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
+  if (s.coalesced_records != 0)
+    fmt::print("polls:       {} \"not ready\" answers of event and stream queries in {} records (a run of polls of "
+               "one query on one handle is one record; counted one by one above)\n",
+               s.coalesced_polls, s.coalesced_records);
   print_graphs(s);
   const auto& d = c.device;
   const auto status = analyzer::device_collection_text(s);

@@ -195,6 +195,7 @@ void ChromeTraceWriter::api_call(const fb::ApiCall& c) {
   }
   if ((c.flags() & container::kCallDriverApi) != 0) out_.put(",\"driver_api\":true");
   if ((c.flags() & container::kCallCaptured) != 0) out_.put(",\"captured_into_graph\":true");
+  if (c.repeat() != 0) out_.format(",\"polls_coalesced\":{}", c.repeat());
   if (placed != NestGuard::Placed::Ok) out_.format(",\"recorded_duration_ns\":{}", c.duration_ns());
   if (typed) typed_args(*typed);
   if (const std::string& site = sites_->text(c.stack_id()); !site.empty()) {

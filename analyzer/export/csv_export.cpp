@@ -3,6 +3,7 @@
 // after another), not time: sort by time_ns. docs/export.md.
 #include <unordered_map>
 
+#include "call_repeats.h"
 #include "call_sites.h"
 #include "chrome_trace.h"
 #include "json_escape.h"
@@ -13,7 +14,7 @@ namespace {
 
 constexpr std::string_view kHeader =
     "time_ns,duration_ns,pid,tid,kind,source,name,bytes,copy_kind,stream,device,correlation,error,call_site,"
-    "detail\r\n";
+    "detail,calls\r\n";
 
 // A field, quoted when it holds a comma, quote or line break (RFC 4180);
 // bytes that are not UTF-8 become U+FFFD so every reader decodes the file.
@@ -66,6 +67,7 @@ class CsvWriter {
     std::string_view kind, source = "host";
     std::string name;
     std::optional<uint64_t> tid, bytes, stream, device, correlation, error;
+    std::optional<uint64_t> calls;  // API calls and host syncs: the calls the row stands for
     std::string_view copy_kind;
     std::string call_site, detail;
   };
@@ -83,6 +85,7 @@ class CsvWriter {
   // Typed host records have no tid: their API call's, from this chunk or
   // the one before (a drain can fall between the two).
   std::unordered_map<uint64_t, uint32_t> call_tids_, previous_call_tids_;
+  reader::CallRepeats repeats_;
 };
 
 std::optional<uint64_t> CsvWriter::tid_of(uint64_t correlation) const {
@@ -115,6 +118,8 @@ void CsvWriter::write(const Row& r) {
   put_field(out_, r.call_site);
   out_.put(',');
   put_field(out_, r.detail);
+  out_.put(',');
+  if (r.calls) out_.format("{}", *r.calls);
   out_.put("\r\n");
   ++stats_.events;
   out_.maybe_flush();
@@ -166,6 +171,7 @@ void CsvWriter::add(const reader::ChunkView& v) {
     r.name = fb::EnumNameSyncKind(s.kind());
     r.error = static_cast<uint64_t>(static_cast<int64_t>(s.result()));
     r.detail = fmt::format("object 0x{:x}", s.object());
+    if (s.source() == fb::Source::Host) r.calls = repeats_.calls_of(s);
     write(r);
   }
   for (const auto& a : v.allocs) {
@@ -189,6 +195,7 @@ void CsvWriter::add(const reader::ChunkView& v) {
 void CsvWriter::add_calls(const reader::ChunkView& v) {
   std::swap(previous_call_tids_, call_tids_);
   call_tids_.clear();
+  repeats_.add(v);
   for (const auto& a : v.api_calls) {
     if (a.depth() == 0) call_tids_[a.correlation_id()] = a.tid();
     Row r;
@@ -201,6 +208,8 @@ void CsvWriter::add_calls(const reader::ChunkView& v) {
     const bool driver = (a.flags() & container::kCallDriverApi) != 0;
     const bool captured = (a.flags() & container::kCallCaptured) != 0;
     r.detail = fmt::format("depth {}{}{}", a.depth(), driver ? ", driver API" : "", captured ? ", captured into a graph" : "");
+    if (a.repeat() != 0) r.detail += fmt::format(", {} polls coalesced", a.repeat());
+    r.calls = reader::calls_in(a);
     write(r);
   }
 }

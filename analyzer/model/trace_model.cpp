@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "call_repeats.h"
 #include "record_flags.h"
 
 namespace gpuscope::analyzer {
@@ -38,7 +39,7 @@ class ModelBuilder {
   bool in_window(uint64_t start_ns);
   int64_t scope_span_of(uint64_t ns) const;
   void add_scoped_cpu(const fb::CpuSample& s);
-  void attribute_to_range(const fb::ApiCall& c, CallKind kind);
+  void attribute_to_range(const fb::ApiCall& c, CallKind kind, uint64_t calls);
   void finish_ranges(uint64_t trace_end_ns);
   void finish_scope();
 
@@ -66,6 +67,7 @@ class ModelBuilder {
   uint64_t origin_ns_ = 0;  // process start, once the metadata is read
   TraceModel m_;
   std::unordered_map<uint32_t, CallKind> kinds_;
+  reader::CallRepeats repeats_;  // for the Sync records of coalesced polls
   std::unordered_map<uint32_t, TimeCount> by_function_id_;
   std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
   LiveAllocations live_;
@@ -102,24 +104,27 @@ CallKind ModelBuilder::kind_of(uint32_t function_id) {
   return k;
 }
 
+// A record of coalesced polls counts as its polls (reader::calls_in) and
+// spans them: its duration is the time they held the thread.
 void ModelBuilder::add_call(const fb::ApiCall& c) {
-  if ((c.flags() & 1) != 0) ++m_.driver_calls;
+  const uint64_t calls = reader::calls_in(c);
+  if ((c.flags() & 1) != 0) m_.driver_calls += calls;
   if (c.depth() != 0) {
-    ++m_.nested_calls;
+    m_.nested_calls += calls;
     return;  // its outermost call accounts for the time
   }
   const CallKind kind = kind_of(c.function_id());
   if ((c.flags() & container::kCallCaptured) != 0) ++m_.captured_by_kind[static_cast<size_t>(kind)];
-  by_function_id_[c.function_id()].add(c.duration_ns());
-  m_.host_by_kind[static_cast<size_t>(kind)].add(c.duration_ns());
+  by_function_id_[c.function_id()].add(c.duration_ns(), calls);
+  m_.host_by_kind[static_cast<size_t>(kind)].add(c.duration_ns(), calls);
   ThreadActivity& t = m_.threads[c.tid()];
   t.first_ns = std::min(t.first_ns, c.start_ns());
   t.last_ns = std::max(t.last_ns, c.start_ns() + c.duration_ns());
   t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
-  ++t.cuda_calls;
-  if (locator_) attribute_to_range(c, kind);
+  t.cuda_calls += calls;
+  if (locator_) attribute_to_range(c, kind, calls);
   auto& site = m_.sites[SiteKey{c.function_id(), c.stack_id()}];
-  site.calls.add(c.duration_ns());
+  site.calls.add(c.duration_ns(), calls);
   site.kind = kind;
   // cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2.
   if (kind == CallKind::Alloc && c.result() == 2) ++m_.oom_errors;
@@ -175,12 +180,12 @@ void ModelBuilder::add_alloc(const fb::Alloc& a) {
   mem.untracked = live_.untracked();
 }
 
-void ModelBuilder::attribute_to_range(const fb::ApiCall& c, CallKind kind) {
+void ModelBuilder::attribute_to_range(const fb::ApiCall& c, CallKind kind, uint64_t calls) {
   const int64_t index = locator_->locate(c.tid(), c.start_ns());
   if (index < 0) return;
   RangeTime& t = time_by_range_[index];
   t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
-  ++t.calls;
+  t.calls += calls;
 }
 
 // Cumulative CPU counters only say how much CPU was used between two
@@ -260,6 +265,7 @@ void ModelBuilder::add_kernel(const fb::Kernel& k) {
 
 void ModelBuilder::add(const reader::ChunkView& v) {
   const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
+  repeats_.add(v);
   for (const auto& c : v.api_calls)
     if (keep(c)) add_call(c);
   for (const auto& n : v.call_counts)  // nested calls that were only counted
@@ -290,7 +296,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   for (const auto& s : v.syncs) {
     if (!keep(s)) continue;
     const auto kind = static_cast<size_t>(s.kind());
-    m_.syncs_by_kind[kind < m_.syncs_by_kind.size() ? kind : 0].add(s.duration_ns());
+    m_.syncs_by_kind[kind < m_.syncs_by_kind.size() ? kind : 0].add(s.duration_ns(), repeats_.calls_of(s));
   }
   for (const auto& a : v.allocs) {
     if (!keep(a)) continue;

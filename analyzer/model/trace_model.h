@@ -33,8 +33,9 @@ CallKind classify_function(const std::string& name);
 struct TimeCount {
   uint64_t count = 0;
   uint64_t ns = 0;
-  void add(uint64_t duration_ns) {
-    ++count;
+  // `calls`: what the record stands for (reader::calls_in: coalesced polls).
+  void add(uint64_t duration_ns, uint64_t calls = 1) {
+    count += calls;
     ns += duration_ns;
   }
 };

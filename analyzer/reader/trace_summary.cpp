@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "call_repeats.h"
 #include "record_flags.h"
 
 namespace gpuscope::reader {
@@ -207,9 +208,14 @@ void SummaryBuilder::add(const ChunkView& v) {
   s_.counts.device.syncs += from_device(v.syncs);
   s_.counts.device.allocs += from_device(v.allocs);
   for (const auto& call : v.api_calls) {
-    ++calls_by_id_[call.function_id()];
-    if (call.result() != 0 && call.depth() == 0) ++results_by_id_[{call.function_id(), call.result()}];
+    const uint64_t n = calls_in(call);
+    calls_by_id_[call.function_id()] += n;
+    if (call.result() != 0 && call.depth() == 0) results_by_id_[{call.function_id(), call.result()}] += n;
     if ((call.flags() & container::kCallCaptured) != 0 && call.depth() == 0) ++s_.captured_calls;
+    if (call.repeat() != 0) {
+      s_.coalesced_polls += call.repeat();
+      ++s_.coalesced_records;
+    }
   }
   for (const auto& count : v.call_counts) {
     calls_by_id_[count.function_id()] += count.count();

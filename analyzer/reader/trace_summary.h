@@ -82,6 +82,10 @@ struct TraceSummary {
   // Outermost calls a stream capture turned into graph nodes instead of
   // running them (ApiCall flag, format 1.3).
   uint64_t captured_calls = 0;
+  // Consecutive "not ready" polls of one query on one handle, recorded as
+  // one ApiCall each run (ApiCall.repeat, format 1.3): how many polls, in
+  // how many records. The polls are in calls_by_function.
+  uint64_t coalesced_polls = 0, coalesced_records = 0;
   std::vector<container::DeviceDescription> devices;   // the latest description of each
   std::vector<container::LibraryLoadEvent> loads;
   std::optional<container::EnvironmentProbeData> probe;

@@ -9,6 +9,7 @@
 namespace {
 using gpuscope::fb::SyncKind;
 using gpuscope::hooks::plain;
+using gpuscope::hooks::poll_of;
 using gpuscope::hooks::sync_of;
 constexpr uint8_t D = gpuscope::hooks::kDriverApi;
 constexpr uint8_t DP = gpuscope::hooks::kDriverApi | gpuscope::hooks::kPerThreadStream;
@@ -24,9 +25,9 @@ constexpr uint8_t DP = gpuscope::hooks::kDriverApi | gpuscope::hooks::kPerThread
     (sync_of(SyncKind::StreamWaitEvent, s)))                                                                     \
   X(CUresult, cuStreamWaitEvent_ptsz, DP, (CUstream s, CUevent e, unsigned f), (s, e, f),                        \
     (sync_of(SyncKind::StreamWaitEvent, s)))                                                                     \
-  X(CUresult, cuStreamQuery, D, (CUstream s), (s), (sync_of(SyncKind::StreamQuery, s)))                          \
-  X(CUresult, cuStreamQuery_ptsz, DP, (CUstream s), (s), (sync_of(SyncKind::StreamQuery, s)))                    \
-  X(CUresult, cuEventQuery, D, (CUevent e), (e), (sync_of(SyncKind::EventQuery, e)))                             \
+  X(CUresult, cuStreamQuery, D, (CUstream s), (s), (poll_of(SyncKind::StreamQuery, s)))                          \
+  X(CUresult, cuStreamQuery_ptsz, DP, (CUstream s), (s), (poll_of(SyncKind::StreamQuery, s)))                    \
+  X(CUresult, cuEventQuery, D, (CUevent e), (e), (poll_of(SyncKind::EventQuery, e)))                             \
   X(CUresult, cuInit, D, (unsigned f), (f), (plain()))                                                           \
   X(CUresult, cuDeviceGetCount, D, (int* n), (n), (plain()))                                                    \
   X(CUresult, cuProfilerStart, D, (), (), (gpuscope::hooks::ProfilerStartCall{}))                                \

@@ -139,10 +139,12 @@ void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) n
 
 // A failing synchronize still held the thread: its record carries the result.
 void SyncCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-  finish_with(s, result, flags, [&](uint64_t end) {
-    return fb::Sync(s.start(), end - s.start(), s.correlation_id(), reinterpret_cast<uint64_t>(object), kind,
-                    fb::Source::Host, current_device(), result);
-  });
+  finish_with(s, result, flags, [&](uint64_t end) { return record(s, end, result); });
+}
+
+fb::Sync SyncCall::record(const capture::ApiCallScope& s, uint64_t end, int32_t result) const noexcept {
+  return fb::Sync(s.start(), end - s.start(), s.correlation_id(), reinterpret_cast<uint64_t>(object), kind,
+                  fb::Source::Host, current_device(), result);
 }
 
 void LaunchCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
@@ -211,6 +213,12 @@ SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept {
   c.object = object;
   if (kind == fb::SyncKind::Stream || kind == fb::SyncKind::StreamQuery || kind == fb::SyncKind::StreamWaitEvent)
     c.stream = stream_id(object);
+  return c;
+}
+
+PollCall poll_of(fb::SyncKind kind, const void* object) noexcept {
+  PollCall c;
+  static_cast<SyncCall&>(c) = sync_of(kind, object);
   return c;
 }
 

@@ -148,6 +148,26 @@ struct SyncCall : CallInfo {
   const void* object = nullptr;  // stream or event
 
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
+  fb::Sync record(const capture::ApiCallScope& scope, uint64_t end, int32_t result) const noexcept;
+};
+
+// cudaErrorNotReady and CUDA_ERROR_NOT_READY: a query's "not yet".
+inline constexpr int32_t kNotReady = 600;
+
+// cudaEventQuery, cudaStreamQuery(_ptsz), cuEventQuery, cuStreamQuery(_ptsz).
+// "Not ready" is what a wait loop hears until the work is done, not a
+// failure: consecutive such answers on one thread from the same function on
+// the same handle become one record that counts them (ApiCall.repeat,
+// docs/interception.md "Poll loops"), and one made under another hooked
+// call (the driver query under the runtime's) is counted like a success.
+// Any other answer is recorded as a sync like any other.
+struct PollCall : SyncCall {
+  static bool counted_when_nested(int32_t result) noexcept { return result == 0 || result == kNotReady; }
+  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+    if (result != kNotReady || scope.depth() != 0) return SyncCall::after(scope, result, flags);
+    scope.finish_not_ready(result, stream, flags, current_device(),
+                           [&](uint64_t end) { return record(scope, end, result); });
+  }
 };
 
 struct LaunchCall : CallInfo {
@@ -214,6 +234,7 @@ CopyCall prefetches(const Pointer* ranges, const size_t* sizes, size_t n, const 
 GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept;
 MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept;
 SyncCall sync_of(fb::SyncKind kind, const void* object) noexcept;
+PollCall poll_of(fb::SyncKind kind, const void* object) noexcept;
 AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream = nullptr,
                      bool async = false) noexcept;
 AllocCall release(const void* address, fb::MemoryKind kind, const void* stream = nullptr, bool async = false) noexcept;

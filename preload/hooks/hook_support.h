@@ -122,6 +122,14 @@ std::span<HookSlot* const> driver_host_work_hooks();
 // loaded): "symbol not found", 500 in both the runtime and the driver API.
 template <class Ret> Ret not_found() noexcept { return static_cast<Ret>(500); }
 
+// Whether a nested call with this result is only counted: when it succeeds,
+// or gives an answer its family does not call a failure (a query's "not
+// ready", PollCall).
+template <class Info> bool counted_when_nested(int32_t result) noexcept {
+  if constexpr (requires { Info::counted_when_nested(result); }) return Info::counted_when_nested(result);
+  else return result == 0;
+}
+
 // A call made inside another hooked call on this thread (the driver call
 // under a runtime call): counted when it succeeds, so unless the family must
 // see every level (Info::kNestedSideEffects: the allocation registry) its
@@ -131,7 +139,8 @@ inline auto traced_nested(HookSlot& slot, capture::ApiCallScope& scope, Call& ca
     -> decltype(call()) {
   const auto result = call();
   using Info = decltype(describe());
-  if (!Info::kNestedSideEffects && result == 0 && scope.counts_on_success()) {
+  if (!Info::kNestedSideEffects && counted_when_nested<Info>(static_cast<int32_t>(result)) &&
+      scope.counts_on_success()) {
     scope.count_success();
     return result;
   }

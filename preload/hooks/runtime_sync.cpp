@@ -7,6 +7,7 @@
 
 namespace {
 using gpuscope::fb::SyncKind;
+using gpuscope::hooks::poll_of;
 using gpuscope::hooks::sync_of;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
 }  // namespace
@@ -20,8 +21,8 @@ constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
     (sync_of(SyncKind::StreamWaitEvent, s)))                                                                       \
   X(cudaError_t, cudaStreamWaitEvent_ptsz, P, (cudaStream_t s, cudaEvent_t e, unsigned f), (s, e, f),              \
     (sync_of(SyncKind::StreamWaitEvent, s)))                                                                       \
-  X(cudaError_t, cudaStreamQuery, 0, (cudaStream_t s), (s), (sync_of(SyncKind::StreamQuery, s)))                   \
-  X(cudaError_t, cudaStreamQuery_ptsz, P, (cudaStream_t s), (s), (sync_of(SyncKind::StreamQuery, s)))              \
-  X(cudaError_t, cudaEventQuery, 0, (cudaEvent_t e), (e), (sync_of(SyncKind::EventQuery, e)))
+  X(cudaError_t, cudaStreamQuery, 0, (cudaStream_t s), (s), (poll_of(SyncKind::StreamQuery, s)))                   \
+  X(cudaError_t, cudaStreamQuery_ptsz, P, (cudaStream_t s), (s), (poll_of(SyncKind::StreamQuery, s)))              \
+  X(cudaError_t, cudaEventQuery, 0, (cudaEvent_t e), (e), (poll_of(SyncKind::EventQuery, e)))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_SYNC, runtime_sync_hooks)

@@ -281,12 +281,13 @@ TEST(Csv, OneRowPerRecordWithQuoting) {
   const auto rows = parse_csv(e.text);
   ASSERT_FALSE(rows.empty());
   EXPECT_EQ(rows[0][0], "time_ns");
-  EXPECT_EQ(rows[0].size(), 15u);
+  EXPECT_EQ(rows[0].size(), 16u);
+  EXPECT_EQ(rows[0].back(), "calls");
   EXPECT_EQ(rows.size() - 1, e.result.summary.counts.total());
-  for (const auto& r : rows) EXPECT_EQ(r.size(), 15u);
+  for (const auto& r : rows) EXPECT_EQ(r.size(), 16u);
   bool launch = false, quoted = false, typed_tid = false;
   for (const auto& r : rows) {
-    launch |= r[4] == "api_call" && r[6] == "cudaLaunchKernel" && r[2] == "777" && r[3] == "11";
+    launch |= r[4] == "api_call" && r[6] == "cudaLaunchKernel" && r[2] == "777" && r[3] == "11" && r[15] == "1";
     quoted |= r[4] == "marker" && r[6] == "async \"phase\"\n\xEF\xBF\xBD";
     typed_tid |= r[4] == "kernel" && r[5] == "host" && r[3] == "11";
   }

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/exported.h"
+#include "../support/model_of.h"
 #include "../support/sample_trace.h"
 #include "metrics.h"
 #include "record_flags.h"
-#include "trace_model.h"
 
 namespace gpuscope::test {
 namespace {
@@ -57,13 +57,6 @@ std::vector<uint8_t> graph_trace() {
     b.add(fb::Copy(kT0 + 6000, 500, 6, 1 << 20, 0x10, fb::CopyDirection::HostToDevice, fb::MemoryKind::Managed,
                    fb::MemoryKind::Managed, fb::Source::Host, 0, container::kCopyAsync | container::kCopyPrefetch));
   });
-}
-
-analyzer::TraceModel model_of(const std::vector<uint8_t>& bytes) {
-  reader::TraceReader r;
-  std::string error;
-  EXPECT_TRUE(r.open(reader::memory_source(bytes), "graphs", &error)) << error;
-  return analyzer::build_model(r);
 }
 
 TEST(GraphWork, TheSummaryCountsGraphLaunchesTheirWorkAndCapturedCalls) {

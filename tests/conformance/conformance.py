@@ -142,16 +142,16 @@ class Tally:
         for r in rows:
             if r["kind"] != "api_call" or r["source"] != "host" or not r["detail"].startswith("depth 0"):
                 continue
-            name = r["name"]
+            name, n = r["name"], calls_in(r)
             call_of[r["correlation"]] = name
             if is_driver_call(name) and not driver_api:
-                self.driver[name] += 1
+                self.driver[name] += n
                 continue
-            self.calls[name] += 1
+            self.calls[name] += n
             if "captured into a graph" in r["detail"]:
-                self.captured[name] += 1
+                self.captured[name] += n
             if r["error"] not in ("", "0"):
-                self.failures[name][int(r["error"])] += 1
+                self.failures[name][int(r["error"])] += n
         for r in rows:
             if r["source"] == "host" and r["kind"] == "graph_launch":
                 self.add_graph_launch(r["detail"])
@@ -180,7 +180,7 @@ class Tally:
             key, category = f"{r['name']}{what}{' stream-ordered' if m.group(2) else ''}", "allocs"
         else:
             key, category = r["name"], "kernels"
-        self.kinds[category][key] += 1
+        self.kinds[category][key] += calls_in(r)
         if category in self.bytes:
             self.bytes[category][key] += int(r["bytes"] or 0)
 
@@ -193,6 +193,12 @@ class Tally:
             self.graphs["launches of unknown graphs"] += 1
         for n, what in re.findall(r"(\d+) (kernels|copies|memsets|other nodes)", detail):
             self.graphs[what] += int(n)
+
+
+def calls_in(r):
+    """How many calls a row stands for: consecutive "not ready" polls of one
+    query are one record (the `calls` column; docs/interception.md)."""
+    return int(r.get("calls") or 1)
 
 
 def device_side(kind):

@@ -9,11 +9,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
 from expectations import Expect  # noqa: E402
 
-HEADER = "time_ns,duration_ns,pid,tid,kind,source,name,bytes,copy_kind,stream,device,correlation,error,call_site,detail\r\n"
+HEADER = ("time_ns,duration_ns,pid,tid,kind,source,name,bytes,copy_kind,stream,device,correlation,error,call_site,detail,"
+          "calls\r\n")
 
 
-def row(kind, name="", corr=1, bytes_="", copy_kind="", error="", detail="", source="host"):
-    return f"1,1,1,1,{kind},{source},{name},{bytes_},{copy_kind},,0,{corr},{error},,\"{detail}\"\r\n"
+def row(kind, name="", corr=1, bytes_="", copy_kind="", error="", detail="", source="host", calls=""):
+    return f"1,1,1,1,{kind},{source},{name},{bytes_},{copy_kind},,0,{corr},{error},,\"{detail}\",{calls}\r\n"
 
 
 # One cudaMemcpy up (recorded with its copy), one kernel launch, a driver
@@ -125,6 +126,22 @@ class Comparison(unittest.TestCase):
         for change in ({"captured": {}}, {"graphs": dict(right.graphs, kernels=4)}):
             wrong = Expect(**{**vars(right), **change})
             self.assertTrue(conformance.compare(wrong, tally, hooked)[0], f"{change} passed")
+
+    def test_coalesced_polls_count_as_their_calls(self):
+        trace = HEADER + "".join([
+            row("api_call", "cudaEventQuery", 1, error="600", detail="depth 0, 41 polls coalesced", calls="41"),
+            row("sync", "EventQuery", 1, error="600", detail="object 0x5", calls="41"),
+            row("api_call", "cudaEventQuery", 2, error="0", detail="depth 0", calls="1"),
+            row("sync", "EventQuery", 2, error="0", detail="object 0x5", calls="1"),
+        ])
+        tally = conformance.Tally(trace, driver_api=False, library_calls=False)
+        self.assertEqual(dict(tally.calls), {"cudaEventQuery": 42})
+        self.assertEqual({k: dict(v) for k, v in tally.failures.items()}, {"cudaEventQuery": {600: 41}})
+        self.assertEqual(dict(tally.kinds["syncs"]), {"EventQuery": 42})
+        right = Expect(calls={"cudaEventQuery": 42}, failures={"cudaEventQuery": {600: 41}}, syncs={"EventQuery": 42})
+        self.assertEqual(conformance.compare(right, tally, {"cudaEventQuery"})[0], [])
+        wrong = Expect(calls={"cudaEventQuery": 2}, failures={"cudaEventQuery": {600: 1}}, syncs={"EventQuery": 2})
+        self.assertEqual(len(conformance.compare(wrong, tally, {"cudaEventQuery"})[0]), 3)
 
     def test_every_category_is_compared(self):
         wrong = {

@@ -15,15 +15,29 @@
 //   main_leaves:T:MS the main thread copies once, starts T threads that copy
 //                    for MS ms and print "worker I done", and calls
 //                    pthread_exit: the process ends with its last thread
+//   polls:T:R        T threads, each R rounds of: a 16 MiB copy from pinned
+//                    memory, then a bare loop polling until it is done, with
+//                    cudaEventQuery, cudaStreamQuery, cuEventQuery and
+//                    cuStreamQuery in turn (the driver's functions from
+//                    cudaGetDriverEntryPointByVersion); prints each one's
+//                    "not ready" answers
+//   poll_at_exit:MS:HOW a thread polls copies' events in a bare loop without
+//                    end; after MS ms the main thread prints the "not ready"
+//                    answers so far and ends the process while the thread
+//                    polls: HOW = exit (exit(0)), _exit (_exit(0)) or exec
+//                    (execs /bin/true)
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +135,89 @@ int main_leaves(int threads, int ms) {
   pthread_exit(nullptr);
 }
 
+// One thread's GPU work to wait for: 16 MiB up from pinned memory on its
+// own stream, and an event after it.
+struct Transfer {
+  static constexpr size_t kBytes = 16u << 20;
+  void* host = nullptr;
+  void* device = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;
+  Transfer() {
+    if (cudaMallocHost(&host, kBytes) != cudaSuccess || cudaMalloc(&device, kBytes) != cudaSuccess ||
+        cudaStreamCreate(&stream) != cudaSuccess || cudaEventCreate(&done) != cudaSuccess) {
+      std::fprintf(stderr, "cannot set up a transfer\n");
+      std::exit(3);
+    }
+  }
+  void start() {
+    cudaMemcpyAsync(device, host, kBytes, cudaMemcpyHostToDevice, stream);
+    cudaEventRecord(done, stream);
+  }
+};
+
+template <class Fn> Fn driver_function(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 13000, cudaEnableDefault, &found) != cudaSuccess || fn == nullptr) {
+    std::fprintf(stderr, "no driver function %s\n", name);
+    std::exit(3);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+// A bare wait loop, as NVIDIA's asyncAPI sample writes it: the "not ready"
+// answers until `query` says anything else (success, here).
+template <class Query> uint64_t wait_polling(Query&& query) {
+  uint64_t not_ready = 0;
+  while (query() == 600) ++not_ready;  // cudaErrorNotReady, CUDA_ERROR_NOT_READY
+  return not_ready;
+}
+
+int polls(int threads, int rounds) {
+  const auto event_query = driver_function<CUresult (*)(CUevent)>("cuEventQuery");
+  const auto stream_query = driver_function<CUresult (*)(CUstream)>("cuStreamQuery");
+  std::atomic<uint64_t> counts[4] = {};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i)
+    workers.emplace_back([&] {
+      Transfer t;
+      for (int r = 0; r < rounds; ++r) {
+        const std::function<int()> queries[4] = {
+            [&] { return static_cast<int>(cudaEventQuery(t.done)); },
+            [&] { return static_cast<int>(cudaStreamQuery(t.stream)); },
+            [&] { return static_cast<int>(event_query(reinterpret_cast<CUevent>(t.done))); },
+            [&] { return static_cast<int>(stream_query(reinterpret_cast<CUstream>(t.stream))); }};
+        for (int q = 0; q < 4; ++q) {
+          t.start();
+          counts[q] += wait_polling(queries[q]);
+        }
+      }
+    });
+  for (auto& w : workers) w.join();
+  std::printf("not ready: cudaEventQuery %lu cudaStreamQuery %lu cuEventQuery %lu cuStreamQuery %lu\n",
+              static_cast<unsigned long>(counts[0].load()), static_cast<unsigned long>(counts[1].load()),
+              static_cast<unsigned long>(counts[2].load()), static_cast<unsigned long>(counts[3].load()));
+  return 0;
+}
+
+int poll_at_exit(int ms, const std::string& how) {
+  static std::atomic<uint64_t> not_ready{0};
+  std::thread([] {
+    Transfer t;
+    for (;;) {
+      t.start();
+      while (cudaEventQuery(t.done) == cudaErrorNotReady) not_ready.fetch_add(1, std::memory_order_relaxed);
+    }
+  }).detach();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  std::printf("not ready so far: %lu\n", static_cast<unsigned long>(not_ready.load()));
+  std::fflush(stdout);
+  if (how == "_exit") _exit(0);
+  if (how == "exec") execl("/bin/true", "true", static_cast<char*>(nullptr));
+  std::exit(0);
+}
+
 std::vector<std::string> fields(const std::string& arg) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -138,6 +235,10 @@ int main(int argc, char** argv) {
   if (f[0] == "race" && f.size() == 4) return race(std::stoi(f[1]), f[2], std::stoi(f[3]));
   if (f[0] == "chatter" && f.size() == 3) return chatter(std::stoi(f[1]), std::stoi(f[2]));
   if (f[0] == "main_leaves" && f.size() == 3) return main_leaves(std::stoi(f[1]), std::stoi(f[2]));
-  std::fprintf(stderr, "usage: cuda_threads pairs:T:K | race:T:exit|mixed:C | chatter:T:C | main_leaves:T:MS\n");
+  if (f[0] == "polls" && f.size() == 3) return polls(std::stoi(f[1]), std::stoi(f[2]));
+  if (f[0] == "poll_at_exit" && f.size() == 3) return poll_at_exit(std::stoi(f[1]), f[2]);
+  std::fprintf(stderr,
+               "usage: cuda_threads pairs:T:K | race:T:exit|mixed:C | chatter:T:C | main_leaves:T:MS | polls:T:R | "
+               "poll_at_exit:MS:exit|_exit|exec\n");
   return 2;
 }

@@ -11,38 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "session.h"
-#include "../support/temp_dir.h"
-#include "../support/trace_contents.h"
+#include "session_fixture.h"
 
 namespace gpuscope::capture {
 namespace {
-
-SessionOptions quiet_options() {
-  SessionOptions o;
-  o.cpu_sample_interval_ms = 0;  // exact record counts: no sampler records
-  o.drain_interval_ms = 5;
-  o.flush_interval_ms = 20;
-  return o;
-}
-
-class SessionTest : public ::testing::Test {
- protected:
-  void start(const SessionOptions& options) {
-    path_ = dir_.file("trace.gpuscope");
-    ProcessMetadata m = collect_process_metadata();
-    m.run_id = "test-run";
-    std::string error;
-    ASSERT_TRUE(start_session(options, path_, m, &error)) << error;
-  }
-  test::TraceContents stop_and_read(fb::EndKind kind = fb::EndKind::Exit, int status = 7) {
-    stop_session(kind, status);
-    return test::read_trace_file(path_);
-  }
-
-  test::TempDir dir_;
-  std::string path_;
-};
 
 template <class T> bool same_bytes(const T& a, const T& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
