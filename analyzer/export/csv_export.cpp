@@ -72,6 +72,7 @@ class CsvWriter {
     std::string call_site, detail;
   };
   void write(const Row& r);
+  void add_calls(const reader::ChunkView& v);
   void add_other(const reader::ChunkView& v);
   template <class T> Row typed_row(const T& rec, std::string_view kind);
   std::optional<uint64_t> tid_of(uint64_t correlation) const;
@@ -143,25 +144,7 @@ void CsvWriter::add(const reader::ChunkView& v) {
   stats_.records += v.api_calls.size() + v.copies.size() + v.memsets.size() + v.kernels.size() + v.syncs.size() +
                     v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size() +
                     v.graph_launches.size();
-  std::swap(previous_call_tids_, call_tids_);
-  call_tids_.clear();
-  repeats_.add(v);
-  for (const auto& a : v.api_calls) {
-    if (a.depth() == 0) call_tids_[a.correlation_id()] = a.tid();
-    Row r;
-    r.start = a.start_ns(), r.duration = a.duration_ns(), r.kind = "api_call", r.tid = a.tid();
-    r.name = summary_.current().name_of(a.function_id());
-    r.correlation = a.correlation_id(), r.error = static_cast<uint64_t>(static_cast<int64_t>(a.result()));
-    if (a.stream() != 0) r.stream = a.stream();
-    if (a.device() >= 0) r.device = static_cast<uint64_t>(a.device());
-    r.call_site = sites_->text(a.stack_id());
-    const bool driver = (a.flags() & container::kCallDriverApi) != 0;
-    const bool captured = (a.flags() & container::kCallCaptured) != 0;
-    r.detail = fmt::format("depth {}{}{}", a.depth(), driver ? ", driver API" : "", captured ? ", captured into a graph" : "");
-    if (a.repeat() != 0) r.detail += fmt::format(", {} polls coalesced", a.repeat());
-    r.calls = reader::calls_in(a);
-    write(r);
-  }
+  add_calls(v);
   for (const auto& cp : v.copies) {
     Row r = typed_row(cp, "copy");
     r.bytes = cp.bytes(), r.stream = cp.stream(), r.copy_kind = fb::EnumNameCopyDirection(cp.direction());
@@ -205,6 +188,31 @@ void CsvWriter::add(const reader::ChunkView& v) {
     write(r);
   }
   add_other(v);
+}
+
+// The CUDA calls; each one's thread is remembered for the typed records
+// that share its correlation id (this chunk's and the next one's), and a
+// coalesced one's repeat for its Sync.
+void CsvWriter::add_calls(const reader::ChunkView& v) {
+  std::swap(previous_call_tids_, call_tids_);
+  call_tids_.clear();
+  repeats_.add(v);
+  for (const auto& a : v.api_calls) {
+    if (a.depth() == 0) call_tids_[a.correlation_id()] = a.tid();
+    Row r;
+    r.start = a.start_ns(), r.duration = a.duration_ns(), r.kind = "api_call", r.tid = a.tid();
+    r.name = summary_.current().name_of(a.function_id());
+    r.correlation = a.correlation_id(), r.error = static_cast<uint64_t>(static_cast<int64_t>(a.result()));
+    if (a.stream() != 0) r.stream = a.stream();
+    if (a.device() >= 0) r.device = static_cast<uint64_t>(a.device());
+    r.call_site = sites_->text(a.stack_id());
+    const bool driver = (a.flags() & container::kCallDriverApi) != 0;
+    const bool captured = (a.flags() & container::kCallCaptured) != 0;
+    r.detail = fmt::format("depth {}{}{}", a.depth(), driver ? ", driver API" : "", captured ? ", captured into a graph" : "");
+    if (a.repeat() != 0) r.detail += fmt::format(", {} polls coalesced", a.repeat());
+    r.calls = reader::calls_in(a);
+    write(r);
+  }
 }
 
 // Records that are not CUDA calls: NVTX markers and the samplers' records.
