@@ -155,9 +155,9 @@ void print_counts(const reader::TraceSummary& s) {
                s.counted_calls);
   for (const auto& [name, n] : s.calls_by_function) fmt::print("             {:>10}  {}\n", n, name);
   if (s.coalesced_records != 0)
-    fmt::print("polls:       {} \"not ready\" answers of event and stream queries in {} records (a run of polls of "
-               "one query on one handle is one record; counted one by one above)\n",
-               s.coalesced_polls, s.coalesced_records);
+    fmt::print("polls:       {} \"not ready\" answers of event and stream queries in {} record{} (a run of polls "
+               "of one query on one handle is one record; counted one by one above)\n",
+               s.coalesced_polls, s.coalesced_records, s.coalesced_records == 1 ? "" : "s");
   print_graphs(s);
   const auto& d = c.device;
   const auto status = analyzer::device_collection_text(s);

@@ -72,8 +72,8 @@ TEST(PollLoops, BarePollLoopsAreCountedExactlyWithATinyBuffer) {
   EXPECT_EQ(t.summary.coalesced_polls, polls);
   EXPECT_LT(t.summary.coalesced_records, polls / 1000) << "the polls were not coalesced";
   const ProcessResult info = run({gpuscope_exe(), "info", traces_in(dir.path()).front()});
-  EXPECT_NE(info.out.find(fmt::format("polls:       {} \"not ready\" answers of event and stream queries in {} records",
-                                      polls, t.summary.coalesced_records)),
+  EXPECT_NE(info.out.find(fmt::format("polls:       {} \"not ready\" answers of event and stream queries in {} record{}", polls,
+                                      t.summary.coalesced_records, t.summary.coalesced_records == 1 ? "" : "s")),
             std::string::npos)
       << info.out;
 }
