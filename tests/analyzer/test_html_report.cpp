@@ -162,9 +162,11 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// The hostile trace's section, its timeline read after the analysis.
+// The hostile trace's section, its timeline read after the analysis. The
+// bytes outlive the reader that reads them (memory_source does not copy).
 json hostile_section(const std::string& path) {
-  const PipelineResult r = analyze_trace(reader::memory_source(hostile_trace()), path);
+  const std::vector<uint8_t> bytes = hostile_trace();
+  const PipelineResult r = analyze_trace(reader::memory_source(bytes), path);
   EXPECT_NE(r.analysis, nullptr) << r.error.message;
   if (r.analysis == nullptr) return json();
   return html_section(r.analysis->report_input(5), r.analysis->reader());
