@@ -1,6 +1,9 @@
 #include "pipeline.h"
 
+#include <algorithm>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace gpuscope::analyzer {
 
@@ -30,8 +33,29 @@ ReportInput TraceAnalysis::report_input(size_t top) const {
 // named ranges' time. Without such a scope the second pass changes nothing
 // but the ranges' time, so a following pass made from the first model can
 // ride along.
+namespace {
+
+bool whole_trace(const TimeWindow& w) { return w.start_s <= 0 && w.end_s < 0; }
+
+// A window past the end (or before the start) selects nothing: analyzing
+// nothing would give a verdict about no time at all.
+std::optional<PipelineError> empty_window(const TraceModel& m, const TimeWindow& w, const std::string& path) {
+  if (whole_trace(w) || m.end_ns > m.begin_ns) return std::nullopt;
+  const reader::TraceSummary& s = m.summary;
+  const uint64_t origin = s.process && s.process->start_monotonic_ns != 0 ? s.process->start_monotonic_ns : s.first_ns;
+  const uint64_t end = std::max(s.last_ns, s.end ? s.end->end_monotonic_ns : 0);
+  const double span = end > origin ? (end - origin) / 1e9 : 0;
+  const std::string to = w.end_s < 0 ? "" : fmt::format("{:g}", w.end_s);
+  return PipelineError{fmt::format("--window {:g}:{}: {} spans 0.000-{:.3f} s from the process start; the window "
+                                   "selects none of it",
+                                   w.start_s, to, path, span)};
+}
+
+}  // namespace
+
 std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& scope, const FollowingPass& following) {
   model_ = analyzer::build_model(*reader_, scope.window);
+  if (auto error = empty_window(model_, scope.window, path_)) return error;
   const std::vector<std::pair<uint64_t, uint64_t>> captured = model_.capture_windows;
   if (model_.ranges.empty() && scope.range.empty() && captured.empty()) return std::nullopt;
   std::vector<std::pair<uint64_t, uint64_t>> spans = captured;

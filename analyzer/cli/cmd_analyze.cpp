@@ -89,23 +89,36 @@ int prometheus_command(const AnalyzeOptions& options, const analyzer::AnalysisSc
   return status;
 }
 
+// "no CUDA work in 3 processes: sh (pid 10), ls (pid 11), env (pid 12)".
+std::string no_cuda_work_line(const std::vector<analyzer::ProcessEntry>& idle) {
+  std::vector<std::string> names;
+  for (const auto& p : idle) names.push_back(fmt::format("{} (pid {})", p.exe.substr(p.exe.rfind('/') + 1), p.pid));
+  return fmt::format("no CUDA work in {} process(es): {}\n", idle.size(), fmt::join(names, ", "));
+}
+
 // Each trace's report in turn (text printed as it comes, JSON gathered into
-// one document), then the process trees the traces form.
+// one document), then the process trees the traces form. Among several
+// traces, those without CUDA work (shells, launchers, helpers) share one
+// line instead of a report each.
 int text_or_json_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& scope) {
   int status = 0;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
-  std::vector<analyzer::ProcessEntry> processes;
-  for (const auto& path : expand_inputs(options.inputs)) {
+  std::vector<analyzer::ProcessEntry> processes, idle;
+  const std::vector<std::string> paths = expand_inputs(options.inputs);
+  size_t reports = 0;
+  for (const auto& path : paths) {
     const auto analysis = analyze_path(path, scope, true);
     if (analysis == nullptr) {
       status = 2;
       continue;
     }
     const analyzer::ReportInput in = analysis->report_input(options.top);
-    if (options.json) all.push_back(analyzer::json_report(in));
-    else fmt::print("{}{}", processes.empty() ? "" : "\n", analyzer::text_report(in));
     processes.push_back(analyzer::process_entry(in));
+    if (options.json) all.push_back(analyzer::json_report(in));
+    else if (paths.size() > 1 && !processes.back().cuda_work) idle.push_back(processes.back());
+    else fmt::print("{}{}", reports++ == 0 ? "" : "\n", analyzer::text_report(in));
   }
+  if (!idle.empty()) fmt::print("{}{}", reports == 0 ? "" : "\n", no_cuda_work_line(idle));
   const auto trees = analyzer::build_process_trees(std::move(processes));
   if (options.json) {
     print_json(std::move(all), trees);

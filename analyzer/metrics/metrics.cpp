@@ -1,6 +1,7 @@
 #include "metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -14,27 +15,19 @@ struct ErrorName {
   int code;
   const char* runtime;
   const char* driver;
-  bool no_gpu;
 };
 constexpr ErrorName kErrors[] = {
-    {2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", false},
-    {3, "cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED", true},
-    {34, "cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY", true},
-    {35, "cudaErrorInsufficientDriver", "", true},
-    {46, "cudaErrorDevicesUnavailable", "CUDA_ERROR_DEVICE_UNAVAILABLE", true},
-    {100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", true},
-    {101, "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", false},
-    {222, "cudaErrorUnsupportedPtxVersion", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", false},
-    {801, "cudaErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED", false},
-    {803, "cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", true},
-    {804, "cudaErrorCompatNotSupportedOnDevice", "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", true},
-    {999, "cudaErrorUnknown", "CUDA_ERROR_UNKNOWN", false},
+#include "cuda_error_names.inc"
 };
 
+// "No usable GPU here": not initialized, stub library, driver too old,
+// devices unavailable, no device, driver/runtime mismatch, no compat support.
+constexpr int kNoGpuCodes[] = {3, 34, 35, 46, 100, 803, 804};
+
 const ErrorName* find_error(int code) {
-  for (const ErrorName& e : kErrors)
-    if (e.code == code) return &e;
-  return nullptr;
+  const auto* it = std::lower_bound(std::begin(kErrors), std::end(kErrors), code,
+                                    [](const ErrorName& e, int c) { return e.code < c; });
+  return it != std::end(kErrors) && it->code == code ? it : nullptr;
 }
 
 bool is_driver_function(const std::string& name) { return name.starts_with("cu") && !name.starts_with("cuda"); }
@@ -95,8 +88,11 @@ void gpu_metrics(const TraceModel& m, Metrics& x) {
     // "GPU idle" (0x1), application clocks (0x2) or sync boost (0x10).
     x.throttle_reasons |= g.throttle_any & 0xEC;
   }
-  if (util_n) x.gpu_util = x.nvml_gpu_util = static_cast<double>(util) / util_n / 100.0;
-  if (util_n) x.gpu_busy_source = "nvml";
+  if (util_n) x.nvml_gpu_util = static_cast<double>(util) / util_n / 100.0;
+  if (util_n && x.gpu_samples >= kMinGpuSamples) {
+    x.gpu_util = x.nvml_gpu_util;
+    x.gpu_busy_source = "nvml";
+  }
   if (sm_n) x.sm_util = static_cast<double>(sm) / sm_n / 100.0;
   if (dram_n) x.dram_util = static_cast<double>(dram) / dram_n / 100.0;
   if (pcie_n) x.pcie_gbps_mean = static_cast<double>(pcie) / pcie_n * 1000.0 / 1e9;
@@ -121,11 +117,66 @@ void device_metrics(const TraceModel& m, Metrics& x) {
   if (d.h2d_ns + d.d2h_ns > 0) x.achieved_gbps = static_cast<double>(d.h2d_bytes + d.d2h_bytes) / (d.h2d_ns + d.d2h_ns);
 }
 
+// Without a measurement of GPU busy, a synchronization that followed queued
+// launches and blocked for T says the GPU had up to T of work queued: one
+// wait at the end of queued work is a busy GPU, not a sync-bound program.
+void host_inferred_metrics(const TraceModel& m, Metrics& x) {
+  const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
+  uint64_t busiest = 0;
+  for (const auto& [tid, q] : m.waits_on_queued) {
+    busiest = std::max(busiest, q.on_kernels_ns + q.on_transfers_ns);
+    if (tid != x.feeder_tid) continue;
+    x.waits_on_queued = q.waits;
+    x.queued_ops = q.queued_ops;
+    x.wait_on_kernels_share = std::min(1.0, q.on_kernels_ns / wall);
+    x.wait_on_transfers_share = std::min(1.0, q.on_transfers_ns / wall);
+    x.sparse_waits = q.queued_ops > 0 && static_cast<double>(q.waits) / q.queued_ops <= kSparseWaitsPerOp;
+  }
+  if (busiest == 0 || x.judged_s <= 0) return;
+  x.host_inferred_gpu_busy = std::min(1.0, busiest / 1e9 / x.judged_s);
+  if (x.gpu_util) return;
+  x.gpu_util = x.host_inferred_gpu_busy;
+  x.gpu_busy_source = "host";
+}
+
+// Copy kinds go where they belong: host<->device bytes cross PCIe, device
+// and peer copies do not. Unknown and Default directions count as PCIe (the
+// runtime decides; most such copies in practice involve host memory).
+void split_copy_time(const TraceModel& m, Metrics& x) {
+  uint64_t pcie_ns = 0, device_ns = 0, all_ns = 0, pcie_bytes = 0, device_bytes = 0;
+  for (size_t d = 0; d < m.copies_by_direction.size(); ++d) {
+    const CopyStats& c = m.copies_by_direction[d];
+    all_ns += c.ns;
+    switch (static_cast<fb::CopyDirection>(d)) {
+      case fb::CopyDirection::DeviceToDevice:
+      case fb::CopyDirection::PeerToPeer: device_ns += c.ns, device_bytes += c.bytes; break;
+      case fb::CopyDirection::HostToHost: break;
+      default: pcie_ns += c.ns, pcie_bytes += c.bytes;
+    }
+  }
+  const double copy_share = x.feeder_share[static_cast<size_t>(CallKind::Copy)];
+  if (all_ns == 0) {
+    x.feeder_pcie_copy_share = copy_share;  // copy calls without copy records: as before, PCIe
+  } else {
+    x.feeder_pcie_copy_share = copy_share * pcie_ns / all_ns;
+    x.feeder_device_copy_share = copy_share * device_ns / all_ns;
+  }
+  // Waits on queued copies are the copies' time, split by the bytes each
+  // kind moved (the wait does not say which copy it waited for).
+  if (pcie_bytes + device_bytes == 0) return;
+  const double device_part = static_cast<double>(device_bytes) / (pcie_bytes + device_bytes);
+  x.feeder_device_copy_share += x.wait_on_transfers_share * device_part;
+  x.feeder_pcie_copy_share += x.wait_on_transfers_share * (1 - device_part);
+}
+
 void copy_metrics(const TraceModel& m, Metrics& x) {
   const CopyStats& h2d = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::HostToDevice)];
   const CopyStats& d2h = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::DeviceToHost)];
   x.h2d_bytes = h2d.bytes, x.d2h_bytes = d2h.bytes, x.h2d_count = h2d.count, x.d2h_count = d2h.count;
-  x.d2d_count = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::DeviceToDevice)].count;
+  const CopyStats& d2d = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::DeviceToDevice)];
+  const CopyStats& peer = m.copies_by_direction[static_cast<size_t>(fb::CopyDirection::PeerToPeer)];
+  x.d2d_count = d2d.count, x.d2d_bytes = d2d.bytes, x.peer_count = peer.count, x.peer_bytes = peer.bytes;
+  split_copy_time(m, x);
   x.copy_host_s = m.host_by_kind[static_cast<size_t>(CallKind::Copy)].ns / 1e9;
   const uint64_t bytes = h2d.bytes + d2h.bytes, count = h2d.count + d2h.count;
   if (bytes) x.pageable_share = static_cast<double>(h2d.pageable_bytes + d2h.pageable_bytes) / bytes;
@@ -133,7 +184,7 @@ void copy_metrics(const TraceModel& m, Metrics& x) {
   // Synchronous copies only: an async call returns before its bytes move.
   const uint64_t sync_count = count - h2d.async_count - d2h.async_count;
   const uint64_t sync_ns = h2d.ns + d2h.ns;
-  if (sync_count * 2 > count && sync_ns > 0) x.achieved_gbps = static_cast<double>(bytes) / sync_ns;
+  if (!x.achieved_gbps && sync_count * 2 > count && sync_ns > 0) x.achieved_gbps = static_cast<double>(bytes) / sync_ns;
   if (!m.summary.devices.empty()) {
     const auto& d = m.summary.devices.front();
     const double cur = pcie_gbps(d.pcie_gen_current, d.pcie_width_current);
@@ -174,22 +225,45 @@ void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
   x.oom_errors = m.oom_errors;
 }
 
-void environment_metrics(const TraceModel& m, Metrics& x) {
-  const reader::TraceSummary& s = m.summary;
-  uint64_t failed_launches = 0, failed_copies = 0;
-  for (const auto& [key, n] : s.nonzero_results) {
-    const bool driver = is_driver_function(key.first);
-    const ErrorName* e = find_error(key.second);
-    CudaError err{key.first, key.second, e ? (driver ? e->driver : e->runtime) : "", n};
-    const CallKind kind = classify_function(key.first);
-    if (kind == CallKind::Launch) failed_launches += n;
-    if (kind == CallKind::Copy) failed_copies += n;
+// Every failing outermost call is evidence; the work calls that succeeded
+// say whether the GPU did anything at all.
+void call_outcome_metrics(const TraceModel& m, Metrics& x) {
+  std::array<uint64_t, kCallKinds> failed{};
+  for (const auto& [key, n] : m.summary.nonzero_results) {
+    CudaError err{key.first, key.second, cuda_error_name(key.second, is_driver_function(key.first)), n};
+    failed[static_cast<size_t>(classify_function(key.first))] += n;
     if (is_no_gpu_error(key.second)) x.no_gpu_errors.push_back(err);
+    if (!is_answer_not_failure(key.second)) x.failures.push_back(err);
     x.errors.push_back(std::move(err));
   }
-  x.successful_launches = x.launches > failed_launches ? x.launches - failed_launches : 0;
-  const uint64_t copies = m.host_by_kind[static_cast<size_t>(CallKind::Copy)].count;
-  x.successful_copies = copies > failed_copies ? copies - failed_copies : 0;
+  const auto succeeded = [&](CallKind k) {
+    const uint64_t calls = m.host_by_kind[static_cast<size_t>(k)].count, bad = failed[static_cast<size_t>(k)];
+    return calls > bad ? calls - bad : 0;
+  };
+  x.successful_launches = x.launches > failed[static_cast<size_t>(CallKind::Launch)]
+                              ? x.launches - failed[static_cast<size_t>(CallKind::Launch)]
+                              : 0;
+  x.successful_copies = succeeded(CallKind::Copy);
+  x.successful_memsets = succeeded(CallKind::Memset);
+  x.successful_allocs = succeeded(CallKind::Alloc);
+  x.gpu_work_done = x.successful_launches + x.successful_copies + x.successful_memsets + x.successful_allocs > 0;
+}
+
+// How the process ended: a known exit status, or nothing when the trace
+// has no end record or the process was detached or replaced by exec.
+void end_metrics(const TraceModel& m, Metrics& x) {
+  if (!m.summary.end) return;
+  switch (m.summary.end->kind) {
+    case fb::EndKind::ReturnFromMain:
+    case fb::EndKind::Exit:
+    case fb::EndKind::ImmediateExit:
+    case fb::EndKind::LastThreadExit: x.exit_status = m.summary.end->exit_status; break;
+    default: break;
+  }
+}
+
+void library_metrics(const TraceModel& m, Metrics& x) {
+  const reader::TraceSummary& s = m.summary;
   for (const auto& l : s.loads) {
     if (l.unload || !is_gpu_library(l.path)) continue;
     if (l.ok)
@@ -206,6 +280,10 @@ void environment_metrics(const TraceModel& m, Metrics& x) {
         std::find(x.loaded_gpu_libraries.begin(), x.loaded_gpu_libraries.end(), mod.path) == x.loaded_gpu_libraries.end())
       x.loaded_gpu_libraries.push_back(mod.path);
   x.cuda_attempted = !x.loaded_gpu_libraries.empty() || !x.failed_loads.empty() || !m.host_by_function.empty();
+}
+
+void environment_metrics(const TraceModel& m, Metrics& x) {
+  const reader::TraceSummary& s = m.summary;
   if (s.process)
     for (const auto& [k, v] : s.process->environment)
       if (k == "CUDA_VISIBLE_DEVICES") {
@@ -289,13 +367,14 @@ std::optional<std::string> device_collection_text(const reader::TraceSummary& s)
 
 std::string cuda_error_name(int code, bool driver) {
   const ErrorName* e = find_error(code);
-  return e == nullptr ? "" : (driver ? e->driver : e->runtime);
+  if (e == nullptr) return "";
+  // A code only one API defines is still named (cudaErrorInsufficientDriver from a runtime wrapper).
+  return driver ? (*e->driver != '\0' ? e->driver : e->runtime) : (*e->runtime != '\0' ? e->runtime : e->driver);
 }
 
-bool is_no_gpu_error(int code) {
-  const ErrorName* e = find_error(code);
-  return e != nullptr && e->no_gpu;
-}
+bool is_no_gpu_error(int code) { return std::find(std::begin(kNoGpuCodes), std::end(kNoGpuCodes), code) != std::end(kNoGpuCodes); }
+
+bool is_answer_not_failure(int code) { return code == kNotReady; }
 
 double pcie_gbps(int generation, int width) {
   // Per lane, one direction, after line coding (8b/10b to Gen2, 128b/130b after).
@@ -307,11 +386,18 @@ double pcie_gbps(int generation, int width) {
 Metrics compute_metrics(const TraceModel& m) {
   Metrics x;
   x.wall_s = m.wall_ns() / 1e9;
+  x.init_s = std::min(x.wall_s, m.host_by_kind[static_cast<size_t>(CallKind::Init)].ns / 1e9);
+  x.judged_s = x.wall_s - x.init_s;
+  x.context_init_call = m.context_init_call;
   host_metrics(m, x);
   gpu_metrics(m, x);
-  copy_metrics(m, x);
   device_metrics(m, x);
+  host_inferred_metrics(m, x);
+  copy_metrics(m, x);
   sync_and_memory_metrics(m, x);
+  call_outcome_metrics(m, x);
+  end_metrics(m, x);
+  library_metrics(m, x);
   environment_metrics(m, x);
   coverage_metrics(m, x);
   return x;

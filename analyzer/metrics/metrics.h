@@ -27,14 +27,28 @@ std::string cuda_error_name(int code, bool driver);
 // Codes meaning "no usable GPU here" (missing driver, no device, stub
 // library, driver mismatch, ...).
 bool is_no_gpu_error(int code);
+// cudaErrorNotReady / CUDA_ERROR_NOT_READY (600): a query's answer, not a failure.
+inline constexpr int kNotReady = 600;
+bool is_answer_not_failure(int code);
 
 // The trace's device-activity (CUPTI) status in words: "CUPTI (N records, M
 // dropped)", "unavailable (no driver)", "off (reason)"; nothing for traces
 // from before format 1.1.
 std::optional<std::string> device_collection_text(const reader::TraceSummary& s);
 
+// NVML samples (20 Hz) below which utilization is not a measurement: GPU
+// busy is then unknown, or inferred from the host side (docs/rules.md).
+inline constexpr uint64_t kMinGpuSamples = 5;
+// At most one wait per four queued operations: the work is queued ahead.
+inline constexpr double kSparseWaitsPerOp = 0.25;
+
 struct Metrics {
   double wall_s = 0;
+  // The first call that needed a CUDA context absorbed its creation; with
+  // the explicit initialization calls, that is initialization time. Judged
+  // time is the wall time after it: what the rules have to go on.
+  double init_s = 0, judged_s = 0;
+  std::string context_init_call;
   // The host thread that spent most time in CUDA calls: it feeds the GPU.
   uint32_t feeder_tid = 0;
   std::array<double, kCallKinds> feeder_share{};  // blocked in each kind of call
@@ -45,10 +59,22 @@ struct Metrics {
   uint32_t host_threads_with_cuda = 0;
 
   // GPU busy: from device timestamps when the trace has them, else NVML's
-  // utilization (mean over samples and devices); gpu_busy_source says which.
+  // utilization (mean over samples and devices, with at least
+  // kMinGpuSamples), else inferred from the host: the time threads waited
+  // in synchronizations that followed queued work, over judged time (a
+  // lower bound). gpu_busy_source says which.
   std::optional<double> gpu_util, sm_util, dram_util;
-  std::optional<double> nvml_gpu_util;
-  std::string gpu_busy_source = "none";  // device, nvml, none
+  std::optional<double> nvml_gpu_util;  // whatever the sample count
+  std::optional<double> host_inferred_gpu_busy;
+  std::string gpu_busy_source = "none";  // device, nvml, host, none
+  // The feeding thread's synchronizations that waited on work it had
+  // queued (call_sequence.h), and their time as shares of wall time: on
+  // kernels, or on copies and memsets only. With few waits per queued
+  // operation (kSparseWaitsPerOp) a wait on kernels is the GPU working
+  // through its queue, not a stall the synchronization caused.
+  uint64_t waits_on_queued = 0, queued_ops = 0;
+  double wait_on_kernels_share = 0, wait_on_transfers_share = 0;
+  bool sparse_waits = false;
   // Device timeline shares of wall time (unions; set with device timestamps).
   std::optional<double> device_kernel_share, device_h2d_share, device_d2h_share, device_other_copy_share,
       device_memset_share;
@@ -61,6 +87,12 @@ struct Metrics {
 
   // Host<->device copies.
   uint64_t h2d_bytes = 0, d2h_bytes = 0, h2d_count = 0, d2h_count = 0, d2d_count = 0;
+  uint64_t d2d_bytes = 0, peer_count = 0, peer_bytes = 0;
+  // The feeding thread's time in copy calls, split by where the bytes went
+  // (in proportion to each direction's host time, all threads): over PCIe
+  // (host<->device, and copies whose direction the runtime resolved), and
+  // within or between GPUs (device-to-device, peer).
+  double feeder_pcie_copy_share = 0, feeder_device_copy_share = 0;
   double copy_host_s = 0;                 // host time in copy calls, all threads
   std::optional<double> pageable_share;   // of host<->device bytes
   std::optional<double> small_copy_share; // of host<->device copies, < 64 KiB
@@ -86,12 +118,15 @@ struct Metrics {
   uint64_t oom_errors = 0;
 
   // Environment and fallback evidence.
-  std::vector<CudaError> errors;        // outermost calls that failed
+  std::vector<CudaError> errors;        // outermost calls that returned non-zero
+  std::vector<CudaError> failures;      // of those, all but "not ready" answers to queries
   std::vector<CudaError> no_gpu_errors; // of those, "no usable GPU" ones
   std::vector<std::string> failed_loads;  // "libcuda.so.1: <dlerror>"
   std::vector<std::string> loaded_gpu_libraries;
   bool cuda_attempted = false;  // a GPU library loaded or a CUDA call made
-  uint64_t successful_launches = 0, successful_copies = 0;
+  uint64_t successful_launches = 0, successful_copies = 0, successful_memsets = 0, successful_allocs = 0;
+  bool gpu_work_done = false;  // a launch, copy, memset or allocation succeeded
+  std::optional<int> exit_status;  // known when the trace records how the process exited
   std::optional<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES as set
   bool devices_hidden = false;                 // set to an empty or invalid list
   std::vector<std::string> missing_nodes;      // required /dev/nvidia* not usable

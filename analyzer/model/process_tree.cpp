@@ -82,7 +82,8 @@ void add_notes(ProcessTree* t) {
 }  // namespace
 
 double bottleneck_seconds(const ProcessEntry& e) {
-  if (e.verdict_id == "healthy" || e.verdict_id == "inconclusive") return 0;
+  for (const char* not_a_bottleneck : {"healthy", "inconclusive", "too_short", "no_cuda_work"})
+    if (e.verdict_id == not_a_bottleneck) return 0;
   return e.verdict_share * e.wall_s;
 }
 

@@ -1,5 +1,7 @@
 #include "trace_model.h"
 
+#include "call_sequence.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -68,6 +70,7 @@ class ModelBuilder {
   TraceModel m_;
   std::unordered_map<uint32_t, CallKind> kinds_;
   reader::CallRepeats repeats_;  // for the Sync records of coalesced polls
+  CallSequence sequence_;
   std::unordered_map<uint32_t, TimeCount> by_function_id_;
   std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
   LiveAllocations live_;
@@ -126,6 +129,8 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
   auto& site = m_.sites[SiteKey{c.function_id(), c.stack_id()}];
   site.calls.add(c.duration_ns(), calls);
   site.kind = kind;
+  sequence_.add(names_, kind, c.tid(), c.start_ns(), c.duration_ns(),
+                SiteKey{c.function_id(), c.stack_id()});
   // cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2.
   if (kind == CallKind::Alloc && c.result() == 2) ++m_.oom_errors;
 }
@@ -343,6 +348,7 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   m_.process_cpu_ns = last_process_cpu_ >= first_process_cpu_ ? last_process_cpu_ - first_process_cpu_ : 0;
   if (window_.start_s <= 0) m_.process_cpu_ns = last_process_cpu_;
   if (!scope_.empty()) finish_scope();
+  sequence_.finish(m_);
   return std::move(m_);
 }
 

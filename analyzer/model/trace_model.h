@@ -59,6 +59,16 @@ struct SiteKeyHash {
   size_t operator()(const SiteKey& k) const { return (uint64_t{k.function_id} << 32) ^ k.stack_id; }
 };
 
+// One thread's synchronizations that waited on work it had queued: how
+// many, what they waited on (kernels, possibly with copies; or only copies
+// and memsets), and how much work was queued in all. Kernel launches, copy
+// and memset calls queue work: a device-to-device cudaMemcpy returns before
+// its bytes move, and a blocking copy leaves nothing for the wait after it.
+struct QueuedWaits {
+  uint64_t waits = 0, queued_ops = 0;
+  uint64_t on_kernels_ns = 0, on_transfers_ns = 0;
+};
+
 struct ThreadActivity {
   uint64_t first_ns = UINT64_MAX, last_ns = 0;
   std::array<uint64_t, kCallKinds> blocked_ns{};  // in outermost CUDA calls
@@ -161,6 +171,13 @@ struct TraceModel {
   std::string capture_trigger;
   std::vector<RangeStats> range_stats;  // ranges starting in the window/scope, by total time
   bool ranges_attributed = false;    // host calls were placed in ranges (second pass)
+  // The first call that needed a CUDA context (not a device query): its
+  // host time is counted as Init, whatever its kind (call_sequence.h).
+  std::string context_init_call;
+  uint64_t context_init_ns = 0;
+  // Synchronizations that followed queued GPU work on their thread, and
+  // the host time they waited (call_sequence.h), by thread.
+  std::unordered_map<uint32_t, QueuedWaits> waits_on_queued;
 };
 
 // --window START:END, seconds from the process's start; either end open.

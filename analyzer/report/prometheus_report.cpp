@@ -27,15 +27,18 @@ constexpr Family kFamilies[] = {
     {"gpuscope_allocation_rate_per_second", "Device allocations per second of wall time."},
     {"gpuscope_live_device_memory_peak_bytes", "Peak live device memory allocated through the hooked calls."},
     {"gpuscope_dropped_events", "Events gpuscope dropped rather than block the program (figures undercount when > 0)."},
-    {"gpuscope_verdict", "1 for the run's verdict class, 0 for the others."},
+    {"gpuscope_cuda_work", "1 when the process did CUDA work or CUDA failed it; 0 when it did none (no verdict class then)."},
+    {"gpuscope_verdict", "1 for the run's verdict class, 0 for the others; absent for a process without CUDA work."},
     {"gpuscope_verdict_share", "Share of wall time the verdict's bottleneck explains."},
     {"gpuscope_verdict_confidence", "Verdict confidence: 0 low, 1 medium, 2 high."},
     {"gpuscope_trace_truncated", "1 when the trace ended without its end record (the run's end is missing)."},
 };
 
-constexpr Bottleneck kClasses[] = {Bottleneck::PcieBound, Bottleneck::MemoryBound, Bottleneck::SyncBound,
-                                   Bottleneck::CpuBound,  Bottleneck::CpuFallback, Bottleneck::Healthy,
-                                   Bottleneck::Inconclusive};
+// Every class a process that did CUDA work can get; one that did none sets
+// none of them, so that a fleet query's count of classes counts GPU processes.
+constexpr Bottleneck kClasses[] = {Bottleneck::PcieBound,    Bottleneck::MemoryBound,     Bottleneck::SyncBound,
+                                   Bottleneck::CpuBound,     Bottleneck::CpuFallback,     Bottleneck::Healthy,
+                                   Bottleneck::Inconclusive, Bottleneck::CudaUnavailable, Bottleneck::TooShort};
 
 class Collector {
  public:
@@ -65,6 +68,8 @@ class Collector {
 
 void verdict_samples(const ReportInput& in, Collector& c) {
   const Verdict& v = in.analysis.verdict;
+  c.add("gpuscope_cuda_work", is_cuda_verdict(v.cls) ? 1 : 0);
+  if (!is_cuda_verdict(v.cls)) return;
   for (Bottleneck b : kClasses) c.add("gpuscope_verdict", b == v.cls ? 1 : 0, {{"class", bottleneck_id(b)}});
   c.add("gpuscope_verdict_share", v.share);
   c.add("gpuscope_verdict_confidence", v.confidence == "high" ? 2 : v.confidence == "medium" ? 1 : 0);

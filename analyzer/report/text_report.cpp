@@ -46,6 +46,23 @@ void verdict(std::string& out, const ReportInput& in) {
   out += fmt::format("         confidence {}: {}\n\n", v.confidence, v.confidence_reason);
 }
 
+// GPU busy without device timestamps: NVML's figure, the host's inference,
+// or why there is none; each says where it came from.
+std::string gpu_busy_line(const Metrics& x) {
+  if (x.gpu_busy_source == "nvml")
+    return fmt::format("  GPU busy: {} (NVML utilization, {} samples; split into kernels/copies/memsets needs "
+                       "device timestamps), idle {}\n",
+                       pct(*x.gpu_util), x.gpu_samples, pct(1 - *x.gpu_util));
+  std::string nvml = x.nvml_gpu_util ? fmt::format("{} NVML sample(s) ({}) are too few to measure it (at least {}); ",
+                                                   x.gpu_samples, pct(*x.nvml_gpu_util), kMinGpuSamples)
+                                     : std::string("no NVML samples; ");
+  if (x.gpu_busy_source == "host")
+    return fmt::format("  GPU busy: at least {} (inferred from the host: {} synchronization(s) waited on queued "
+                       "work; {}no device timestamps)\n",
+                       pct(*x.gpu_util), x.waits_on_queued, nvml);
+  return fmt::format("  GPU busy: unknown ({}no device timestamps, no synchronization waited on queued work)\n", nvml);
+}
+
 void breakdown(std::string& out, const ReportInput& in) {
   const Metrics& x = in.metrics;
   out += fmt::format("TIME BREAKDOWN (wall {:.3f} s)\n", x.wall_s);
@@ -56,12 +73,12 @@ void breakdown(std::string& out, const ReportInput& in) {
                        pct(*x.device_kernel_share), pct(*x.device_h2d_share), pct(*x.device_d2h_share),
                        pct(*x.device_other_copy_share), pct(*x.device_memset_share));
     if (x.nvml_gpu_util) out += fmt::format("    NVML utilization for comparison: {}\n", pct(*x.nvml_gpu_util));
-  } else if (x.gpu_util)
-    out += fmt::format("  GPU busy: {} (NVML utilization; split into kernels/copies/memsets needs device "
-                       "timestamps), idle {}\n",
-                       pct(*x.gpu_util), pct(1 - *x.gpu_util));
-  else
-    out += "  GPU busy: unknown (no device timestamps, no NVML samples)\n";
+  } else {
+    out += gpu_busy_line(x);
+  }
+  if (x.init_s > 0)
+    out += fmt::format("  initialization: {:.3f} s (CUDA driver and context{}); {:.3f} s judged after it\n", x.init_s,
+                       x.context_init_call.empty() ? "" : ", the context created in " + x.context_init_call, x.judged_s);
   out += fmt::format("  feeding host thread (tid {}), time blocked in CUDA calls:\n", x.feeder_tid);
   const auto& t = in.model.threads.count(x.feeder_tid) ? in.model.threads.at(x.feeder_tid) : ThreadActivity{};
   for (size_t k = 0; k < kCallKinds; ++k) {

@@ -96,7 +96,7 @@ ProcessEntry process_entry(const ReportInput& in) {
   e.verdict_label = bottleneck_label(v.cls);
   e.verdict_share = v.share;
   e.verdict_headline = v.headline;
-  e.cuda_work = in.metrics.cuda_attempted;
+  e.cuda_work = is_cuda_verdict(v.cls);
   e.complete = s.end.has_value();
   e.end = end_text(s);
   return e;

@@ -10,7 +10,7 @@ namespace gpuscope::analyzer {
 namespace {
 
 std::optional<Finding> pcie_finding(const TraceModel& m, const Metrics& x) {
-  const double share = kind_share(x, CallKind::Copy);
+  const double share = x.feeder_pcie_copy_share;
   Status st = share_status(share, kFailShare, kWarnShare);
   if (st == Status::Pass) return std::nullopt;
   Finding f{"pcie.host_blocked_in_copies", Bottleneck::PcieBound, st, share,
@@ -46,6 +46,29 @@ std::optional<Finding> pcie_finding(const TraceModel& m, const Metrics& x) {
   return f;
 }
 
+// Device-to-device and peer copies move bytes in device memory (or between
+// GPUs), not over the host's PCIe link: their time is the GPU's memory
+// bandwidth (or the peer link) held up, and the fix is fewer copies.
+std::optional<Finding> device_copy_finding(const TraceModel& m, const Metrics& x) {
+  const double share = x.feeder_device_copy_share;
+  const Status st = share_status(share, kFailShare, kWarnShare);
+  if (st == Status::Pass) return std::nullopt;
+  Finding f{"memory.device_copies", Bottleneck::MemoryBound, st, share,
+            fmt::format("device-to-device copies hold the feeding thread {} of the time", pct(share)), {}, {}, {}};
+  f.evidence.push_back(fmt::format("{} device-to-device copies ({}), {} peer copies ({}); none crossed the host's "
+                                   "PCIe link",
+                                   x.d2d_count, mib(x.d2d_bytes), x.peer_count, mib(x.peer_bytes)));
+  if (x.wait_on_transfers_share > 0)
+    f.evidence.push_back(fmt::format("a device-to-device cudaMemcpy returns before its bytes move: {} of wall time is "
+                                     "synchronization waiting for queued copies (split with host copies by bytes)",
+                                     pct(x.wait_on_transfers_share)));
+  f.fix = "copy less: use views or in-place operations and write results where they are read; issue the copies "
+          "that remain with cudaMemcpyAsync on a stream so the host does not wait; for peer copies enable peer "
+          "access (cudaDeviceEnablePeerAccess) so they take NVLink or PCIe peer-to-peer, not a host bounce.";
+  f.sites = top_sites(m, {CallKind::Copy, CallKind::Sync});
+  return f;
+}
+
 std::optional<Finding> link_finding(const Metrics& x) {
   if (!x.link_gbps || !x.link_max_gbps || *x.link_gbps >= *x.link_max_gbps) return std::nullopt;
   const double copy_share = kind_share(x, CallKind::Copy);
@@ -60,8 +83,17 @@ std::optional<Finding> link_finding(const Metrics& x) {
   return f;
 }
 
+// Time in synchronization that is neither the copies it waited for (those
+// count as copies) nor, when the work was queued well ahead, the GPU
+// working through its queue (that is a busy GPU).
+double stalling_sync_share(const Metrics& x) {
+  double share = kind_share(x, CallKind::Sync) - x.wait_on_transfers_share;
+  if (x.sparse_waits) share -= x.wait_on_kernels_share;
+  return std::max(0.0, share);
+}
+
 std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
-  const double share = kind_share(x, CallKind::Sync);
+  const double share = stalling_sync_share(x);
   Status st = share_status(share, kFailShare, kWarnShare);
   // Waiting for a GPU that is busy the whole time is not a stall.
   const bool gpu_busy = x.gpu_util && *x.gpu_util >= kGpuBusy;
@@ -76,9 +108,17 @@ std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
   if (x.syncs_per_launch)
     f.evidence.push_back(fmt::format("{:.2f} synchronizations per kernel launch ({} syncs, {} launches)",
                                      *x.syncs_per_launch, x.syncs, x.launches));
+  if (x.waits_on_queued != 0)
+    f.evidence.push_back(fmt::format("{} of the waits followed queued work ({} operations queued): {} of wall time "
+                                     "on kernels{}, {} on copies and memsets (counted with the copies)",
+                                     x.waits_on_queued, x.queued_ops, pct(x.wait_on_kernels_share),
+                                     x.sparse_waits ? " (queued ahead: the GPU's time, not counted here)" : "",
+                                     pct(x.wait_on_transfers_share)));
   if (x.gpu_util)
-    f.evidence.push_back(fmt::format("GPU utilization {} (NVML): the GPU idles between short bursts",
-                                     pct(*x.gpu_util)));
+    f.evidence.push_back(fmt::format("GPU busy {} ({}): the GPU idles between short bursts", pct(*x.gpu_util),
+                                     x.gpu_busy_source == "nvml" ? "NVML" : x.gpu_busy_source == "device"
+                                                                             ? "device timestamps"
+                                                                             : "inferred from the host"));
   f.fix = "launch work asynchronously and synchronize once per batch (or per result actually needed), on "
           "non-default streams; replace host-side waits with cudaStreamWaitEvent between streams; consider CUDA "
           "graphs for fixed launch sequences.";
@@ -89,7 +129,10 @@ std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
 std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
   const double share = x.alloc_free_share;
   Status st = share_status(share, kAllocFailShare, kAllocWarnShare);
-  if (st == Status::Pass && x.alloc_rate_per_s >= kAllocWarnRate) st = Status::Warn;
+  // A rate from a handful of calls in a short run is not churn.
+  const bool enough_calls = x.allocs + x.frees >= kMinAllocCallsForRate;
+  if (!enough_calls) st = Status::Pass;  // a few slow allocations are not churn
+  if (st == Status::Pass && enough_calls && x.alloc_rate_per_s >= kAllocWarnRate) st = Status::Warn;
   if (st == Status::Pass && x.oom_errors == 0) return std::nullopt;
   if (x.oom_errors > 0 && st == Status::Pass) st = Status::Warn;
   Finding f{"memory.allocator_churn", Bottleneck::MemoryBound, st, share,
@@ -155,7 +198,8 @@ std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallK
 
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x) {
   std::vector<Finding> out;
-  for (auto f : {pcie_finding(m, x), link_finding(x), sync_finding(m, x), alloc_finding(m, x), dram_finding(x)})
+  for (auto f : {pcie_finding(m, x), device_copy_finding(m, x), link_finding(x), sync_finding(m, x), alloc_finding(m, x),
+                 dram_finding(x)})
     if (f) out.push_back(std::move(*f));
   return out;
 }
@@ -169,6 +213,9 @@ const char* bottleneck_label(Bottleneck b) {
     case Bottleneck::CpuFallback: return "silent CPU fallback";
     case Bottleneck::Healthy: return "healthy: GPU-bound";
     case Bottleneck::Inconclusive: return "no dominant bottleneck";
+    case Bottleneck::CudaUnavailable: return "CUDA unavailable; the program failed";
+    case Bottleneck::TooShort: return "too short to judge";
+    case Bottleneck::NoCudaWork: return "no CUDA work";
   }
   return "?";
 }
@@ -182,9 +229,14 @@ const char* bottleneck_id(Bottleneck b) {
     case Bottleneck::CpuFallback: return "cpu_fallback";
     case Bottleneck::Healthy: return "healthy";
     case Bottleneck::Inconclusive: return "inconclusive";
+    case Bottleneck::CudaUnavailable: return "cuda_unavailable";
+    case Bottleneck::TooShort: return "too_short";
+    case Bottleneck::NoCudaWork: return "no_cuda_work";
   }
   return "?";
 }
+
+bool is_cuda_verdict(Bottleneck b) { return b != Bottleneck::NoCudaWork; }
 
 const char* status_label(Status s) {
   switch (s) {

@@ -12,9 +12,18 @@
 
 namespace gpuscope::analyzer {
 
-enum class Bottleneck { PcieBound, MemoryBound, SyncBound, CpuBound, CpuFallback, Healthy, Inconclusive };
+// The verdict classes. The last three are not bottlenecks: a process that
+// did no CUDA work (nothing to judge), one too short to judge, and one whose
+// CUDA failed and which then failed itself (loud, unlike CpuFallback).
+enum class Bottleneck {
+  PcieBound, MemoryBound, SyncBound, CpuBound, CpuFallback, Healthy, Inconclusive,
+  CudaUnavailable, TooShort, NoCudaWork
+};
 const char* bottleneck_label(Bottleneck b);  // "PCIe-bound", ..., "healthy: GPU-bound"
 const char* bottleneck_id(Bottleneck b);     // "pcie_bound", ... (JSON)
+// Whether the class is a judgement of a process that did CUDA work (every
+// class but NoCudaWork): the classes Prometheus sets one of per process.
+bool is_cuda_verdict(Bottleneck b);
 
 enum class Status { Pass, Warn, Fail, Unknown };
 const char* status_label(Status s);  // "pass", "warn", "fail", "n/a"
@@ -38,6 +47,10 @@ inline constexpr double kSerialShare = 0.70;       // ... or the feeding thread 
 inline constexpr double kHostBusyCpu = 0.50;       // a feeding thread on CPU >= half its time
 inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
 inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence
+// Minimum evidence (docs/rules.md, "Short runs").
+inline constexpr double kMinJudgedSeconds = 0.2;   // wall time after context initialization
+inline constexpr uint64_t kMinWorkCalls = 20;      // launches, copies, memsets and synchronizations
+inline constexpr uint64_t kMinAllocCallsForRate = 100;  // allocations+frees before a rate means churn
 
 struct CallSite {
   std::string function;

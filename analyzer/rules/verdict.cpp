@@ -35,24 +35,33 @@ std::set<int> parse_cpu_list(const std::string& text) {
   return cpus;
 }
 
+const char* gpu_busy_source_text(const Metrics& x) {
+  if (x.gpu_busy_source == "device") return "device timestamps";
+  if (x.gpu_busy_source == "nvml") return "NVML";
+  return "inferred from the host: synchronizations that waited on queued work";
+}
+
 Check host_check(const Metrics& x, const std::vector<Finding>& f) {
   Check c{1, "queueing and host: is the GPU idle while the host is busy?", worst(f, {"cpu."}), {}};
   c.lines.push_back(fmt::format("feeding thread (tid {}) outside CUDA: {} of wall time", x.feeder_tid,
                                 pct(x.feeder_outside_cuda_share)));
   if (x.process_cpu_cores) c.lines.push_back(fmt::format("process CPU: {:.2f} cores on average", *x.process_cpu_cores));
-  c.lines.push_back(x.gpu_util ? fmt::format("GPU utilization: {} (NVML)", pct(*x.gpu_util))
-                               : std::string("GPU utilization: unknown (no NVML samples)"));
+  c.lines.push_back(x.gpu_util ? fmt::format("GPU busy: {} ({})", pct(*x.gpu_util), gpu_busy_source_text(x))
+                               : fmt::format("GPU busy: unknown ({} NVML sample(s), at least {} needed; no device "
+                                             "timestamps; no synchronization waited on queued work)",
+                                             x.gpu_samples, kMinGpuSamples));
   return c;
 }
 
 Check useful_work_check(const Metrics& x, const std::vector<Finding>& f) {
   Check c{2, "useful GPU work: copies vs kernels, bandwidth, utilization vs throughput",
-          worst(f, {"pcie.host", "sync.", "memory.dram"}), {}};
+          worst(f, {"pcie.host", "sync.", "memory.dram", "memory.device_copies"}), {}};
   c.lines.push_back(fmt::format("feeding thread blocked: copies {}, synchronization {}, launches {}",
                                 pct(kind_share(x, CallKind::Copy)), pct(kind_share(x, CallKind::Sync)),
                                 pct(kind_share(x, CallKind::Launch))));
-  c.lines.push_back(fmt::format("{} kernels, {} host-to-device and {} device-to-host copies", x.kernels, x.h2d_count,
-                                x.d2h_count));
+  c.lines.push_back(fmt::format("{} kernels, {} host-to-device, {} device-to-host, {} device-to-device and {} peer "
+                                "copies",
+                                x.kernels, x.h2d_count, x.d2h_count, x.d2d_count, x.peer_count));
   if (x.pageable_share) c.lines.push_back(fmt::format("pageable share of copied bytes: {}", pct(*x.pageable_share)));
   if (x.achieved_gbps && x.link_gbps)
     c.lines.push_back(fmt::format("achieved copy bandwidth {:.2f} GB/s of the link's {:.1f} GB/s", *x.achieved_gbps,
@@ -158,6 +167,72 @@ void nothing_captured(const TraceModel& m, Analysis* a) {
   a->verdict.headline = fmt::format("nothing captured: no capture window opened (waiting for {})", m.capture_trigger);
 }
 
+// "3 CUDA calls made (cudaGetDeviceCount x1, cudaGetDeviceProperties x2)",
+// the most frequent first; "a GPU library loaded, no CUDA call made".
+std::string calls_text(const TraceModel& m) {
+  std::vector<std::pair<uint64_t, std::string>> calls;
+  uint64_t total = 0;
+  for (const auto& [name, tc] : m.host_by_function) {
+    calls.emplace_back(tc.count, name);
+    total += tc.count;
+  }
+  if (total == 0) return "a GPU library loaded, no CUDA call made";
+  std::stable_sort(calls.begin(), calls.end(), [](const auto& l, const auto& r) { return l.first > r.first; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < std::min<size_t>(3, calls.size()); ++i)
+    names.push_back(fmt::format("{} x{}", calls[i].second, calls[i].first));
+  return fmt::format("{} CUDA call(s) made ({}{})", total, fmt::join(names, ", "), calls.size() > 3 ? ", ..." : "");
+}
+
+// What the trace saw, for the verdicts that are not a class of bottleneck.
+std::string seen_text(const Metrics& x) {
+  return fmt::format("{} kernel(s), {} copies, {} synchronization(s), {} allocation(s)", x.kernels,
+                     x.h2d_count + x.d2h_count + x.d2d_count, x.syncs, x.allocs);
+}
+
+// Nothing ran on a GPU and nothing says it should have: no verdict class,
+// no findings (a busy CPU in `ls` or a shell is not a GPU problem).
+void no_cuda_work(const TraceModel& m, const Metrics& x, Analysis* a) {
+  a->findings.clear();
+  a->verdict = Verdict{};
+  a->verdict.cls = Bottleneck::NoCudaWork;
+  a->verdict.confidence = "high";
+  a->verdict.confidence_reason = "no kernel, copy, memset or allocation in the trace, and no failing CUDA call";
+  if (!x.cuda_attempted)
+    a->verdict.headline = "no CUDA work: no GPU library loaded and no CUDA call made";
+  else
+    a->verdict.headline = fmt::format("no CUDA work: {}, none of which launched a kernel or copied, set or allocated "
+                                      "memory",
+                                      calls_text(m));
+}
+
+uint64_t work_calls(const Metrics& x) {
+  return x.launches + x.h2d_count + x.d2h_count + x.d2d_count + x.peer_count + x.syncs + x.successful_memsets;
+}
+
+// Enough time after initialization, and enough operations in it, for a
+// share of wall time to mean more than fixed costs and scheduling noise.
+bool enough_evidence(const Metrics& x) { return x.judged_s >= kMinJudgedSeconds && work_calls(x) >= kMinWorkCalls; }
+
+// Below the floor a share of wall time is fixed costs and noise: the answer
+// is what was seen, with the leading finding as a hint, not a class.
+void too_short(const Metrics& x, Analysis* a) {
+  const Verdict judged = a->verdict;
+  a->verdict = Verdict{};
+  a->verdict.cls = Bottleneck::TooShort;
+  a->verdict.confidence = "high";
+  a->verdict.confidence_reason =
+      fmt::format("{:.3f} s judged after {:.3f} s of initialization and {} GPU operations; a verdict needs at least "
+                  "{:.1f} s and {} operations",
+                  x.judged_s, x.init_s, work_calls(x), kMinJudgedSeconds, kMinWorkCalls);
+  std::string hint;
+  if (judged.cls != Bottleneck::Inconclusive)
+    hint = fmt::format("; it looked {} ({}), which this little time cannot confirm", bottleneck_label(judged.cls),
+                       pct(judged.share));
+  a->verdict.headline = fmt::format("too short to judge: {:.3f} s traced, {:.3f} s of it initialization; seen {}{}",
+                                    x.wall_s, x.init_s, seen_text(x), hint);
+}
+
 Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
   Verdict v;
   auto top = std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Status::Fail; });
@@ -168,7 +243,7 @@ Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
     v.cls = Bottleneck::Healthy;
     v.share = *x.gpu_util;
   }
-  const bool direct = v.cls == Bottleneck::CpuFallback && !x.no_gpu_errors.empty();
+  const bool direct = (v.cls == Bottleneck::CpuFallback || v.cls == Bottleneck::CudaUnavailable) && !x.failures.empty();
   int level = x.device_timestamps || direct ? 2 : x.gpu_samples ? 1 : 0;
   std::vector<std::string> why;
   if (!x.device_timestamps) why.push_back("host-side timing only");
@@ -207,6 +282,9 @@ Analysis analyze(const TraceModel& model, const Metrics& metrics) {
               memory_check(metrics, a.findings), topology_check(model, metrics, a.findings),
               environment_check(metrics, a.findings)};
   a.verdict = make_verdict(metrics, a.findings);
+  const bool cuda_failed = a.verdict.cls == Bottleneck::CpuFallback || a.verdict.cls == Bottleneck::CudaUnavailable;
+  if (!metrics.gpu_work_done && !cuda_failed) no_cuda_work(model, metrics, &a);
+  else if (!cuda_failed && !enough_evidence(metrics)) too_short(metrics, &a);
   a.coverage = coverage_lines(model, metrics);
   if (model.capture_windows.empty() && !model.capture_trigger.empty()) nothing_captured(model, &a);
   return a;

@@ -76,7 +76,10 @@ TEST(DeviceTimeline, ADeviceBusyGpuMakesLongSyncsHealthy) {
     b.add(device_kernel(1, 94));
   }));
   x.successful_launches = 1;
+  x.gpu_work_done = true;
   x.syncs_per_launch = 0.0;
+  x.judged_s = kMinJudgedSeconds;  // the rule under test, not the short-run floor
+  x.launches = kMinWorkCalls;
   EXPECT_EQ(analyze(empty, x).verdict.cls, Bottleneck::Healthy);
 }
 

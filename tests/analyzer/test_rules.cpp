@@ -22,6 +22,11 @@ Metrics base_metrics() {
   x.cuda_attempted = true;  // and it worked: the GPU did something
   x.successful_launches = 100;
   x.successful_copies = 100;
+  x.gpu_work_done = true;
+  x.judged_s = 10;  // long enough to judge
+  x.allocs = x.frees = kMinAllocCallsForRate;
+  x.launches = x.syncs = kMinWorkCalls;  // enough operations to judge
+  x.exit_status = 0;
   return x;
 }
 
@@ -30,6 +35,7 @@ void set_share(Metrics& x, CallKind kind, double share) {
   double inside = 0;
   for (double s : x.feeder_share) inside += s;
   x.feeder_outside_cuda_share = std::max(0.0, 1.0 - inside);
+  if (kind == CallKind::Copy) x.feeder_pcie_copy_share = share;  // host<->device copies, as metrics split them
 }
 
 const Finding* find(const Analysis& a, const std::string& id) {
@@ -222,10 +228,11 @@ Metrics fallback() {
   x.gpu_samples = 0;
   x.successful_launches = 0;
   x.successful_copies = 0;
+  x.gpu_work_done = false;
   x.process_cpu_cores = 1.0;
   x.feeder_cpu_util = 1.0;
   x.no_gpu_errors.push_back(CudaError{"cudaGetDeviceCount", 35, "cudaErrorInsufficientDriver", 1});
-  x.errors = x.no_gpu_errors;
+  x.errors = x.failures = x.no_gpu_errors;
   return x;
 }
 
@@ -238,33 +245,153 @@ TEST(FallbackRule, CudaFailedAndNothingReachedTheGpu) {
   const Finding* f = find(a, "fallback.cpu_fallback");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.front().find("cudaErrorInsufficientDriver (35)"), std::string::npos) << f->evidence.front();
+  EXPECT_EQ(find(a, "cpu.gpu_starved_by_host"), nullptr);  // no GPU work: no GPU to starve
   Metrics worked = x;
-  worked.successful_launches = 1;
+  worked.gpu_work_done = true;
   EXPECT_EQ(severity(worked, "fallback.cpu_fallback"), std::nullopt);
 }
 
-TEST(FallbackRule, HiddenDevicesAndMissingDriverAreNamed) {
+TEST(FallbackRule, EveryFailingCallIsCitedByNameCodeAndErrorName) {
   Metrics x = fallback();
+  x.no_gpu_errors.clear();  // 801 is not on the "no GPU" list, and still the evidence
+  x.failures = x.errors = {CudaError{"cudaGetDeviceCount", 801, "cudaErrorNotSupported", 1},
+                           CudaError{"cudaMalloc", 999, "cudaErrorUnknown", 2}};
+  const TraceModel model;
+  const Analysis a = analyze(model, x);
+  ASSERT_EQ(a.verdict.cls, Bottleneck::CpuFallback);
+  const Finding* f = find(a, "fallback.cpu_fallback");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence[0], "cudaGetDeviceCount returned cudaErrorNotSupported (801), 1 time(s)");
+  EXPECT_EQ(f->evidence[1], "cudaMalloc returned cudaErrorUnknown (999), 2 time(s)");
+}
+
+TEST(FallbackRule, HiddenDevicesAreEvidenceForAProcessThatTouchedCuda) {
+  Metrics x = fallback();
+  x.failures.clear();
   x.no_gpu_errors.clear();
   EXPECT_EQ(severity(x, "fallback.cpu_fallback"), std::nullopt);  // attempted, nothing failed: no claim
+  EXPECT_EQ(verdict(x), Bottleneck::NoCudaWork);
   x.devices_hidden = true;
   x.visible_devices = "";
   const TraceModel model;
   const Analysis a = analyze(model, x);
   ASSERT_NE(find(a, "fallback.cpu_fallback"), nullptr);
   EXPECT_NE(find(a, "fallback.cpu_fallback")->fix.find("CUDA_VISIBLE_DEVICES"), std::string::npos);
+  x.cuda_attempted = false;  // `env` under CUDA_VISIBLE_DEVICES='': nothing wanted a GPU
+  EXPECT_EQ(verdict(x), Bottleneck::NoCudaWork);
 }
 
-TEST(FallbackRule, NeverLoadingCudaCountsOnlyWhenTheCpuWorked) {
-  Metrics x = base_metrics();
-  x.gpu_samples = 0;
-  x.cuda_attempted = false;
-  x.successful_launches = 0;
-  x.successful_copies = 0;
-  x.process_cpu_cores = kHostBusyCpu;
-  EXPECT_EQ(severity(x, "fallback.cpu_fallback"), Status::Fail);
-  x.process_cpu_cores = kHostBusyCpu - kJustBelow;
+TEST(FallbackRule, MissingDeviceNodesOrDriverAloneAreNotAFallback) {
+  Metrics x = fallback();
+  x.failures.clear();
+  x.no_gpu_errors.clear();
+  x.missing_nodes = {"/dev/nvidia0 (missing)", "/dev/nvidiactl (missing)"};
+  x.driver_problem = "libcuda.so.1: cannot open shared object file";
   EXPECT_EQ(severity(x, "fallback.cpu_fallback"), std::nullopt);
+  EXPECT_EQ(verdict(x), Bottleneck::NoCudaWork);
+}
+
+TEST(FallbackRule, NoCudaWorkIsNotAFallbackWhateverTheCpuDid) {
+  Metrics x = fallback();
+  x.failures.clear();
+  x.no_gpu_errors.clear();
+  x.cuda_attempted = false;
+  x.process_cpu_cores = 1.0;  // `ls`, a shell, a pure-Python helper: busy, and no GPU in sight
+  const TraceModel model;
+  const Analysis a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::NoCudaWork);
+  EXPECT_TRUE(a.findings.empty());
+  EXPECT_FALSE(is_cuda_verdict(a.verdict.cls));
+  EXPECT_EQ(a.verdict.headline, "no CUDA work: no GPU library loaded and no CUDA call made");
+}
+
+TEST(FallbackRule, LoudIsNotSilent) {
+  Metrics x = fallback();
+  x.exit_status = 1;  // torch.zeros(1, device="cuda") raised, the program died
+  const TraceModel model;
+  Analysis a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::CudaUnavailable);
+  const Finding* f = find(a, "fallback.cuda_unavailable_program_failed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "CUDA unavailable; the program failed (exit status 1)");
+  EXPECT_EQ(f->fix.find("falling back silently"), std::string::npos) << f->fix;
+  x.exit_status.reset();  // still running when the capture ended (attach): it carried on
+  EXPECT_EQ(verdict(x), Bottleneck::CpuFallback);
+  x.exit_status = 0;
+  EXPECT_EQ(verdict(x), Bottleneck::CpuFallback);
+}
+
+TEST(CopyKinds, DeviceToDeviceCopiesAreNotPcie) {
+  Metrics x = base_metrics();
+  x.gpu_util = 0.1;
+  x.feeder_share[static_cast<size_t>(CallKind::Copy)] = 0.6;
+  x.feeder_device_copy_share = 0.6;  // all of the copy time was device-to-device
+  x.d2d_count = 200;
+  const TraceModel model;
+  const Analysis a = analyze(model, x);
+  EXPECT_EQ(find(a, "pcie.host_blocked_in_copies"), nullptr);
+  ASSERT_NE(find(a, "memory.device_copies"), nullptr);
+  EXPECT_EQ(find(a, "memory.device_copies")->severity, Status::Fail);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::MemoryBound);
+  EXPECT_EQ(severity(x, "memory.device_copies"), Status::Fail);
+  x.feeder_device_copy_share = kWarnShare - kJustBelow;
+  EXPECT_EQ(severity(x, "memory.device_copies"), std::nullopt);
+}
+
+TEST(ShortRuns, BelowTheFloorTheAnswerIsTooShortToJudge) {
+  Metrics x = sync(0.6, 0.3, 1.0);
+  x.judged_s = kMinJudgedSeconds - kJustBelow;
+  x.wall_s = x.judged_s + 0.1;
+  x.init_s = 0.1;
+  const TraceModel model;
+  const Analysis a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::TooShort);
+  EXPECT_NE(a.verdict.headline.find("it looked sync-bound"), std::string::npos) << a.verdict.headline;
+  EXPECT_FALSE(a.findings.empty());  // what was seen stays in the report
+  x.judged_s = kMinJudgedSeconds;
+  EXPECT_EQ(verdict(x), Bottleneck::SyncBound);
+  x.launches = 5;  // long enough, but a handful of operations: still not evidence
+  x.syncs = kMinWorkCalls - 6;
+  EXPECT_EQ(verdict(x), Bottleneck::TooShort);
+  x.syncs = kMinWorkCalls - 5;
+  EXPECT_EQ(verdict(x), Bottleneck::SyncBound);
+  Metrics failed = fallback();  // direct evidence needs no time
+  failed.judged_s = 0.001;
+  EXPECT_EQ(verdict(failed), Bottleneck::CpuFallback);
+}
+
+TEST(ShortRuns, AFewAllocationsAreNotChurn) {
+  Metrics x = churn(0.5, 5000);
+  x.allocs = 2;
+  x.frees = kMinAllocCallsForRate - 3;
+  EXPECT_EQ(severity(x, "memory.allocator_churn"), std::nullopt);
+  x.frees = kMinAllocCallsForRate - 2;
+  EXPECT_EQ(severity(x, "memory.allocator_churn"), Status::Fail);
+}
+
+TEST(HostInference, OneWaitAtTheEndOfQueuedWorkIsABusyGpuNotASyncStall) {
+  Metrics x = sync(0.9, std::nullopt, 0.005);
+  x.wait_on_kernels_share = 0.88;
+  x.waits_on_queued = 1;
+  x.queued_ops = 200;
+  x.sparse_waits = true;
+  x.gpu_util = 0.88;  // as metrics infer it without NVML: the waits on queued work
+  x.gpu_busy_source = "host";
+  EXPECT_EQ(severity(x, "sync.host_blocked_in_synchronization"), std::nullopt);
+  EXPECT_EQ(verdict(x), Bottleneck::Healthy);
+  x.sparse_waits = false;  // a wait after every launch: the round trips are the stall
+  x.gpu_util = 0.3;
+  EXPECT_EQ(verdict(x), Bottleneck::SyncBound);
+}
+
+TEST(ErrorNames, AnyCodeOfTheToolkitIsNamedInTheCallersApi) {
+  EXPECT_EQ(cuda_error_name(801, false), "cudaErrorNotSupported");
+  EXPECT_EQ(cuda_error_name(801, true), "CUDA_ERROR_NOT_SUPPORTED");
+  EXPECT_EQ(cuda_error_name(35, true), "cudaErrorInsufficientDriver");  // only the runtime has 35
+  EXPECT_EQ(cuda_error_name(712, false), "cudaErrorHostMemoryAlreadyRegistered");
+  EXPECT_EQ(cuda_error_name(123456, false), "");
+  EXPECT_TRUE(is_answer_not_failure(kNotReady));
+  EXPECT_FALSE(is_answer_not_failure(801));
 }
 
 TEST(Verdict, HealthyNeedsABusyGpuAndNoFailingRule) {

@@ -17,8 +17,8 @@ class Diff : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!simgpu_built()) return;
     dir_ = new TempDir;
-    slow_ = trace("slow.gpuscope", {"--iters", "3000"});
-    fixed_ = trace("fixed.gpuscope", {"--iters", "3000", "--fixed"});
+    slow_ = trace("slow.gpuscope", {"--iters", "20000"});  // long enough to judge (kMinJudgedSeconds)
+    fixed_ = trace("fixed.gpuscope", {"--iters", "20000", "--fixed"});
   }
   static void TearDownTestSuite() {
     delete dir_;

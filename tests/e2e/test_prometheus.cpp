@@ -55,7 +55,7 @@ Exposition parse(const std::string& text) {
 TEST(Prometheus, TwoTracesMakeOneValidExposition) {
   if (!simgpu_built()) GTEST_SKIP() << "simgpu not built";
   TempDir dir;
-  for (const char* iters : {"2000", "3000"}) {
+  for (const char* iters : {"20000", "25000"}) {  // long enough to judge (kMinJudgedSeconds)
     const auto r = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("sync_bound"), "--iters", iters},
                        environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
     ASSERT_EQ(r.exit_code(), 0) << r.err;

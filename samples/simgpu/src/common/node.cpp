@@ -173,6 +173,7 @@ NodeDesc parse_node(std::string_view json_text, std::string source) {
     node.name = get<std::string>(effective, "name", "simgpu");
     node.driver_version = get<std::string>(effective, "driver_version", "580.82.07");
     node.cuda_driver_version = get(effective, "cuda_driver_version", 13000);
+    node.init_error = get(effective, "init_error", 0);
     const json& tmpl = effective.at("device");
     // Each entry of "devices" is a patch over "device": {} is one more default GPU.
     for (const json& patch : effective.at("devices")) {

@@ -72,6 +72,10 @@ struct KernelCost {
 struct NodeDesc {
   std::string name, source, driver_version;
   int cuda_driver_version = 13000;
+  // What cuInit answers on this node (a CUresult), 0 for success: a driver
+  // that is present but refuses, e.g. 801 (not supported) in a container
+  // whose driver does not support this GPU or mode.
+  int init_error = 0;
   std::vector<DeviceDesc> devices;
   HostCosts costs;
   KernelCost kernel_default;

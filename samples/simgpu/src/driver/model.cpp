@@ -73,6 +73,7 @@ CUresult Model::init() {
   static const CUresult result = [] {
     const auto& node = process_node();
     if (!node) return CUDA_ERROR_NO_DEVICE;  // reported on stderr already
+    if (node->init_error != 0) return static_cast<CUresult>(node->init_error);
     std::vector<int> visible = visible_devices(*node);
     if (visible.empty()) return CUDA_ERROR_NO_DEVICE;
     g_model.store(new Model(*node, std::move(visible)));  // lives until exit

@@ -1,0 +1,62 @@
+#include "call_sequence.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace gpuscope::analyzer {
+namespace {
+
+bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
+}
+
+}  // namespace
+
+bool is_query_without_context(std::string_view f) {
+  return starts_with_any(f, {"cudaGetDevice", "cudaDeviceGetAttribute", "cudaGetErrorName", "cudaGetErrorString",
+                             "cudaGetLastError", "cudaPeekAtLastError", "cudaDriverGetVersion",
+                             "cudaRuntimeGetVersion", "cudaGetDriverEntryPoint", "cudaDeviceCanAccessPeer",
+                             "cuDeviceGet", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
+                             "cuGetProcAddress", "cuDeviceCanAccessPeer", "cuDeviceComputeCapability",
+                             "cuDeviceTotalMem"});
+}
+
+void CallSequence::add(const reader::TraceSummary& names, CallKind kind, uint32_t tid, uint64_t start_ns,
+                       uint64_t duration_ns, SiteKey site) {
+  auto [it, fresh] = traits_.try_emplace(site.function_id);
+  if (fresh) it->second = Traits{is_query_without_context(names.name_of(site.function_id))};
+  if (!it->second.query && start_ns < first_.start_ns) first_ = FirstCall{start_ns, duration_ns, tid, kind, site};
+  Queue& q = queues_[tid];
+  if (kind == CallKind::Launch || kind == CallKind::Copy || kind == CallKind::Memset) {
+    q.kernels |= kind == CallKind::Launch;
+    q.transfers |= kind != CallKind::Launch;
+    ++q.waits.queued_ops;
+  } else if (kind == CallKind::Sync && (q.kernels || q.transfers)) {
+    ++q.waits.waits;
+    (q.kernels ? q.waits.on_kernels_ns : q.waits.on_transfers_ns) += duration_ns;
+    q.kernels = q.transfers = false;
+  }
+}
+
+void CallSequence::finish(TraceModel& m) const {
+  for (const auto& [tid, q] : queues_)
+    if (q.waits.waits != 0) m.waits_on_queued[tid] = q.waits;
+  if (first_.start_ns == UINT64_MAX) return;
+  m.context_init_call = m.summary.name_of(first_.site.function_id);
+  m.context_init_ns = first_.duration_ns;
+  if (first_.kind == CallKind::Init) return;
+  // The lazy context creation inside the first call is initialization; the
+  // call's own work (a small cudaMalloc) is noise next to it.
+  const auto from = static_cast<size_t>(first_.kind), to = static_cast<size_t>(CallKind::Init);
+  const auto move = [&](uint64_t& a, uint64_t& b) {
+    const uint64_t ns = std::min(a, first_.duration_ns);
+    a -= ns;
+    b += ns;
+  };
+  move(m.host_by_kind[from].ns, m.host_by_kind[to].ns);
+  if (auto t = m.threads.find(first_.tid); t != m.threads.end()) move(t->second.blocked_ns[from], t->second.blocked_ns[to]);
+  if (auto s = m.sites.find(first_.site); s != m.sites.end())
+    s->second.calls.ns -= std::min(s->second.calls.ns, first_.duration_ns);
+}
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Verdict stability: every sample (plain and --fixed) and every conformance
+program, traced RUNS times on simgpu while a CPU hog spins on another core,
+must get the same verdict class each time (docs/rules.md, "Short runs").
+
+  stability.py --gpuscope CLI --bin DIR --corpus DIR --simgpu LIBDIR --work DIR
+               [--runs 10] [--only NAME,...] [--no-hog]
+
+Prints one line per program: its classes, how often each came, and the
+range of judged seconds (wall time after initialization), so that a program
+whose time sits near a rule's floor shows why it flipped. Exit status 1 when
+any program got more than one class. Standard library only.
+"""
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../conformance"))
+import expectations  # noqa: E402  (each conformance program's arguments and node)
+
+NODES = os.path.join(HERE, "../../samples/simgpu/nodes")
+SAMPLES = ["pcie_bound", "sync_bound", "alloc_churn", "cpu_bound", "memory_bound", "compute_bound"]
+# pcie_bound --fixed at its default 16000 requests judges 0.14-0.26 s, right
+# at the 0.2 s floor: either answer is honest there, so the check runs it
+# where a verdict is due (ShortRuns tests the floor itself).
+SAMPLE_ARGS = {"pcie_bound": ["--requests", "40000"]}
+
+
+def cases(args):
+    """(name, argv, node file or None)."""
+    out = []
+    for s in SAMPLES:
+        argv = [os.path.join(args.bin, s)] + SAMPLE_ARGS.get(s, [])
+        out.append((s, argv, None))
+        out.append((s + " --fixed", argv + ["--fixed"], None))
+    out.append(("cpu_fallback (no device)", [os.path.join(args.bin, "cpu_fallback")], "no-device.json"))
+    out.append(("d2d_copies", [os.path.join(args.bin, "d2d_copies")], None))
+    for name, p in sorted(expectations.PROGRAMS.items()):
+        out.append((name, [os.path.join(args.corpus, name)] + p.args, p.node))
+    if args.only:
+        keep = set(args.only.split(","))
+        out = [c for c in out if c[0] in keep]
+    return out
+
+
+def verdict(args, argv, node, trace):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "SIMGPU_NODE", "CUDA_VISIBLE_DEVICES")}
+    env["LD_LIBRARY_PATH"] = args.simgpu
+    if node:
+        env["SIMGPU_NODE"] = os.path.join(NODES, node)
+    subprocess.run([args.gpuscope, "run", "-q", "--force", "-o", trace, "--"] + argv, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, cwd=args.work)
+    r = subprocess.run([args.gpuscope, "analyze", "--json", trace], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return "<analyze failed: %s>" % r.stderr.strip(), 0.0
+    j = json.loads(r.stdout)
+    return j["verdict"]["class"], j["breakdown"].get("judged_s", 0.0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpuscope", required=True)
+    ap.add_argument("--bin", required=True, help="directory of the samples and tests/verdicts programs")
+    ap.add_argument("--corpus", required=True, help="directory of the conformance programs")
+    ap.add_argument("--simgpu", required=True, help="simgpu's library directory")
+    ap.add_argument("--work", required=True, help="scratch directory (emptied first)")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--only", help="comma-separated case names")
+    ap.add_argument("--no-hog", action="store_true", help="run without the CPU hog")
+    args = ap.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    # The hog: one process spinning, as a noisy neighbour on a 2-core node.
+    hog = None if args.no_hog else subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    unstable = []
+    try:
+        for name, argv, node in cases(args):
+            seen = collections.Counter()
+            judged = []
+            for i in range(args.runs):
+                cls, judged_s = verdict(args, argv, node, os.path.join(args.work, "t.gpuscope"))
+                seen[cls] += 1
+                judged.append(judged_s)
+            classes = ", ".join("%s x%d" % kv for kv in seen.most_common())
+            print("%-28s %-40s judged %.3f-%.3f s" % (name, classes, min(judged), max(judged)), flush=True)
+            if len(seen) > 1:
+                unstable.append(name)
+    finally:
+        if hog:
+            hog.kill()
+    if unstable:
+        print("stability: %d program(s) changed verdict class between runs: %s" % (len(unstable), ", ".join(unstable)))
+        return 1
+    print("stability: every program kept its verdict class over %d runs" % args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
