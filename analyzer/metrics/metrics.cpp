@@ -314,6 +314,7 @@ Metrics compute_metrics(const TraceModel& m) {
   sync_and_memory_metrics(m, x);
   environment_metrics(m, x);
   coverage_metrics(m, x);
+  implicit_sync_metrics(m, x);
   return x;
 }
 

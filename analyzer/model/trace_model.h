@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "implicit_syncs.h"
 #include "interval_set.h"
 #include "live_allocations.h"
 #include "range_model.h"
@@ -161,6 +162,7 @@ struct TraceModel {
   std::string capture_trigger;
   std::vector<RangeStats> range_stats;  // ranges starting in the window/scope, by total time
   bool ranges_attributed = false;    // host calls were placed in ranges (second pass)
+  ImplicitSyncs implicit_syncs;      // calls that synchronized without saying so (implicit_syncs.h)
 };
 
 // --window START:END, seconds from the process's start; either end open.

@@ -38,6 +38,7 @@ inline constexpr double kSerialShare = 0.70;       // ... or the feeding thread 
 inline constexpr double kHostBusyCpu = 0.50;       // a feeding thread on CPU >= half its time
 inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
 inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence
+inline constexpr uint64_t kImplicitCallsWarn = 100;  // implicit syncs of one cause: repeated like a loop
 
 struct CallSite {
   std::string function;

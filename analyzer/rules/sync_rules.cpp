@@ -1,0 +1,73 @@
+// Implicit synchronization: the calls that made the host (or the streams)
+// wait without saying so, named per cause with counts, host time, call
+// sites and the fix for each (analyzer/model/implicit_syncs.h).
+//
+// Its share is the feeding thread's time blocked in them. Poll loops are
+// explicit synchronization calls and the legacy default stream blocks the
+// device, not the host, so neither adds to the share: no second of host
+// time is in this share and in the explicit synchronization finding's.
+#include <algorithm>
+#include <optional>
+
+#include "rules_internal.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+std::string cause_evidence(ImplicitCause cause, const ImplicitCauseStats& s, const ImplicitSyncs& all) {
+  const ImplicitCauseInfo& info = implicit_cause_info(cause);
+  std::string line = fmt::format("{}: {} call{}, {:.3f} s", info.label, s.total.calls, s.total.calls == 1 ? "" : "s",
+                                 s.total.ns / 1e9);
+  if (cause == ImplicitCause::PollLoop)
+    line = fmt::format("{}: {} polls in {} loops, {:.3f} s (counted with explicit synchronization)", info.label,
+                       s.total.calls, s.records, s.total.ns / 1e9);
+  if (cause == ImplicitCause::LegacyStreamMix)
+    line += fmt::format(" on the host; {} blocking stream(s) used{}", all.blocking_streams_used,
+                        all.nonblocking_streams == 0 ? " (none recorded as created non-blocking)" : "");
+  return line;
+}
+
+// The costliest call sites across the causes present, each once.
+std::vector<CallSite> implicit_sites(const TraceModel& m, size_t n) {
+  std::vector<CallSite> out;
+  for (const ImplicitCauseStats& s : m.implicit_syncs.causes)
+    for (const auto& [key, t] : s.sites)
+      out.push_back(CallSite{m.summary.name_of(static_cast<uint32_t>(key >> 32)), static_cast<uint32_t>(key), t.calls,
+                             t.ns});
+  std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.count > b.count;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+}  // namespace
+
+std::optional<Finding> implicit_sync_finding(const TraceModel& m, const Metrics& x) {
+  const ImplicitSyncs& syncs = m.implicit_syncs;
+  const double share = x.implicit_sync_share;
+  Status st = share_status(share, kFailShare, kWarnShare);
+  // A few at start and end (every program frees its buffers) are no
+  // finding; a cause repeated like a loop is, whatever its host time.
+  const bool repeated = std::any_of(syncs.causes.begin(), syncs.causes.end(),
+                                    [](const ImplicitCauseStats& s) { return s.total.calls >= kImplicitCallsWarn; });
+  if (st == Status::Pass && repeated) st = Status::Warn;
+  if (st == Status::Pass) return std::nullopt;
+  Finding f{"sync.implicit_synchronization", Bottleneck::SyncBound, st, share,
+            fmt::format("implicit synchronization: {} calls synchronized without saying so; they hold the feeding "
+                        "thread {} of the time",
+                        x.implicit_sync_calls, pct(share)),
+            {}, {}, {}};
+  std::vector<std::string> fixes;
+  for (size_t i = 0; i < kImplicitCauses; ++i) {
+    const auto cause = static_cast<ImplicitCause>(i);
+    if (syncs.causes[i].total.calls == 0) continue;
+    f.evidence.push_back(cause_evidence(cause, syncs.causes[i], syncs));
+    fixes.push_back(implicit_cause_info(cause).fix);
+  }
+  f.fix = fmt::format("{}.", fmt::join(fixes, "; "));
+  f.sites = implicit_sites(m, 3);
+  return f;
+}
+
+}  // namespace gpuscope::analyzer
