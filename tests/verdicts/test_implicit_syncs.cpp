@@ -52,18 +52,39 @@ class ImplicitSyncs : public ::testing::Test {
     return 0;
   }
 
-  // The finding names the cause with `calls` calls and has a site of `function`.
-  static void expect_named(const json& j, const std::string& label_start, uint64_t calls,
-                           const std::string& function) {
+  struct Case {
+    std::string which;    // --case
+    int iters;
+    std::string cause;    // JSON id in implicit_syncs
+    uint64_t calls;       // what the program made of that cause
+    std::string label;    // how the finding's evidence starts naming it
+    std::string function; // a call site of the finding
+  };
+
+  // The case's finding names the cause with its calls, a call site and a
+  // fix; its --fixed variant has none of that cause (beyond `fixed_calls`)
+  // and no finding. Returns the case's analysis.
+  json expect_named_and_fixed(const Case& c, uint64_t fixed_calls = 0) {
+    const json j = analyze(c.which, {"--iters=" + std::to_string(c.iters)});
+    if (j.is_discarded()) {
+      ADD_FAILURE() << "unparsable analysis of " << c.which;
+      return j;
+    }
+    EXPECT_EQ(tally(j, c.cause), c.calls) << c.which;
     const json* f = finding(j);
-    ASSERT_NE(f, nullptr) << j["findings"].dump(2);
-    const std::string evidence = (*f)["evidence"].dump();
-    EXPECT_NE(evidence.find(label_start), std::string::npos) << evidence;
-    EXPECT_NE(evidence.find(": " + std::to_string(calls) + " "), std::string::npos) << evidence;
-    bool site = false;
-    for (const auto& s : (*f)["call_sites"]) site |= s["function"] == function;
-    EXPECT_TRUE(site) << (*f)["call_sites"].dump(2);
-    EXPECT_FALSE((*f)["fix"].get<std::string>().empty());
+    EXPECT_NE(f, nullptr) << j["findings"].dump(2);
+    if (f != nullptr) {
+      const std::string evidence = (*f)["evidence"].dump();
+      EXPECT_NE(evidence.find(c.label + ": " + std::to_string(c.calls) + " "), std::string::npos) << evidence;
+      bool site = false;
+      for (const auto& s : (*f)["call_sites"]) site |= s["function"] == c.function;
+      EXPECT_TRUE(site) << (*f)["call_sites"].dump(2);
+      EXPECT_FALSE((*f)["fix"].get<std::string>().empty());
+    }
+    const json fixed = analyze(c.which, {"--iters=" + std::to_string(c.iters), "--fixed"});
+    EXPECT_EQ(tally(fixed, c.cause), fixed_calls) << c.which << " --fixed";
+    EXPECT_EQ(finding(fixed), nullptr) << fixed["findings"].dump(2);
+    return j;
   }
 
   TempDir dir_;
@@ -71,57 +92,40 @@ class ImplicitSyncs : public ::testing::Test {
 };
 
 TEST_F(ImplicitSyncs, PageableAsyncCopiesAreNamedAndPinnedOnesAreNot) {
-  const json j = analyze("pageable_async", {"--iters=1000"});
-  ASSERT_FALSE(j.is_discarded());
-  EXPECT_EQ(tally(j, "pageable_async_copy"), 2000u);  // one up, one down per iteration
-  expect_named(j, "cudaMemcpyAsync from/to pageable memory", 2000, "cudaMemcpyAsync");
-  EXPECT_GT(j["metrics"]["implicit_sync_share"].get<double>(), 0.25);  // the host waited for most of them
-  const json fixed = analyze("pageable_async", {"--iters=1000", "--fixed"});
-  EXPECT_EQ(tally(fixed, "pageable_async_copy"), 0u);
-  EXPECT_EQ(finding(fixed), nullptr) << fixed["findings"].dump(2);
+  // One copy up and one down per iteration; the host waited for most of them.
+  const json j = expect_named_and_fixed({"pageable_async", 1000, "pageable_async_copy", 2000,
+                                         "cudaMemcpyAsync from/to pageable memory (the host waits for the copy)",
+                                         "cudaMemcpyAsync"});
+  EXPECT_GT(j["metrics"]["implicit_sync_share"].get<double>(), 0.25);
 }
 
 TEST_F(ImplicitSyncs, CudaFreeInALoopIsNamedAndOneFreeAtTheEndIsNot) {
-  const json j = analyze("free_loop", {"--iters=2000"});
-  ASSERT_FALSE(j.is_discarded());
-  EXPECT_EQ(tally(j, "free"), 2000u);
-  expect_named(j, "cudaFree/cudaFreeHost", 2000, "cudaFree");
-  const json fixed = analyze("free_loop", {"--iters=2000", "--fixed"});
-  EXPECT_EQ(tally(fixed, "free"), 1u);
-  EXPECT_EQ(finding(fixed), nullptr) << fixed["findings"].dump(2);
+  expect_named_and_fixed({"free_loop", 2000, "free", 2000, "cudaFree/cudaFreeHost (waits for the device to drain)",
+                          "cudaFree"},
+                         1);
 }
 
 // The host blocks in every cudaMemset of pinned memory: nothing else holds
 // it, so the implicit synchronization is the verdict.
 TEST_F(ImplicitSyncs, MemsetOnPinnedMemoryIsSyncBoundAndItsAsyncFormIsNot) {
-  const json j = analyze("pinned_memset", {"--iters=2000"});
-  ASSERT_FALSE(j.is_discarded());
-  EXPECT_EQ(tally(j, "host_visible_memset"), 2000u);
-  expect_named(j, "cudaMemset on pinned or managed memory", 2000, "cudaMemset");
+  const json j = expect_named_and_fixed({"pinned_memset", 2000, "host_visible_memset", 2000,
+                                         "cudaMemset on pinned or managed memory (fully synchronous)", "cudaMemset"});
   EXPECT_EQ(j["verdict"]["class"], "sync_bound") << j["findings"].dump(2);
-  const json fixed = analyze("pinned_memset", {"--iters=2000", "--fixed"});
-  EXPECT_EQ(tally(fixed, "host_visible_memset"), 0u);
-  EXPECT_EQ(finding(fixed), nullptr) << fixed["findings"].dump(2);
 }
 
 // Kernels on stream 0 between kernels on two blocking streams: each one
 // waits for both. With the streams created non-blocking (recorded at their
 // creation) stream 0 waits for nothing.
 TEST_F(ImplicitSyncs, TheLegacyDefaultStreamMixedWithBlockingStreamsIsNamed) {
-  const json j = analyze("legacy_mix", {"--iters=3000"});
-  ASSERT_FALSE(j.is_discarded());
-  EXPECT_EQ(tally(j, "legacy_default_stream"), 3000u);
-  expect_named(j, "work on the legacy default stream", 3000, "__cudaLaunchKernel");
-  const json fixed = analyze("legacy_mix", {"--iters=3000", "--fixed"});
-  EXPECT_EQ(tally(fixed, "legacy_default_stream"), 0u);
-  EXPECT_EQ(finding(fixed), nullptr) << fixed["findings"].dump(2);
+  expect_named_and_fixed({"legacy_mix", 3000, "legacy_default_stream", 3000,
+                          "work on the legacy default stream while a blocking stream had work queued (they serialize)",
+                          "__cudaLaunchKernel"});
 }
 
 TEST_F(ImplicitSyncs, AnEventQueryLoopIsNamedAndAnEventSynchronizeIsNot) {
   const json j = analyze("event_poll", {"--iters=1000"});
   ASSERT_FALSE(j.is_discarded());
-  const uint64_t polls = tally(j, "poll_loop");
-  EXPECT_GE(polls, 1000u);  // at least one "not ready" per iteration: the kernel takes a while
+  EXPECT_GE(tally(j, "poll_loop"), 1000u);  // at least one "not ready" per iteration: the kernel takes a while
   const json* f = finding(j);
   ASSERT_NE(f, nullptr) << j["findings"].dump(2);
   EXPECT_NE((*f)["evidence"].dump().find("stream/event queries polled in a loop"), std::string::npos);
