@@ -27,16 +27,26 @@ std::string cause_evidence(ImplicitCause cause, const ImplicitCauseStats& s, con
   return line;
 }
 
-// The costliest call sites across the causes present, each once.
-std::vector<CallSite> implicit_sites(const TraceModel& m, size_t n) {
+// A cause worth its fix: repeated like a loop, or a tenth of the run.
+bool material(const ImplicitCauseStats& s, double wall_s) {
+  return s.total.calls >= kImplicitCallsWarn || (wall_s > 0 && s.total.ns / 1e9 >= kWarnShare * wall_s);
+}
+
+// The costliest call sites of the material causes; sites under 1 % of the
+// largest one's time that are not repeated either are noise next to it.
+std::vector<CallSite> implicit_sites(const TraceModel& m, double wall_s, size_t n) {
   std::vector<CallSite> out;
-  for (const ImplicitCauseStats& s : m.implicit_syncs.causes)
+  for (const ImplicitCauseStats& s : m.implicit_syncs.causes) {
+    if (!material(s, wall_s)) continue;
     for (const auto& [key, t] : s.sites)
       out.push_back(CallSite{m.summary.name_of(static_cast<uint32_t>(key >> 32)), static_cast<uint32_t>(key), t.calls,
                              t.ns});
+  }
   std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) {
     return a.ns != b.ns ? a.ns > b.ns : a.count > b.count;
   });
+  if (!out.empty())
+    std::erase_if(out, [&](const CallSite& s) { return s.ns * 100 < out.front().ns && s.count < kImplicitCallsWarn; });
   if (out.size() > n) out.resize(n);
   return out;
 }
@@ -63,10 +73,10 @@ std::optional<Finding> implicit_sync_finding(const TraceModel& m, const Metrics&
     const auto cause = static_cast<ImplicitCause>(i);
     if (syncs.causes[i].total.calls == 0) continue;
     f.evidence.push_back(cause_evidence(cause, syncs.causes[i], syncs));
-    fixes.push_back(implicit_cause_info(cause).fix);
+    if (material(syncs.causes[i], x.wall_s)) fixes.push_back(implicit_cause_info(cause).fix);
   }
   f.fix = fmt::format("{}.", fmt::join(fixes, "; "));
-  f.sites = implicit_sites(m, 3);
+  f.sites = implicit_sites(m, x.wall_s, 3);
   return f;
 }
 
