@@ -36,10 +36,15 @@ bool is_pageable_async_copy(const fb::Copy& c) {
   return host_device && (c.src_kind() == fb::MemoryKind::Pageable || c.dst_kind() == fb::MemoryKind::Pageable);
 }
 
-// The stream a work call went to: the legacy default stream is kLegacy; the
-// per-thread default stream never synchronizes implicitly, so it is none.
-std::optional<uint64_t> stream_key(const fb::ApiCall& c) {
-  if ((c.flags() & container::kCallPerThreadStream) != 0 || c.stream() == kStreamPerThreadHandle) return std::nullopt;
+constexpr uint64_t kPerThreadKey = uint64_t{1} << 63;  // | tid: a thread's per-thread default stream
+
+// The stream a work call went to: the legacy default stream is kLegacy. The
+// per-thread default stream is a blocking stream of its thread (it
+// synchronizes with the legacy stream when a program uses both).
+uint64_t stream_key(const fb::ApiCall& c) {
+  const bool per_thread_default = c.stream() == kStreamPerThreadHandle ||
+                                  ((c.flags() & container::kCallPerThreadStream) != 0 && c.stream() == 0);
+  if (per_thread_default) return kPerThreadKey | c.tid();
   return c.stream() == 0 || c.stream() == kStreamLegacyHandle ? kLegacy : c.stream();
 }
 
@@ -134,28 +139,24 @@ bool ImplicitSyncTally::blocking_stream_queued() const {
 // Work enqueued on a stream: on the legacy default stream it waits for the
 // blocking streams' queued work (and they for it).
 void ImplicitSyncTally::on_work(const fb::ApiCall& c, bool kept) {
-  const std::optional<uint64_t> key = stream_key(c);
-  if (!key) return;
-  if (*key == kLegacy) {
+  const uint64_t key = stream_key(c);
+  if (key == kLegacy) {
     if (kept && blocking_stream_queued()) count(ImplicitCause::LegacyStreamMix, c);
     queued_[kLegacy] = true;
     return;
   }
-  const bool blocking = nonblocking_.count(*key) == 0;
-  if (blocking && blocking_used_.insert(*key).second) ++out_.blocking_streams_used;
-  queued_[*key] = blocking;
+  const bool blocking = nonblocking_.count(key) == 0;
+  if (blocking && blocking_used_.insert(key).second) ++out_.blocking_streams_used;
+  queued_[key] = blocking;
 }
 
 void ImplicitSyncTally::on_sync(const fb::ApiCall& c, Role role) {
   if (c.result() != 0) return;  // not ready, or failed: nothing finished
-  if (role == Role::StreamSync || role == Role::Query) {
-    const std::optional<uint64_t> key = stream_key(c);
-    // An event query names no stream: like an event synchronize, it is
-    // taken to cover the work queued before it.
-    if (key && c.stream() != 0) {
-      queued_.erase(*key);
-      return;
-    }
+  // An event query names no stream: like an event synchronize, it is taken
+  // to cover the work queued before it.
+  if ((role == Role::StreamSync || role == Role::Query) && c.stream() != 0) {
+    queued_.erase(stream_key(c));
+    return;
   }
   queued_.clear();
 }

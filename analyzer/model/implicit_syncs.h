@@ -14,7 +14,8 @@
 //   queued on some stream since the last synchronization: it serializes the
 //   streams, and may wait for them;
 // - work on the legacy default stream (stream 0 or cudaStreamLegacy, not the
-//   per-thread default stream) while a blocking stream had work queued: the
+//   per-thread default stream) while a blocking stream (not created
+//   non-blocking; a per-thread default stream is one) had work queued: the
 //   legacy stream waits for every blocking stream and they wait for it;
 // - stream/event queries polled in a loop: "not ready" answers (coalesced
 //   polls, ApiCall.repeat) - explicit synchronization calls, so their time

@@ -146,14 +146,17 @@ TEST(ImplicitSyncTally, LegacyStreamWorkCountsOnlyWhileABlockingStreamHasWorkQue
   t.call(kLaunch, kStreamA);
   t.call(kLaunch, 0);                                          // counts
   t.call(kLaunch, 0x1);                                        // cudaStreamLegacy: counts
-  t.call(kLaunch, 0, 1'000, 0, 0, container::kCallPerThreadStream);  // per-thread default stream: no
-  t.call(kLaunch, 0x2);                                        // cudaStreamPerThread: no
+  t.call(kLaunch, 0, 1'000, 0, 0, container::kCallPerThreadStream);  // the per-thread default stream is not legacy
   t.call(kStreamSync, kStreamA);
-  t.call(kLaunch, 0);                                          // A drained: no
+  t.call(kLaunch, 0);                                          // counts: the per-thread stream blocks too
+  t.call(kDeviceSync);
+  t.call(kLaunch, 0x2);                                        // cudaStreamPerThread: not legacy
+  t.call(kStreamSync, 0x2);
+  t.call(kLaunch, 0);                                          // everything drained: no
   const auto m = t.model();
-  EXPECT_EQ(cause(m, ImplicitCause::LegacyStreamMix).total.calls, 2u);
+  EXPECT_EQ(cause(m, ImplicitCause::LegacyStreamMix).total.calls, 3u);
   EXPECT_EQ(m.implicit_syncs.nonblocking_streams, 1u);
-  EXPECT_EQ(m.implicit_syncs.blocking_streams_used, 1u);
+  EXPECT_EQ(m.implicit_syncs.blocking_streams_used, 2u);  // A and the thread's per-thread default stream
   // The legacy stream blocks streams, not the host: no share.
   EXPECT_EQ(m.implicit_syncs.blocked_ns_by_thread.count(kTid), 0u);
 }
