@@ -13,6 +13,10 @@ inline constexpr uint8_t kCallPerThreadStream = 1u << 1;
 // The work ran only when a graph holding it was launched, so the call has
 // no Kernel/Copy/Memset record of its own.
 inline constexpr uint8_t kCallCaptured = 1u << 2;
+// A stream creation (cudaStreamCreateWithFlags/WithPriority, cuStreamCreate*)
+// that asked for a non-blocking stream; its `stream` is the new handle.
+// Older traces leave both unset: their streams count as blocking.
+inline constexpr uint8_t kCallNonBlockingStream = 1u << 3;
 
 // Copy.flags
 inline constexpr uint16_t kCopyAsync = 1u << 0;

@@ -400,6 +400,7 @@ Metrics compute_metrics(const TraceModel& m) {
   library_metrics(m, x);
   environment_metrics(m, x);
   coverage_metrics(m, x);
+  implicit_sync_metrics(m, x);
   return x;
 }
 

@@ -146,9 +146,19 @@ struct Metrics {
   // Call stacks: why the trace has none, or which calls lack one (format
   // 1.3 records it); empty when there is nothing to say.
   std::string stacks_note;
+
+  // Implicit synchronization (analyzer/model/implicit_syncs.h): the feeding
+  // thread's share of wall time blocked in calls that synchronized without
+  // saying so (poll loops excluded: their time is in the explicit figures),
+  // the host time of those calls on every thread, and the calls of every cause.
+  double implicit_sync_share = 0;
+  double implicit_sync_host_s = 0;
+  uint64_t implicit_sync_calls = 0;
 };
 
 Metrics compute_metrics(const TraceModel& model);
+// The implicit-synchronization fields above, once feeder_tid and wall_s are set.
+void implicit_sync_metrics(const TraceModel& model, Metrics& x);
 
 // Theoretical PCIe bandwidth, one direction, GB/s (0 when unknown).
 double pcie_gbps(int generation, int width);

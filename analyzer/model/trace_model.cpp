@@ -23,7 +23,7 @@ class ModelBuilder {
  public:
   ModelBuilder(const reader::TraceSummary& strings_source, const TimeWindow& window, const RangeModel* known_ranges,
                const std::vector<std::pair<uint64_t, uint64_t>>& scope)
-      : names_(strings_source), window_(window), known_ranges_(known_ranges), scope_(scope) {
+      : names_(strings_source), window_(window), known_ranges_(known_ranges), scope_(scope), implicit_(strings_source) {
     if (known_ranges_ != nullptr) locator_.emplace(*known_ranges_);
   }
 
@@ -71,6 +71,7 @@ class ModelBuilder {
   std::unordered_map<uint32_t, CallKind> kinds_;
   reader::CallRepeats repeats_;  // for the Sync records of coalesced polls
   CallSequence sequence_;
+  ImplicitSyncTally implicit_;
   std::unordered_map<uint32_t, TimeCount> by_function_id_;
   std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
   LiveAllocations live_;
@@ -271,6 +272,7 @@ void ModelBuilder::add_kernel(const fb::Kernel& k) {
 void ModelBuilder::add(const reader::ChunkView& v) {
   const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
   repeats_.add(v);
+  implicit_.add(v, [&](uint64_t start_ns) { return in_window(start_ns); });
   for (const auto& c : v.api_calls)
     if (keep(c)) add_call(c);
   for (const auto& n : v.call_counts)  // nested calls that were only counted
@@ -330,6 +332,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
 
 TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   m_.summary = std::move(summary);
+  m_.implicit_syncs = implicit_.finish();
   const reader::TraceSummary& s = m_.summary;
   for (const auto& [id, tc] : by_function_id_) {
     TimeCount& out = m_.host_by_function[s.name_of(id)];

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "implicit_syncs.h"
 #include "interval_set.h"
 #include "live_allocations.h"
 #include "range_model.h"
@@ -178,6 +179,7 @@ struct TraceModel {
   // Synchronizations that followed queued GPU work on their thread, and
   // the host time they waited (call_sequence.h), by thread.
   std::unordered_map<uint32_t, QueuedWaits> waits_on_queued;
+  ImplicitSyncs implicit_syncs;      // calls that synchronized without saying so (implicit_syncs.h)
 };
 
 // --window START:END, seconds from the process's start; either end open.

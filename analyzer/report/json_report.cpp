@@ -58,7 +58,21 @@ json metrics_json(const Metrics& x) {
               {"oom_errors", x.oom_errors},
               {"gpu_util", optional_value(x.gpu_util)},
               {"sm_util", optional_value(x.sm_util)},
-              {"dram_util", optional_value(x.dram_util)}};
+              {"dram_util", optional_value(x.dram_util)},
+              {"implicit_sync_share", x.implicit_sync_share},
+              {"implicit_sync_seconds", x.implicit_sync_host_s},
+              {"implicit_sync_calls", x.implicit_sync_calls}};
+}
+
+json implicit_syncs_json(const TraceModel& m) {
+  json out = json::array();
+  for (size_t i = 0; i < kImplicitCauses; ++i) {
+    const ImplicitCauseInfo& info = implicit_cause_info(static_cast<ImplicitCause>(i));
+    const ImplicitCauseStats& s = m.implicit_syncs.causes[i];
+    out.push_back(json{{"cause", info.id}, {"label", info.label}, {"calls", s.total.calls},
+                       {"seconds", s.total.ns / 1e9}, {"counted_in_share", info.counts_as_blocked}});
+  }
+  return out;
 }
 
 json finding_json(const ReportInput& in, const Finding& f) {
@@ -139,6 +153,7 @@ nlohmann::ordered_json json_report(const ReportInput& in) {
               {"checks", checks},
               {"findings", findings},
               {"nvtx", nvtx_json(in)},
+              {"implicit_syncs", implicit_syncs_json(in.model)},
               {"coverage", in.analysis.coverage}};
 }
 

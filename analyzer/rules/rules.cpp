@@ -198,8 +198,8 @@ std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallK
 
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x) {
   std::vector<Finding> out;
-  for (auto f : {pcie_finding(m, x), device_copy_finding(m, x), link_finding(x), sync_finding(m, x), alloc_finding(m, x),
-                 dram_finding(x)})
+  for (auto f : {pcie_finding(m, x), device_copy_finding(m, x), link_finding(x), sync_finding(m, x),
+                 implicit_sync_finding(m, x), alloc_finding(m, x), dram_finding(x)})
     if (f) out.push_back(std::move(*f));
   return out;
 }

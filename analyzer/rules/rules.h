@@ -51,6 +51,7 @@ inline constexpr double kDropWarn = 0.01;          // dropped events lower the c
 inline constexpr double kMinJudgedSeconds = 0.2;   // wall time after context initialization
 inline constexpr uint64_t kMinWorkCalls = 20;      // launches, copies, memsets and synchronizations
 inline constexpr uint64_t kMinAllocCallsForRate = 100;  // allocations+frees before a rate means churn
+inline constexpr uint64_t kImplicitCallsWarn = 100;  // implicit syncs of one cause: repeated like a loop
 
 struct CallSite {
   std::string function;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,7 @@ std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallK
 
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x);
 std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x);
+// sync_rules.cpp: calls that synchronized without saying so.
+std::optional<Finding> implicit_sync_finding(const TraceModel& m, const Metrics& x);
 
 }  // namespace gpuscope::analyzer

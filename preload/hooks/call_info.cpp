@@ -199,6 +199,7 @@ GraphLaunchCall graph_launch(const void* exec, const void* stream) noexcept {
 MemsetCall memset_of(const void* target, uint32_t value, uint64_t bytes, const void* stream, bool async) noexcept {
   MemsetCall c;
   c.stream = stream_id(stream);
+  c.wants_stack = true;  // a memset of host-visible memory synchronizes: its call site is evidence
   c.bytes = bytes;
   c.target = target;
   c.value = value;

@@ -29,6 +29,25 @@ SetDeviceCall set_device(int device) {
   return c;
 }
 
+// Stream creation: the new handle goes into the ApiCall's stream, flagged
+// when non-blocking, so the analyzer knows which streams the legacy default
+// stream does not wait for (implicit synchronization).
+struct StreamCreateCall : CallInfo {
+  cudaStream_t* out = nullptr;
+  bool nonblocking = false;
+  void after(gpuscope::capture::ApiCallScope& s, int32_t result, uint8_t flags) {
+    if (result == 0 && out != nullptr) stream = gpuscope::hooks::stream_id(*out);
+    finish(s, result, nonblocking ? flags | gpuscope::container::kCallNonBlockingStream : flags);
+  }
+};
+
+StreamCreateCall stream_create(cudaStream_t* out, unsigned flags) {
+  StreamCreateCall c;
+  c.out = out;
+  c.nonblocking = (flags & cudaStreamNonBlocking) != 0;
+  return c;
+}
+
 }  // namespace
 
 #define GPUSCOPE_RUNTIME_DEVICE(X)                                                                              \
@@ -40,9 +59,10 @@ SetDeviceCall set_device(int device) {
   X(cudaError_t, cudaDeviceReset, 0, (), (), (plain()))                                                         \
   X(cudaError_t, cudaProfilerStart, 0, (), (), (gpuscope::hooks::ProfilerStartCall{}))                          \
   X(cudaError_t, cudaProfilerStop, 0, (), (), (gpuscope::hooks::ProfilerStopCall{}))                            \
-  X(cudaError_t, cudaStreamCreate, 0, (cudaStream_t* s), (s), (plain()))                                        \
-  X(cudaError_t, cudaStreamCreateWithFlags, 0, (cudaStream_t* s, unsigned f), (s, f), (plain()))                \
-  X(cudaError_t, cudaStreamCreateWithPriority, 0, (cudaStream_t* s, unsigned f, int p), (s, f, p), (plain()))   \
+  X(cudaError_t, cudaStreamCreate, 0, (cudaStream_t* s), (s), (stream_create(s, 0)))                           \
+  X(cudaError_t, cudaStreamCreateWithFlags, 0, (cudaStream_t* s, unsigned f), (s, f), (stream_create(s, f)))    \
+  X(cudaError_t, cudaStreamCreateWithPriority, 0, (cudaStream_t* s, unsigned f, int p), (s, f, p),              \
+    (stream_create(s, f)))                                                                                      \
   X(cudaError_t, cudaStreamDestroy, 0, (cudaStream_t s), (s), (plain(s)))                                       \
   X(cudaError_t, cudaEventCreate, 0, (cudaEvent_t* e), (e), (plain()))                                          \
   X(cudaError_t, cudaEventCreateWithFlags, 0, (cudaEvent_t* e, unsigned f), (e, f), (plain()))                  \

@@ -247,6 +247,29 @@ TEST(Model, FreeSynchronizesTheDeviceButFreeAsyncDoesNot) {
   cudaGetLastError();
 }
 
+// The memset API's documented synchronization: asynchronous to the host on
+// device memory, fully synchronous on pinned (and managed) memory; the
+// Async form never waits.
+TEST(Model, SynchronousMemsetOfPinnedMemoryWaitsForTheStreamAndSetsTheBytes) {
+  void *pinned = nullptr, *device = nullptr;
+  CUDA_OK(cudaMallocHost(&pinned, 4096));
+  CUDA_OK(cudaMalloc(&device, 4096));
+  std::memset(pinned, 0, 4096);
+  CUDA_OK(launch(kernel("k_50ms")));
+  CUDA_OK(cudaMemset(device, 1, 4096));
+  EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(nullptr));  // device memory: returned at once
+  CUDA_OK(cudaMemset(pinned, 7, 4096));                    // pinned: waits for the kernel ahead of it
+  EXPECT_EQ(cudaSuccess, cudaStreamQuery(nullptr));
+  EXPECT_EQ(7, static_cast<unsigned char*>(pinned)[4095]);
+  CUDA_OK(launch(kernel("k_50ms")));
+  CUDA_OK(cudaMemsetAsync(pinned, 9, 4096, nullptr));
+  EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(nullptr));  // the Async form did not wait
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(9, static_cast<unsigned char*>(pinned)[0]);
+  CUDA_OK(cudaFreeHost(pinned));
+  CUDA_OK(cudaFree(device));
+}
+
 TEST(Model, LegacyDefaultStreamWaitsForBlockingStreams) {
   cudaStream_t blocking, non_blocking;
   CUDA_OK(cudaStreamCreate(&blocking));

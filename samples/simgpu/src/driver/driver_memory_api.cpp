@@ -70,7 +70,7 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream s, bool pt, bool async) {
 }
 
 CUresult memset_2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width, size_t height,
-                   CUstream s, bool pt) {
+                   CUstream s, bool pt, bool async) {
   MemsetRequest r;
   r.dst = as_ptr(dst);
   r.value = value;
@@ -80,11 +80,12 @@ CUresult memset_2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem,
   r.pitch = pitch;
   r.stream = s;
   r.per_thread = pt;
+  r.async = async;
   return with_model([&](Model& m) { return m.memset(r); });
 }
 
-CUresult memset_n(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream s, bool pt) {
-  return memset_2d(dst, n * elem, value, elem, n, 1, s, pt);
+CUresult memset_n(CUdeviceptr dst, unsigned value, unsigned elem, size_t n, CUstream s, bool pt, bool async) {
+  return memset_2d(dst, n * elem, value, elem, n, 1, s, pt, async);
 }
 
 template <bool PT>
@@ -141,54 +142,54 @@ CUresult cuMemcpy3DAsync_v2_impl(const CUDA_MEMCPY3D* c, CUstream s) {
 }
 template <bool PT>
 CUresult cuMemsetD2D8_v2_impl(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height) {
-  return memset_2d(dst, pitch, v, 1, width, height, nullptr, PT);
+  return memset_2d(dst, pitch, v, 1, width, height, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD2D16_v2_impl(CUdeviceptr dst, size_t pitch, unsigned short v, size_t width, size_t height) {
-  return memset_2d(dst, pitch, v, 2, width, height, nullptr, PT);
+  return memset_2d(dst, pitch, v, 2, width, height, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD2D32_v2_impl(CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height) {
-  return memset_2d(dst, pitch, v, 4, width, height, nullptr, PT);
+  return memset_2d(dst, pitch, v, 4, width, height, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD2D8Async_impl(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height,
                                 CUstream s) {
-  return memset_2d(dst, pitch, v, 1, width, height, s, PT);
+  return memset_2d(dst, pitch, v, 1, width, height, s, PT, true);
 }
 template <bool PT>
 CUresult cuMemsetD2D16Async_impl(CUdeviceptr dst, size_t pitch, unsigned short v, size_t width, size_t height,
                                  CUstream s) {
-  return memset_2d(dst, pitch, v, 2, width, height, s, PT);
+  return memset_2d(dst, pitch, v, 2, width, height, s, PT, true);
 }
 template <bool PT>
 CUresult cuMemsetD2D32Async_impl(CUdeviceptr dst, size_t pitch, unsigned v, size_t width, size_t height,
                                  CUstream s) {
-  return memset_2d(dst, pitch, v, 4, width, height, s, PT);
+  return memset_2d(dst, pitch, v, 4, width, height, s, PT, true);
 }
 template <bool PT>
 CUresult cuMemsetD8_v2_impl(CUdeviceptr dst, unsigned char v, size_t n) {
-  return memset_n(dst, v, 1, n, nullptr, PT);
+  return memset_n(dst, v, 1, n, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD16_v2_impl(CUdeviceptr dst, unsigned short v, size_t n) {
-  return memset_n(dst, v, 2, n, nullptr, PT);
+  return memset_n(dst, v, 2, n, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD32_v2_impl(CUdeviceptr dst, unsigned v, size_t n) {
-  return memset_n(dst, v, 4, n, nullptr, PT);
+  return memset_n(dst, v, 4, n, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD8Async_impl(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
-  return memset_n(dst, v, 1, n, s, PT);
+  return memset_n(dst, v, 1, n, s, PT, true);
 }
 template <bool PT>
 CUresult cuMemsetD16Async_impl(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
-  return memset_n(dst, v, 2, n, s, PT);
+  return memset_n(dst, v, 2, n, s, PT, true);
 }
 template <bool PT>
 CUresult cuMemsetD32Async_impl(CUdeviceptr dst, unsigned v, size_t n, CUstream s) {
-  return memset_n(dst, v, 4, n, s, PT);
+  return memset_n(dst, v, 4, n, s, PT, true);
 }
 template <bool PT>
 CUresult cuMemAllocAsync_impl(CUdeviceptr* dptr, size_t bytes, CUstream s) {

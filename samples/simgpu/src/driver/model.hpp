@@ -232,7 +232,7 @@ class Model {
   enum class HostHold { None, Staging, UntilDone };
   CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
-  CUresult plan_memset(const MemsetRequest& req, int device, Work* work);
+  CUresult plan_memset(const MemsetRequest& req, int device, Work* work, bool* holds = nullptr);
   CUresult plan_kernel(const KernelNodeParams& k, int device, Work* work);
   bool peer_capable(int dev, int peer) const;
   CUmemoryPool pool_of(int dev, bool default_pool);

@@ -224,39 +224,54 @@ CUresult Model::copy_3d(const CUDA_MEMCPY3D& c, CUstream s, bool per_thread, boo
   return copy(r);
 }
 
-// Device memsets are asynchronous to the host, even the "synchronous" API,
-// and run on the compute engine at DRAM speed.
-CUresult Model::plan_memset(const MemsetRequest& req, int device, Work* work) {
+// Memsets run on the compute engine, at DRAM speed on device memory and at
+// the pinned link's speed on pinned host memory (written over PCIe). The
+// "synchronous" API is asynchronous to the host on device memory; on pinned
+// or managed memory, where the host sees the bytes, it holds the host until
+// they are set (`holds`), as on real hardware.
+CUresult Model::plan_memset(const MemsetRequest& req, int device, Work* work, bool* holds) {
   if (req.elem_size != 1 && req.elem_size != 2 && req.elem_size != 4) return CUDA_ERROR_INVALID_VALUE;
   const size_t row = req.width * req.elem_size;
   if (req.height > 1 && req.pitch < row) return CUDA_ERROR_INVALID_VALUE;
   Allocation a;
-  if (!find_locked(req.dst, span(row, req.height, 1, req.pitch, 0), &a) || !is_device_kind(a.kind))
+  if (!find_locked(req.dst, span(row, req.height, 1, req.pitch, 0), &a) ||
+      !(is_device_kind(a.kind) || is_pinned_kind(a.kind)))
     return CUDA_ERROR_INVALID_VALUE;
   const size_t bytes = req.bytes();
-  *work = Work{Engine::Compute, Activity::Memset,
-               static_cast<int64_t>(static_cast<double>(bytes) / desc(device).dram_gbps),
+  const double gbps = is_pinned_kind(a.kind) ? desc(device).pinned_gbps : desc(device).dram_gbps;
+  *work = Work{Engine::Compute, Activity::Memset, static_cast<int64_t>(static_cast<double>(bytes) / gbps),
                us_to_ns(node_.costs.kernel_start_latency), bytes, 1.0, [req] { set_bytes(req); }};
+  if (holds) *holds = !req.async && (is_pinned_kind(a.kind) || a.kind == MemKind::Managed);
   return CUDA_SUCCESS;
 }
 
 CUresult Model::memset(const MemsetRequest& req) {
   if (req.bytes() == 0) return CUDA_SUCCESS;
   wait_for_queue_slot();
-  std::lock_guard lock(mu_);
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
-  const int64_t submitted = now_ns();
-  Work w;
-  if (CUresult r = plan_memset(req, st->device, &w)) return r;
-  if (st->capture) {
-    NodeParams node;
-    node.type = CU_GRAPH_NODE_TYPE_MEMSET;
-    node.memset = CUDA_MEMSET_NODE_PARAMS{reinterpret_cast<CUdeviceptr>(req.dst), req.pitch, req.value,
-                                          req.elem_size, req.width, req.height};
-    return capture_node(*st, std::move(node));
+  std::shared_ptr<Scheduled> scheduled;
+  bool holds = false;
+  {
+    std::lock_guard lock(mu_);
+    CUstream_st* st = nullptr;
+    if (CUresult r = resolve_stream(req.stream, req.per_thread, &st)) return r;
+    const int64_t submitted = now_ns();
+    Work w;
+    if (CUresult r = plan_memset(req, st->device, &w, &holds)) return r;
+    if (st->capture) {
+      NodeParams node;
+      node.type = CU_GRAPH_NODE_TYPE_MEMSET;
+      node.memset = CUDA_MEMSET_NODE_PARAMS{reinterpret_cast<CUdeviceptr>(req.dst), req.pitch, req.value,
+                                            req.elem_size, req.width, req.height};
+      return capture_node(*st, std::move(node));
+    }
+    if (holds)
+      if (CUresult r = check_unsafe_call()) return r;
+    scheduled = submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   }
-  submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
+  if (!holds) return CUDA_SUCCESS;
+  wait_until_scheduled(scheduled);
+  HostWorker::instance().run_through(scheduled->slot.task);
+  wait_until(scheduled->slot.end);
   return CUDA_SUCCESS;
 }
 

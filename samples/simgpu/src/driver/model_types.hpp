@@ -203,6 +203,7 @@ struct MemsetRequest {
   size_t width = 0, height = 1, pitch = 0;
   CUstream stream = nullptr;
   bool per_thread = false;
+  bool async = false;  // cuMemset*Async: never holds the host
   size_t bytes() const { return width * elem_size * height; }
 };
 

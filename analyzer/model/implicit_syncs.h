@@ -1,0 +1,124 @@
+// Implicit synchronization: calls that make the host (or the device's
+// streams) wait without saying so in their name, counted per cause with
+// their host time and call sites, in the same streaming pass as the model.
+//
+// The causes and what in the trace shows them:
+// - cudaMemcpyAsync to or from pageable memory: a host Copy record with the
+//   async flag and a pageable side (host<->device; prefetches excluded);
+// - cudaMemset (not *Async) on pinned, registered or managed memory: a Memset
+//   record of that memory kind made by a synchronous memset function;
+// - cudaFree / cudaFreeHost / cuMemFree*: the device drains before memory is
+//   released (stream-ordered cudaFreeAsync excluded);
+// - an allocation (cudaMalloc, cudaMallocHost, cudaHostAlloc,
+//   cudaHostRegister, ... not the stream-ordered ones) made while work was
+//   queued on some stream since the last synchronization: it serializes the
+//   streams, and may wait for them;
+// - work on the legacy default stream (stream 0 or cudaStreamLegacy, not the
+//   per-thread default stream) while a blocking stream (not created
+//   non-blocking; a per-thread default stream is one) had work queued: the
+//   legacy stream waits for every blocking stream and they wait for it;
+// - stream/event queries polled in a loop: "not ready" answers (coalesced
+//   polls, ApiCall.repeat) - explicit synchronization calls, so their time
+//   stays in the explicit synchronization figure.
+//
+// "Queued since the last synchronization" follows the process's calls in the
+// order the trace holds them (per thread within a chunk), cleared by device,
+// context, event and stream synchronization and by frees; it is an
+// approximation across threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "trace_reader.h"
+#include "trace_summary.h"
+
+namespace gpuscope::analyzer {
+
+enum class ImplicitCause : uint8_t {
+  PageableAsyncCopy,
+  HostVisibleMemset,
+  Free,
+  AllocationWithWorkQueued,
+  LegacyStreamMix,
+  PollLoop
+};
+inline constexpr size_t kImplicitCauses = 6;
+
+struct ImplicitCauseInfo {
+  const char* id;     // stable, for JSON: "pageable_async_copy"
+  const char* label;  // for people
+  const char* fix;
+  // The call's host time is time the thread sat blocked that no other
+  // finding holds: it counts toward the implicit share. Pageable async
+  // copies are copy time (the PCIe finding), frees and allocations are the
+  // allocator's (churn), polls are explicit synchronization: each is named
+  // here and counted there, so that no second decides two verdicts.
+  bool counts_as_blocked;
+};
+const ImplicitCauseInfo& implicit_cause_info(ImplicitCause cause);
+
+struct ImplicitCallTime {
+  uint64_t calls = 0, ns = 0;
+};
+
+struct ImplicitCauseStats {
+  ImplicitCallTime total;
+  uint64_t records = 0;  // poll loops: runs of "not ready" answers
+  // Call sites: (function id << 32) | stack id.
+  std::unordered_map<uint64_t, ImplicitCallTime> sites;
+};
+
+struct ImplicitSyncs {
+  std::array<ImplicitCauseStats, kImplicitCauses> causes{};
+  // Host time in causes that count as blocked, per thread (the feeding
+  // thread's share is taken from it).
+  std::unordered_map<uint32_t, uint64_t> blocked_ns_by_thread;
+  // Streams created non-blocking, as their creation records said (format
+  // 1.3 traces from before this was recorded say nothing: every stream is
+  // then taken as blocking, the default of cudaStreamCreate).
+  uint64_t nonblocking_streams = 0;
+  uint64_t blocking_streams_used = 0;  // non-default streams work went to, not known non-blocking
+  const ImplicitCauseStats& of(ImplicitCause c) const { return causes[static_cast<size_t>(c)]; }
+};
+
+// Fed every chunk of the model's pass; `keep(start_ns)` says whether a
+// record is inside what is analyzed (window, scope). Records outside it
+// still move the "queued work" state.
+class ImplicitSyncTally {
+ public:
+  explicit ImplicitSyncTally(const reader::TraceSummary& names) : names_(names) {}
+  void add(const reader::ChunkView& v, const std::function<bool(uint64_t)>& keep);
+  ImplicitSyncs finish() { return std::move(out_); }
+
+ private:
+  enum class Role : uint8_t {
+    Other, CopySync, CopyAsync, MemsetSync, MemsetAsync, Launch, Free, Alloc, DeviceSync, StreamSync, EventSync,
+    Query, StreamCreate
+  };
+  Role role_of(uint32_t function_id);
+  void mark_typed_records(const reader::ChunkView& v);
+  void add_call(const fb::ApiCall& c, bool kept);
+  void on_work(const fb::ApiCall& c, bool kept);
+  void on_sync(const fb::ApiCall& c, Role role);
+  void count(ImplicitCause cause, const fb::ApiCall& c);
+  bool work_queued() const { return !queued_.empty(); }
+  bool blocking_stream_queued() const;
+
+  const reader::TraceSummary& names_;
+  ImplicitSyncs out_;
+  std::unordered_map<uint32_t, Role> roles_;
+  // Typed records that make their call an implicit sync, by correlation id;
+  // this chunk's and the previous one's (a frame may fall between a call
+  // and its record).
+  std::unordered_map<uint64_t, ImplicitCause> marked_, marked_before_;
+  // Streams with work queued since their last synchronization, and whether
+  // each is blocking; the legacy default stream is kLegacy.
+  std::unordered_map<uint64_t, bool> queued_;
+  std::unordered_set<uint64_t> nonblocking_, blocking_used_;
+};
+
+}  // namespace gpuscope::analyzer
