@@ -96,7 +96,10 @@ TEST_F(ImplicitSyncs, PageableAsyncCopiesAreNamedAndPinnedOnesAreNot) {
   const json j = expect_named_and_fixed({"pageable_async", 1000, "pageable_async_copy", 2000,
                                          "cudaMemcpyAsync from/to pageable memory (the host waits for the copy)",
                                          "cudaMemcpyAsync"});
-  EXPECT_GT(j["metrics"]["implicit_sync_share"].get<double>(), 0.25);
+  // The host waited for the copies: copy time, which the PCIe finding holds
+  // (pageable memory is its first fix), not a second share for the verdict.
+  EXPECT_EQ(j["metrics"]["implicit_sync_share"].get<double>(), 0.0);
+  EXPECT_EQ(j["verdict"]["class"], "pcie_bound") << j["findings"].dump(2);
 }
 
 TEST_F(ImplicitSyncs, CudaFreeInALoopIsNamedAndOneFreeAtTheEndIsNot) {
@@ -108,7 +111,7 @@ TEST_F(ImplicitSyncs, CudaFreeInALoopIsNamedAndOneFreeAtTheEndIsNot) {
 // The host blocks in every cudaMemset of pinned memory: nothing else holds
 // it, so the implicit synchronization is the verdict.
 TEST_F(ImplicitSyncs, MemsetOnPinnedMemoryIsSyncBoundAndItsAsyncFormIsNot) {
-  const json j = expect_named_and_fixed({"pinned_memset", 2000, "host_visible_memset", 2000,
+  const json j = expect_named_and_fixed({"pinned_memset", 8000, "host_visible_memset", 8000,  // long enough to judge
                                          "cudaMemset on pinned or managed memory (fully synchronous)", "cudaMemset"});
   EXPECT_EQ(j["verdict"]["class"], "sync_bound") << j["findings"].dump(2);
 }
