@@ -59,8 +59,8 @@ std::string process_label(const ProcessTree& t, int i) {
 
 std::string bottleneck_line(const ProcessTree& t) {
   if (t.bottleneck < 0)
-    return "BOTTLENECK: none of the processes has a bottleneck verdict (each is healthy, inconclusive or does no "
-           "CUDA work)\n";
+    return "BOTTLENECK: none of the processes has a bottleneck verdict (each is healthy, inconclusive, too short to "
+           "judge or does no CUDA work)\n";
   const ProcessEntry& p = t.processes[t.bottleneck];
   return fmt::format("BOTTLENECK: pid {} ({}{}): {}, {:.3f} s explained, {} of the {:.3f} s that bottleneck verdicts "
                      "explain across the tree\n",

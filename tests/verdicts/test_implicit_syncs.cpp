@@ -93,7 +93,7 @@ class ImplicitSyncs : public ::testing::Test {
 
 TEST_F(ImplicitSyncs, PageableAsyncCopiesAreNamedAndPinnedOnesAreNot) {
   // One copy up and one down per iteration; the host waited for most of them.
-  const json j = expect_named_and_fixed({"pageable_async", 1000, "pageable_async_copy", 2000,
+  const json j = expect_named_and_fixed({"pageable_async", 4000, "pageable_async_copy", 8000,  // long enough to judge
                                          "cudaMemcpyAsync from/to pageable memory (the host waits for the copy)",
                                          "cudaMemcpyAsync"});
   // The host waited for the copies: copy time, which the PCIe finding holds
