@@ -305,8 +305,10 @@ void ModelBuilder::add(const reader::ChunkView& v) {
         m_.allocs.count >= 8)
       m_.device_memory.live_at_quarter = m_.device_memory.live_bytes;
   }
-  for (const auto& s : v.cpu_samples)
+  for (const auto& s : v.cpu_samples) {
     if (!scope_.empty() || keep(s)) add_cpu(s);  // a scope needs the samples around its spans
+    if (keep(s)) m_.host_samples.add_process_cpu(s);
+  }
   for (const auto& mk : v.markers) {
     // Provisional markers of a window still open overlap the final one:
     // the union is what was captured.
@@ -316,6 +318,8 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   }
   for (const auto& s : v.gpu_samples)
     if (keep(s)) add_gpu(s);
+  for (const auto& s : v.host_samples)
+    if (keep(s)) m_.host_samples.add(s);
   for (const auto& g : v.graph_launches) {
     if (!keep(g)) continue;
     ++m_.graph_launches;

@@ -56,6 +56,30 @@ std::string* g_off_reason = nullptr;
 
 }  // namespace
 
+namespace {
+
+bool make_table() {
+  if (g_table != nullptr) return true;
+  auto* table = new StackTable;
+  if (!table->init(kSlotsLog2, kArenaFrames)) {
+    delete table;
+    return false;
+  }
+  g_table = table;
+  return true;
+}
+
+}  // namespace
+
+void sampled_stacks_wanted() {
+  capture::InternalScope internal;
+  make_table();
+}
+
+uint32_t intern_sampled_stack(const uint64_t* frames, uint32_t count) {
+  return g_table == nullptr ? 0 : g_table->intern(frames, count);
+}
+
 void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   capture::InternalScope internal;
   g_backtrace.store(nullptr, std::memory_order_relaxed);
@@ -66,14 +90,9 @@ void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   BacktraceFn backtrace = load_unwinder(g_off_reason);
   if (backtrace == nullptr) return;
   g_fast.store(fast_walker && init_fast_unwind(), std::memory_order_relaxed);
-  if (g_table == nullptr) {
-    auto* table = new StackTable;
-    if (!table->init(kSlotsLog2, kArenaFrames)) {
-      delete table;
-      *g_off_reason = "no memory for the stack table";
-      return;
-    }
-    g_table = table;
+  if (!make_table()) {
+    *g_off_reason = "no memory for the stack table";
+    return;
   }
   // Release: a thread that sees the unwinder also sees the table.
   g_backtrace.store(backtrace, std::memory_order_release);
@@ -141,11 +160,10 @@ class StackSource final : public capture::TraceSource {
  public:
   void begin(capture::ChunkBuilder& out) override {
     write_status(out);
-    if (g_backtrace.load(std::memory_order_acquire) == nullptr) {
-      if (g_off_reason != nullptr && !g_off_reason->empty())
-        note(out, "gpuscope: call stacks off: " + *g_off_reason);
-      return;
-    }
+    if (g_backtrace.load(std::memory_order_acquire) == nullptr && g_off_reason != nullptr && !g_off_reason->empty())
+      note(out, "gpuscope: call stacks off: " + *g_off_reason);
+    // The table also holds the CPU sampler's stacks when hooked calls' are off.
+    if (g_table == nullptr) return;
     active_ = true;
     g_modules_changed.store(false, std::memory_order_relaxed);
     emit_modules(out);
