@@ -22,6 +22,8 @@
 namespace gpuscope::capture {
 namespace {
 
+static_assert(sizeof(fb::HostSample) == 16, "a HostSample is 16 bytes on disk (docs/trace-format.md)");
+
 constexpr uint32_t kMaxDataPagesLog2 = 3;  // 8 pages (32 KiB) per ring: ~100 ms of samples at 1 kHz
 constexpr uint32_t kMaxChainFrames = 64;   // GPUSCOPE_STACK_DEPTH's bound; below perf_event_max_stack's 127
 

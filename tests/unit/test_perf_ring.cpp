@@ -47,36 +47,43 @@ std::vector<Seen> read_all(PerfRecordReader& reader, const Ring& ring, uint64_t*
   return seen;
 }
 
+// A fresh reader over the whole ring.
+struct WholeRead {
+  std::vector<Seen> seen;
+  PerfReadCounts counts;
+  uint64_t tail = 0;
+};
+WholeRead read_ring(const Ring& ring, uint32_t max_frames = 32) {
+  PerfRecordReader reader(max_frames);
+  WholeRead r;
+  r.seen = read_all(reader, ring, &r.tail, &r.counts);
+  return r;
+}
+
 TEST(PerfRing, SamplesKeepTheirUserFramesInnermostFirstWithTheLeafAsAReturnAddress) {
   Ring ring(4096);
   ring.sample(1000, 10, 11, 0x401000, {kUserContext, 0x401000, 0x402222, 0x403333});
   ring.lost(5);
   ring.sample(2000, 10, 12, 0x500000, {kUserContext, 0x500000});
-  PerfRecordReader reader(32);
-  PerfReadCounts counts;
-  uint64_t tail = 0;
-  const auto seen = read_all(reader, ring, &tail, &counts);
-  ASSERT_EQ(seen.size(), 2u);
-  EXPECT_EQ(tail, ring.head);
-  EXPECT_EQ(seen[0].time, 1000u);
-  EXPECT_EQ(seen[0].pid, 10u);
-  EXPECT_EQ(seen[0].tid, 11u);
-  EXPECT_EQ(seen[0].frames, (std::vector<uint64_t>{0x401001, 0x402222, 0x403333}));
-  EXPECT_EQ(seen[1].frames, (std::vector<uint64_t>{0x500001}));
-  EXPECT_EQ(counts.samples, 2u);
-  EXPECT_EQ(counts.lost, 5u);
-  EXPECT_EQ(counts.unreadable, 0u);
+  const WholeRead r = read_ring(ring);
+  ASSERT_EQ(r.seen.size(), 2u);
+  EXPECT_EQ(r.tail, ring.head);
+  EXPECT_EQ(r.seen[0].time, 1000u);
+  EXPECT_EQ(r.seen[0].pid, 10u);
+  EXPECT_EQ(r.seen[0].tid, 11u);
+  EXPECT_EQ(r.seen[0].frames, (std::vector<uint64_t>{0x401001, 0x402222, 0x403333}));
+  EXPECT_EQ(r.seen[1].frames, (std::vector<uint64_t>{0x500001}));
+  EXPECT_EQ(r.counts.samples, 2u);
+  EXPECT_EQ(r.counts.lost, 5u);
+  EXPECT_EQ(r.counts.unreadable, 0u);
 }
 
 TEST(PerfRing, ChainsDeeperThanTheLimitAreCut) {
   Ring ring(4096);
   ring.sample(1, 1, 1, 0x10, {kUserContext, 0x10, 0x20, 0x30, 0x40, 0x50});
-  PerfRecordReader reader(3);
-  PerfReadCounts counts;
-  uint64_t tail = 0;
-  const auto seen = read_all(reader, ring, &tail, &counts);
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].frames, (std::vector<uint64_t>{0x11, 0x20, 0x30}));
+  const WholeRead r = read_ring(ring, 3);
+  ASSERT_EQ(r.seen.size(), 1u);
+  EXPECT_EQ(r.seen[0].frames, (std::vector<uint64_t>{0x11, 0x20, 0x30}));
 }
 
 TEST(PerfRing, ARecordWrappingAroundTheEndIsReadWhole) {
@@ -101,25 +108,20 @@ TEST(PerfRing, ARecordWrappingAroundTheEndIsReadWhole) {
 TEST(PerfRing, ARecordSizeBeyondTheHeadSkipsToTheHead) {
   Ring ring(4096);
   ring.put({Ring::header(kPerfRecordSample, 4000), 1, 2});  // claims 4000 bytes, 24 written
-  PerfRecordReader reader(32);
-  PerfReadCounts counts;
-  uint64_t tail = 0;
-  const auto seen = read_all(reader, ring, &tail, &counts);
-  EXPECT_TRUE(seen.empty());
-  EXPECT_EQ(tail, ring.head);
-  EXPECT_EQ(counts.unreadable, 1u);
+  const WholeRead r = read_ring(ring);
+  EXPECT_TRUE(r.seen.empty());
+  EXPECT_EQ(r.tail, ring.head);
+  EXPECT_EQ(r.counts.unreadable, 1u);
 }
 
 TEST(PerfRing, ZeroAndUnalignedSizesAreNotFollowed) {
   for (uint16_t size : {uint16_t{0}, uint16_t{4}, uint16_t{12}}) {
     Ring ring(4096);
     ring.put({Ring::header(kPerfRecordSample, size), 0, 0, 0});
-    PerfRecordReader reader(32);
-    PerfReadCounts counts;
-    uint64_t tail = 0;
-    EXPECT_TRUE(read_all(reader, ring, &tail, &counts).empty()) << size;
-    EXPECT_EQ(tail, ring.head) << size;
-    EXPECT_EQ(counts.unreadable, 1u) << size;
+    const WholeRead r = read_ring(ring);
+    EXPECT_TRUE(r.seen.empty()) << size;
+    EXPECT_EQ(r.tail, ring.head) << size;
+    EXPECT_EQ(r.counts.unreadable, 1u) << size;
   }
 }
 
@@ -128,14 +130,11 @@ TEST(PerfRing, AChainLongerThanItsRecordIsSkippedAndReadingGoesOn) {
   // nr says 1000 frames in a 48-byte record.
   ring.put({Ring::header(kPerfRecordSample, 48), 0x10, 1, 5, 1000, kUserContext});
   ring.sample(9, 1, 1, 0x20, {kUserContext, 0x20});
-  PerfRecordReader reader(32);
-  PerfReadCounts counts;
-  uint64_t tail = 0;
-  const auto seen = read_all(reader, ring, &tail, &counts);
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].time, 9u);
-  EXPECT_EQ(counts.unreadable, 1u);
-  EXPECT_EQ(counts.samples, 1u);
+  const WholeRead r = read_ring(ring);
+  ASSERT_EQ(r.seen.size(), 1u);
+  EXPECT_EQ(r.seen[0].time, 9u);
+  EXPECT_EQ(r.counts.unreadable, 1u);
+  EXPECT_EQ(r.counts.samples, 1u);
 }
 
 TEST(PerfRing, TruncatedSamplesAndLostNotesAreCountedNotRead) {
@@ -143,13 +142,11 @@ TEST(PerfRing, TruncatedSamplesAndLostNotesAreCountedNotRead) {
   ring.put({Ring::header(kPerfRecordSample, 16), 0x10});  // no pid, time or chain
   ring.put({Ring::header(kPerfRecordLost, 16), 7});       // no count
   ring.put({Ring::header(14 /* throttle */, 24), 1, 2});  // another kind: skipped quietly
-  PerfRecordReader reader(32);
-  PerfReadCounts counts;
-  uint64_t tail = 0;
-  EXPECT_TRUE(read_all(reader, ring, &tail, &counts).empty());
-  EXPECT_EQ(tail, ring.head);
-  EXPECT_EQ(counts.unreadable, 2u);
-  EXPECT_EQ(counts.lost, 0u);
+  const WholeRead r = read_ring(ring);
+  EXPECT_TRUE(r.seen.empty());
+  EXPECT_EQ(r.tail, ring.head);
+  EXPECT_EQ(r.counts.unreadable, 2u);
+  EXPECT_EQ(r.counts.lost, 0u);
 }
 
 TEST(PerfRing, PositionsNoKernelWouldWriteAreNotFollowed) {
