@@ -56,9 +56,9 @@ json metrics_json(const Metrics& x) {
               {"dram_util", optional_value(x.dram_util)}};
 }
 
-json frames_json(const ReportInput& in, uint32_t stack_id) {
+json frames_json(const ReportInput& in, uint32_t stack_id, Symbolizer::Walk walk = Symbolizer::Walk::Unwound) {
   json frames = json::array();
-  for (const Frame& fr : in.symbols.stack(stack_id, 8))
+  for (const Frame& fr : in.symbols.stack(stack_id, 8, walk))
     frames.push_back(json{{"function", fr.function}, {"file", fr.file}, {"line", fr.line},
                           {"module", fr.module}, {"offset", fr.offset}, {"inlined", fr.inlined}});
   return frames;
@@ -71,7 +71,9 @@ json finding_json(const ReportInput& in, const Finding& f) {
                          {"frames", frames_json(in, s.stack_id)}});
   json host_stacks = json::array();
   for (const HostStackSite& s : f.host_stacks)
-    host_stacks.push_back(json{{"samples", s.samples}, {"share", s.share}, {"frames", frames_json(in, s.stack_id)}});
+    host_stacks.push_back(json{{"samples", s.samples},
+                               {"share", s.share},
+                               {"frames", frames_json(in, s.stack_id, Symbolizer::Walk::Sampled)}});
   return json{{"id", f.id},           {"class", bottleneck_id(f.cls)}, {"severity", status_label(f.severity)},
               {"share", f.share},     {"title", f.title},              {"evidence", f.evidence},
               {"call_sites", sites},  {"host_stacks", host_stacks}, {"fix", f.fix},

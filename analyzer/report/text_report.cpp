@@ -112,7 +112,8 @@ void host_stacks(std::string& out, const ReportInput& in, const Finding& f) {
   for (const HostStackSite& s : f.host_stacks) {
     out += fmt::format("       {} of the samples ({})\n", pct(s.share), s.samples);
     if (s.stack_id == 0) out += "           (no stack: the stack table was full)\n";
-    for (const Frame& fr : in.symbols.stack(s.stack_id, kFramesPerSite)) out += fmt::format("           at {}\n", fr.text());
+    for (const Frame& fr : in.symbols.stack(s.stack_id, kFramesPerSite, Symbolizer::Walk::Sampled))
+      out += fmt::format("           at {}\n", fr.text());
   }
 }
 

@@ -24,7 +24,7 @@ void profile_host_samples(const Symbolizer& symbols, HostSampleStats* stats, siz
   std::map<std::string, Merged> by_path;
   std::map<std::string, uint64_t> by_function;
   for (const auto& [id, samples] : stats->by_stack) {
-    const std::vector<Frame> frames = id == 0 ? std::vector<Frame>{} : symbols.stack(id, kFramesCompared);
+    const std::vector<Frame> frames = id == 0 ? std::vector<Frame>{} : symbols.stack(id, kFramesCompared, Symbolizer::Walk::Sampled);
     std::string path;
     for (const Frame& f : frames) path += frame_name(f) + "\n";
     Merged& m = by_path[path];
