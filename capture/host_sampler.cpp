@@ -4,10 +4,12 @@
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <optional>
@@ -65,6 +67,38 @@ std::string open_failure(int error) {
   return why;
 }
 
+// File descriptors the program has left under RLIMIT_NOFILE. The sampler
+// takes at most an eighth of them (and at most 256), so that the program
+// never runs out of them because of gpuscope.
+size_t free_descriptors() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  size_t open = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++open;
+    closedir(dir);
+  }
+  return limit.rlim_cur > open ? static_cast<size_t>(limit.rlim_cur) - open : 0;
+}
+
+// Data pages per ring (log2) so that `rings` rings fit in half the per-user
+// allowance the kernel gives perf buffers (kernel.perf_event_mlock_kb): past
+// it they count against the program's own locked-memory limit, which an
+// RDMA or mlock user needs. Half: other traced processes of a run share it.
+uint32_t data_pages_log2(size_t rings) {
+  uint64_t kb = 516;  // the kernel's default
+  if (FILE* f = std::fopen("/proc/sys/kernel/perf_event_mlock_kb", "re")) {
+    unsigned long long v = 0;
+    if (std::fscanf(f, "%llu", &v) == 1) kb = v;
+    std::fclose(f);
+  }
+  const uint64_t page_kb = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+  const uint64_t per_ring = kb / page_kb / 2 / std::max<size_t>(rings, 1);  // header page included
+  uint32_t log2 = 0;
+  while (log2 < kMaxDataPagesLog2 && (uint64_t{1} << (log2 + 1)) + 1 <= per_ring) ++log2;
+  return log2;
+}
+
 // The CPUs the main thread may run on (its threads inherit the mask).
 std::vector<int> allowed_cpus() {
   cpu_set_t set;
@@ -109,7 +143,16 @@ class HostSampler final : public TraceSource {
   // Per CPU, on the main thread, inherited by every thread started later.
   void open_process_rings() {
     bool keep_to_threads = true;
-    for (int cpu : allowed_cpus()) {
+    const std::vector<int> cpus = allowed_cpus();
+    const size_t free = free_descriptors();
+    descriptors_left_ = std::min<size_t>(free / 8, 256);
+    if (cpus.size() > descriptors_left_) {
+      note_failure("it would take " + std::to_string(cpus.size()) + " file descriptors (one per CPU), more than an "
+                   "eighth of the " + std::to_string(free) + " the program has left (RLIMIT_NOFILE)");
+      return;
+    }
+    pages_log2_ = data_pages_log2(cpus.size());
+    for (int cpu : cpus) {
       perf_event_attr attr = sample_attr(config_, true, keep_to_threads);
       long fd = perf_event_open(&attr, pid_, cpu);
       if (fd < 0 && errno == EINVAL && keep_to_threads) {  // before Linux 5.13: filter by pid instead
@@ -130,6 +173,11 @@ class HostSampler final : public TraceSource {
       if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
       const pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
       if (tid == pid_ || tid == gettid() || is_own_thread(tid)) continue;
+      if (descriptors_left_ == 0) {
+        note_failure("no file descriptors to spare (RLIMIT_NOFILE)");
+        ++status_.threads_refused;
+        continue;
+      }
       perf_event_attr attr = sample_attr(config_, false, false);
       if (!add_ring(perf_event_open(&attr, tid, -1))) ++status_.threads_refused;
     }
@@ -143,11 +191,12 @@ class HostSampler final : public TraceSource {
       return false;
     }
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    for (int log2 = static_cast<int>(kMaxDataPagesLog2); log2 >= 0; --log2) {
+    for (int log2 = static_cast<int>(pages_log2_); log2 >= 0; --log2) {
       const size_t bytes = page * (1 + (size_t{1} << log2));
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
       if (p == MAP_FAILED) continue;
       rings_.push_back(Ring{static_cast<int>(fd), static_cast<std::byte*>(p), bytes});
+      --descriptors_left_;
       return true;
     }
     note_failure(std::string("mapping the sample buffer: ") + std::strerror(errno) +
@@ -201,6 +250,8 @@ class HostSampler final : public TraceSource {
   PerfRecordReader reader_;
   std::vector<Ring> rings_;
   pid_t pid_ = 0;
+  size_t descriptors_left_ = 0;
+  uint32_t pages_log2_ = 0;  // data pages per ring, as the locked-memory allowance permits
   bool filter_pid_ = false;
   bool ending_ = false;
   container::HostSamplingData status_;
