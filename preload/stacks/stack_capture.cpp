@@ -43,6 +43,7 @@ std::atomic<uint64_t> g_fast_fallbacks{0};
 std::atomic<uint32_t> g_depth{32};
 std::atomic<uint64_t> g_unwind_failures{0};
 std::atomic<bool> g_modules_changed{false};
+bool g_sampled_stacks = false;  // the CPU sampler interns stacks too (set at start-up)
 StackTable* g_table = nullptr;  // never freed, for the same reason
 
 // Set while this thread unwinds: a signal handler that lands inside the
@@ -73,7 +74,7 @@ bool make_table() {
 
 void sampled_stacks_wanted() {
   capture::InternalScope internal;
-  make_table();
+  g_sampled_stacks = make_table();
 }
 
 uint32_t intern_sampled_stack(const uint64_t* frames, uint32_t count) {
@@ -163,7 +164,7 @@ class StackSource final : public capture::TraceSource {
     if (g_backtrace.load(std::memory_order_acquire) == nullptr && g_off_reason != nullptr && !g_off_reason->empty())
       note(out, "gpuscope: call stacks off: " + *g_off_reason);
     // The table also holds the CPU sampler's stacks when hooked calls' are off.
-    if (g_table == nullptr) return;
+    if (g_table == nullptr || (g_backtrace.load(std::memory_order_acquire) == nullptr && !g_sampled_stacks)) return;
     active_ = true;
     g_modules_changed.store(false, std::memory_order_relaxed);
     emit_modules(out);

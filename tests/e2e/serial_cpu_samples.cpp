@@ -1,4 +1,5 @@
-// CPU stack samples end to end (issue 18 item 9), on simgpu: the CPU-bound
+// CPU stack samples end to end (issue 18 item 9), on simgpu, run alone
+// (RUN_SERIAL: the CPU-bound finding needs its busy thread on a core): the CPU-bound
 // sample's finding cites the host function that burns the CPU, symbolized,
 // instead of CUDA call sites; its --fixed variant's worker threads, started
 // after capture began, are sampled too; and where the kernel refuses
@@ -86,7 +87,9 @@ TEST_F(CpuSamples, TheCpuBoundFindingCitesTheHostLoopThatBurnsTheCpu) {
 }
 
 TEST_F(CpuSamples, TheFixedVariantsWorkerThreadsAreSampledFromTheirStart) {
-  const TraceContents t = read_trace_file(trace({"--batches", "30", "--fixed", "--threads", "4"}));
+  // Each batch's worker prepares half of 262144 items: several ms of CPU, so
+  // several samples, however fast the machine.
+  const TraceContents t = read_trace_file(trace({"--batches", "30", "--fixed", "--threads", "2", "--items", "262144"}));
   ASSERT_TRUE(t.opened) << t.error;
   ASSERT_TRUE(t.summary.host_sampling.has_value());
   EXPECT_EQ(t.summary.host_sampling->state, static_cast<uint8_t>(fb::HostSamplingState::Active));
@@ -94,9 +97,9 @@ TEST_F(CpuSamples, TheFixedVariantsWorkerThreadsAreSampledFromTheirStart) {
   for (const auto& s : t.host_samples) tids.insert(s.tid());
   const uint32_t main_tid = static_cast<uint32_t>(t.summary.process->pid);
   tids.erase(main_tid);
-  // 30 batches, 3 workers each, started after capture began: only inherited
+  // 30 batches, a worker each, started after capture began: only inherited
   // events see them.
-  EXPECT_GE(tids.size(), 10u) << t.host_samples.size() << " samples";
+  EXPECT_GE(tids.size(), 20u) << t.host_samples.size() << " samples";
   for (const auto& s : t.host_samples) EXPECT_NE(s.stack_id(), 0u);
 }
 
