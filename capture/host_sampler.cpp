@@ -29,10 +29,13 @@ static_assert(sizeof(fb::HostSample) == 16, "a HostSample is 16 bytes on disk (d
 constexpr uint32_t kMaxDataPagesLog2 = 3;  // 8 pages (32 KiB) per ring: ~100 ms of samples at 1 kHz
 constexpr uint32_t kMaxChainFrames = 64;   // GPUSCOPE_STACK_DEPTH's bound; below perf_event_max_stack's 127
 
+constexpr uint64_t kThreadCheckNs = 1'000'000'000;  // how often threads sampled one by one are looked for
+
 struct Ring {
   int fd = -1;
   std::byte* base = nullptr;
   size_t mapped = 0;
+  pid_t tid = 0;  // a thread already running at start (its own event); 0: a CPU's inherited event
 };
 
 long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu) {
@@ -130,9 +133,10 @@ class HostSampler final : public TraceSource {
     write_status(out);
   }
 
-  void poll(uint64_t /*now_ns*/, ChunkBuilder& out) override {
+  void poll(uint64_t now_ns, ChunkBuilder& out) override {
     for (Ring& ring : rings_) drain(ring, out);
     if (ending_) close_rings();
+    else if (now_ns - last_thread_check_ns_ >= kThreadCheckNs) close_rings_of_gone_threads(now_ns);
     write_status(out);
   }
 
@@ -179,13 +183,13 @@ class HostSampler final : public TraceSource {
         continue;
       }
       perf_event_attr attr = sample_attr(config_, false, false);
-      if (!add_ring(perf_event_open(&attr, tid, -1))) ++status_.threads_refused;
+      if (!add_ring(perf_event_open(&attr, tid, -1), tid)) ++status_.threads_refused;
     }
     closedir(dir);
   }
 
   // Maps the event's ring, as large as the memory-lock limit allows.
-  bool add_ring(long fd) {
+  bool add_ring(long fd, pid_t tid = 0) {
     if (fd < 0) {
       note_failure(open_failure(errno));
       return false;
@@ -195,7 +199,7 @@ class HostSampler final : public TraceSource {
       const size_t bytes = page * (1 + (size_t{1} << log2));
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
       if (p == MAP_FAILED) continue;
-      rings_.push_back(Ring{static_cast<int>(fd), static_cast<std::byte*>(p), bytes});
+      rings_.push_back(Ring{static_cast<int>(fd), static_cast<std::byte*>(p), bytes, tid});
       --descriptors_left_;
       return true;
     }
@@ -232,11 +236,25 @@ class HostSampler final : public TraceSource {
   }
 
   void close_rings() {
-    for (Ring& ring : rings_) {
-      munmap(ring.base, ring.mapped);
-      close(ring.fd);
-    }
+    for (Ring& ring : rings_) release(ring);
     rings_.clear();
+  }
+
+  // A thread sampled by its own event that has ended: its ring was just
+  // drained for the last time, and its descriptor goes back to the program.
+  void close_rings_of_gone_threads(uint64_t now_ns) {
+    last_thread_check_ns_ = now_ns;
+    std::erase_if(rings_, [&](Ring& ring) {
+      if (ring.tid == 0 || thread_state(ring.tid) != '\0') return false;
+      release(ring);
+      ++descriptors_left_;
+      return true;
+    });
+  }
+
+  static void release(const Ring& ring) {
+    munmap(ring.base, ring.mapped);
+    close(ring.fd);
   }
 
   // The status when it changed since the last one written.
@@ -251,7 +269,8 @@ class HostSampler final : public TraceSource {
   std::vector<Ring> rings_;
   pid_t pid_ = 0;
   size_t descriptors_left_ = 0;
-  uint32_t pages_log2_ = 0;  // data pages per ring, as the locked-memory allowance permits
+  uint32_t pages_log2_ = 0;
+  uint64_t last_thread_check_ns_ = 0;  // data pages per ring, as the locked-memory allowance permits
   bool filter_pid_ = false;
   bool ending_ = false;
   container::HostSamplingData status_;
