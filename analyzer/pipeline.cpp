@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include "host_profile.h"
 
 namespace gpuscope::analyzer {
 
@@ -79,11 +80,14 @@ std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& sco
   return std::nullopt;
 }
 
+// Symbols first: the CPU-bound rule names the functions the CPU samples
+// fell in (host_profile.h).
 void TraceAnalysis::run_rules() {
+  symbols_ = std::make_unique<Symbolizer>(model_.summary);
+  profile_host_samples(*symbols_, &model_.host_samples);
   metrics_ = compute_metrics(model_);
   analysis_ = analyze(model_, metrics_);
   attribute_findings_to_ranges(model_, &analysis_);
-  symbols_ = std::make_unique<Symbolizer>(model_.summary);
 }
 
 PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const std::string& name,

@@ -82,6 +82,12 @@ Offset<fb::StackCapture> build_stack_capture(FlatBufferBuilder& fbb, const conta
                                       d.table_full);
 }
 
+Offset<fb::HostSampling> build_host_sampling(FlatBufferBuilder& fbb, const container::HostSamplingData& d) {
+  return fb::CreateHostSamplingDirect(fbb, static_cast<fb::HostSamplingState>(d.state),
+                                      d.reason.empty() ? nullptr : d.reason.c_str(), d.period_ns, d.samples, d.lost,
+                                      d.threads, d.threads_refused, d.unreadable);
+}
+
 Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const container::DeviceCollectionData& d) {
   return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
                                           d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
@@ -110,6 +116,13 @@ Offset<flatbuffers::Vector<Offset<fb::Stack>>> build_stacks(FlatBufferBuilder& f
                                                            const std::vector<container::StackDescription>& stacks) {
   std::vector<Offset<fb::Stack>> out;
   for (const auto& st : stacks) out.push_back(fb::CreateStackDirect(fbb, st.id, &st.frames));
+  return fbb.CreateVector(out);
+}
+
+Offset<flatbuffers::Vector<Offset<fb::InternedString>>> build_strings(
+    FlatBufferBuilder& fbb, const std::vector<std::pair<uint32_t, std::string>>& strings) {
+  std::vector<Offset<fb::InternedString>> out;
+  for (const auto& [id, text] : strings) out.push_back(fb::CreateInternedStringDirect(fbb, id, text.c_str()));
   return fbb.CreateVector(out);
 }
 
@@ -214,13 +227,13 @@ size_t ChunkBuilder::approximate_bytes() const {
 bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
          loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty() &&
-         call_counts_.empty() && !stack_capture_;
+         call_counts_.empty() && !stack_capture_ && !host_sampling_;
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
   fbb_.Clear();
   const uint64_t base = earliest_start(records_);
-  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers, gpu, graphs] = records_;
+  auto& [api, copies, memsets, kernels, syncs, allocs, cpu, markers, gpu, graphs, host] = records_;
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
   auto api_v = encoded_vector(fbb_, api, base);
   auto copy_v = encoded_vector(fbb_, copies, base);
@@ -232,6 +245,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto marker_v = encoded_vector(fbb_, markers, base);
   auto gpu_v = encoded_vector(fbb_, gpu, base);
   auto graph_v = encoded_vector(fbb_, graphs, base);
+  auto host_v = encoded_vector(fbb_, host, base);
   auto devices_v = devices_.empty() ? 0 : build_devices(fbb_, devices_);
   auto loads_v = loads_.empty() ? 0 : build_loads(fbb_, loads_);
   auto probe_v = probe_ ? build_probe(fbb_, *probe_) : 0;
@@ -240,12 +254,8 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto stacks_v = stacks_.empty() ? 0 : build_stacks(fbb_, stacks_);
   auto counts_v = call_counts_.empty() ? 0 : fbb_.CreateVectorOfStructs(call_counts_);
   auto stack_capture_v = stack_capture_ ? build_stack_capture(fbb_, *stack_capture_) : 0;
-  Offset<flatbuffers::Vector<Offset<fb::InternedString>>> strings_v = 0;
-  if (!strings_.empty()) {
-    std::vector<Offset<fb::InternedString>> s;
-    for (const auto& [id, text] : strings_) s.push_back(fb::CreateInternedStringDirect(fbb_, id, text.c_str()));
-    strings_v = fbb_.CreateVector(s);
-  }
+  auto sampling_v = host_sampling_ ? build_host_sampling(fbb_, *host_sampling_) : 0;
+  auto strings_v = strings_.empty() ? 0 : build_strings(fbb_, strings_);
   auto metadata_v = metadata_ ? build_metadata(fbb_, *metadata_) : 0;
   auto drops_v = drops_ ? build_drops(fbb_, *drops_) : 0;
   auto totals_v = totals_ ? build_totals(fbb_, *totals_, drops_.value_or(DropCounts{})) : 0;
@@ -274,6 +284,8 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!counts_v.IsNull()) c.add_call_counts(counts_v);
   if (!stack_capture_v.IsNull()) c.add_stack_capture(stack_capture_v);
   if (!graph_v.IsNull()) c.add_graph_launches(graph_v);
+  if (!host_v.IsNull()) c.add_host_samples(host_v);
+  if (!sampling_v.IsNull()) c.add_host_sampling(sampling_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -287,6 +299,7 @@ void ChunkBuilder::clear() {
   probe_.reset();
   device_collection_.reset();
   stack_capture_.reset();
+  host_sampling_.reset();
   modules_.clear();
   stacks_.clear();
   call_counts_.clear();

@@ -164,6 +164,7 @@ class ChunkBuilder {
   void set_probe(container::EnvironmentProbeData probe) { probe_ = std::move(probe); }
   void set_device_collection(container::DeviceCollectionData d) { device_collection_ = std::move(d); }
   void set_stack_capture(container::StackCaptureData d) { stack_capture_ = std::move(d); }
+  void set_host_sampling(container::HostSamplingData d) { host_sampling_ = std::move(d); }
   void add_module(container::ModuleDescription module) { modules_.push_back(std::move(module)); }
   void add_stack(container::StackDescription stack) { stacks_.push_back(std::move(stack)); }
   // Not a record (events_written leaves it out): counted nested calls.
@@ -185,13 +186,14 @@ class ChunkBuilder {
   std::tuple<RecordVector<fb::ApiCall>, RecordVector<fb::Copy>, RecordVector<fb::Memset>,
              RecordVector<fb::Kernel>, RecordVector<fb::Sync>, RecordVector<fb::Alloc>,
              RecordVector<fb::CpuSample>, RecordVector<fb::Marker>, RecordVector<fb::GpuSample>,
-             RecordVector<fb::GraphLaunch>>
+             RecordVector<fb::GraphLaunch>, RecordVector<fb::HostSample>>
       records_;
   std::vector<container::DeviceDescription> devices_;
   std::vector<container::LibraryLoadEvent> loads_;
   std::optional<container::EnvironmentProbeData> probe_;
   std::optional<container::DeviceCollectionData> device_collection_;
   std::optional<container::StackCaptureData> stack_capture_;
+  std::optional<container::HostSamplingData> host_sampling_;
   std::vector<container::ModuleDescription> modules_;
   std::vector<container::StackDescription> stacks_;
   std::vector<fb::CallCount> call_counts_;

@@ -124,6 +124,7 @@ CaptureConfig read_capture_config() {
   r.number(env::kStackDepth, &c.stack_depth);
   c.fast_unwinder = r.choice(env::kUnwinder) != env::kUnwinderLibunwind;
   r.number(env::kNvmlHz, &c.nvml_hz);
+  r.number(env::kCpuSampling, &c.cpu_sampling_hz);
   r.check_the_rest();
   return c;
 }

@@ -27,6 +27,8 @@
 //   GPUSCOPE_UNWINDER=libunwind  every stack through libunwind (default: the
 //                            cached unwind-table walker, libunwind as fallback)
 //   GPUSCOPE_NVML_HZ         NVML samples per second, 0 = off (default 20)
+//   GPUSCOPE_CPU_SAMPLING    CPU stack samples per second of a thread's CPU
+//                            time, 0 = off (default 1000; host_sampler.h)
 //   GPUSCOPE_CLOCK=monotonic hot-path timestamps from clock_gettime, not the TSC
 //   GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE,
 //   GPUSCOPE_CAPTURE_RANGE_END   capture windows (capture_window.h)
@@ -66,6 +68,7 @@ struct CaptureConfig {
   uint32_t stack_depth = 32;
   bool fast_unwinder = true;
   uint32_t nvml_hz = 20;
+  uint32_t cpu_sampling_hz = 1000;
   // One sentence per GPUSCOPE_* variable that was set but cannot be used
   // (naming it, its value, what is accepted and what is used instead), and
   // per unknown GPUSCOPE_* name.

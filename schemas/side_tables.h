@@ -75,6 +75,18 @@ struct StackCaptureData {
   bool operator==(const StackCaptureData&) const = default;
 };
 
+// CPU stack sampling status (format 1.4); `state` holds a
+// fb::HostSamplingState value.
+struct HostSamplingData {
+  uint8_t state = 0;
+  std::string reason;
+  uint64_t period_ns = 0;
+  uint64_t samples = 0, lost = 0;
+  uint32_t threads = 0, threads_refused = 0;
+  uint64_t unreadable = 0;
+  bool operator==(const HostSamplingData&) const = default;
+};
+
 // A loaded object, for turning return addresses into module + offset.
 struct ModuleDescription {
   uint32_t id = 0;

@@ -109,6 +109,7 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
   if (o.stack_depth >= 0) env.push_back(vars::entry(vars::kStackDepth, std::to_string(o.stack_depth)));
   if (o.cpu_sample_ms >= 0) env.push_back(vars::entry(vars::kCpuSampleMs, std::to_string(o.cpu_sample_ms)));
   if (o.nvml_hz >= 0) env.push_back(vars::entry(vars::kNvmlHz, std::to_string(o.nvml_hz)));
+  if (o.cpu_sampling_hz >= 0) env.push_back(vars::entry(vars::kCpuSampling, std::to_string(o.cpu_sampling_hz)));
   const auto ms = [](double seconds) { return std::to_string(static_cast<uint64_t>(seconds * 1000.0 + 0.5)); };
   if (o.delay_s > 0) env.push_back(vars::entry(vars::kDelayMs, ms(o.delay_s)));
   if (o.duration_s > 0) env.push_back(vars::entry(vars::kDurationMs, ms(o.duration_s)));
@@ -414,6 +415,9 @@ Subcommand add_run_command(CLI::App& app) {
       ->check(library_range(protocol::env::kCpuSampleMs));
   run->add_option("--nvml-hz", o->nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
       ->check(library_range(protocol::env::kNvmlHz));
+  run->add_option("--cpu-sampling", o->cpu_sampling_hz,
+                  "CPU stack samples per second of each thread's CPU time, 0 = off (default 1000)")
+      ->check(library_range(protocol::env::kCpuSampling));
   add_capture_window_options(run, o.get());
   run->add_flag("--standby", o->standby, "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
   run->add_option("command", o->command, "Program and its arguments")->required();

@@ -42,6 +42,7 @@ struct RunOptions {
   int stack_depth = -1;      // -1: the library's default
   int cpu_sample_ms = -1;    // 0 = off
   int nvml_hz = -1;          // 0 = off
+  int cpu_sampling_hz = -1;  // 0 = off
   double delay_s = 0;        // capture windows (capture/capture_window.h)
   double duration_s = 0;     // 0: to the end
   std::string capture_range;      // "", cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]

@@ -143,7 +143,7 @@ void CsvWriter::add(const reader::ChunkView& v) {
   if (c.metadata() != nullptr && pid_ < 0) pid_ = c.metadata()->pid();
   stats_.records += v.api_calls.size() + v.copies.size() + v.memsets.size() + v.kernels.size() + v.syncs.size() +
                     v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size() +
-                    v.graph_launches.size();
+                    v.graph_launches.size() + v.host_samples.size();
   add_calls(v);
   for (const auto& cp : v.copies) {
     Row r = typed_row(cp, "copy");
@@ -230,6 +230,13 @@ void CsvWriter::add_other(const reader::ChunkView& v) {
     r.start = s.start_ns(), r.kind = "cpu_sample", r.source = "sampler";
     if (s.tid() != 0) r.tid = s.tid();
     r.detail = fmt::format("cpu {} ns, system {} ns", s.cpu_ns(), s.system_ns());
+    write(r);
+  }
+  for (const auto& s : v.host_samples) {  // CPU stack samples (format 1.4): where the thread was
+    Row r;
+    r.start = s.start_ns(), r.kind = "host_sample", r.source = "sampler", r.tid = s.tid();
+    if (sites_ && s.stack_id() != 0) r.call_site = sites_->text(s.stack_id());
+    r.detail = fmt::format("stack {}", s.stack_id());
     write(r);
   }
   for (const auto& g : v.gpu_samples) {

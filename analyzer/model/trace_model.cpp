@@ -37,6 +37,7 @@ class ModelBuilder {
   void add_alloc(const fb::Alloc& a);
   void add_cpu(const fb::CpuSample& s);
   void add_gpu(const fb::GpuSample& s);
+  void add_samples(const reader::ChunkView& v);
 
   bool in_window(uint64_t start_ns);
   int64_t scope_span_of(uint64_t ns) const;
@@ -269,6 +270,19 @@ void ModelBuilder::add_kernel(const fb::Kernel& k) {
   last = LastKernel{k.name_id(), shape};
 }
 
+// CPU, GPU and CPU stack samples.
+void ModelBuilder::add_samples(const reader::ChunkView& v) {
+  for (const auto& s : v.cpu_samples) {
+    const bool kept = in_window(s.start_ns());
+    if (!scope_.empty() || kept) add_cpu(s);  // a scope needs the samples around its spans
+    if (kept) m_.host_samples.add_process_cpu(s);
+  }
+  for (const auto& s : v.gpu_samples)
+    if (in_window(s.start_ns())) add_gpu(s);
+  for (const auto& s : v.host_samples)
+    if (in_window(s.start_ns())) m_.host_samples.add(s);
+}
+
 void ModelBuilder::add(const reader::ChunkView& v) {
   const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
   repeats_.add(v);
@@ -312,8 +326,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
         m_.allocs.count >= 8)
       m_.device_memory.live_at_quarter = m_.device_memory.live_bytes;
   }
-  for (const auto& s : v.cpu_samples)
-    if (!scope_.empty() || keep(s)) add_cpu(s);  // a scope needs the samples around its spans
+  add_samples(v);
   for (const auto& mk : v.markers) {
     // Provisional markers of a window still open overlap the final one:
     // the union is what was captured.
@@ -321,8 +334,6 @@ void ModelBuilder::add(const reader::ChunkView& v) {
     else if (mk.kind() == fb::MarkerKind::CaptureArmed) capture_trigger_ids_.push_back(mk.name_id());
     else if (known_ranges_ == nullptr) range_builder_.add(mk);
   }
-  for (const auto& s : v.gpu_samples)
-    if (keep(s)) add_gpu(s);
   for (const auto& g : v.graph_launches) {
     if (!keep(g)) continue;
     ++m_.graph_launches;

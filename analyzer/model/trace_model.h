@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "implicit_syncs.h"
+#include "host_samples.h"
 #include "interval_set.h"
 #include "live_allocations.h"
 #include "range_model.h"
@@ -158,6 +159,7 @@ struct TraceModel {
   MemoryCurve device_memory;
   std::map<uint16_t, GpuSampleStats> gpu;                   // by device
   uint64_t process_cpu_ns = 0;                              // from process CPU samples
+  HostSampleStats host_samples;                             // CPU stack samples (format 1.4)
   struct Site {
     TimeCount calls;
     CallKind kind = CallKind::Other;

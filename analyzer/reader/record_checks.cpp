@@ -52,6 +52,7 @@ bool valid(const fb::Marker& r) {
 bool valid(const fb::GraphLaunch& r) {
   return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.source());
 }
+bool valid(const fb::HostSample& r) { return r.start_ns() <= kMaxTimestamp; }
 // A CallCount covers one drain interval of one thread: 2^40 calls would
 // take hours even at a call per nanosecond.
 bool valid(const fb::CallCount& r) { return r.until_ns() <= kMaxTimestamp && r.count() <= (uint64_t{1} << 40); }
@@ -98,6 +99,7 @@ uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) 
   invalid += decode_vector(c.gpu_samples(), base, shuffled, &out->gpu_samples);
   invalid += copy_counts(c.call_counts(), &out->call_counts);
   invalid += decode_vector(c.graph_launches(), base, shuffled, &out->graph_launches);
+  invalid += decode_vector(c.host_samples(), base, shuffled, &out->host_samples);
   return invalid;
 }
 
@@ -113,6 +115,7 @@ void DecodedRecords::fill_view(ChunkView* v) const {
   v->gpu_samples = gpu_samples;
   v->call_counts = call_counts;
   v->graph_launches = graph_launches;
+  v->host_samples = host_samples;
 }
 
 }  // namespace gpuscope::reader

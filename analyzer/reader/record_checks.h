@@ -26,6 +26,7 @@ struct DecodedRecords {
   std::vector<fb::GpuSample> gpu_samples;
   std::vector<fb::CallCount> call_counts;
   std::vector<fb::GraphLaunch> graph_launches;
+  std::vector<fb::HostSample> host_samples;
 
   void fill_view(ChunkView* view) const;
 };

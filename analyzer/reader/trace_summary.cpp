@@ -123,6 +123,10 @@ void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
   if (const auto* st = c.stack_capture(); st != nullptr)
     s->stack_capture = container::StackCaptureData{static_cast<uint8_t>(st->state()), str(st->reason()), st->depth(),
                                                  st->unwind_failures(), st->table_full()};
+  if (const auto* h = c.host_sampling(); h != nullptr)
+    s->host_sampling = container::HostSamplingData{static_cast<uint8_t>(h->state()), str(h->reason()), h->period_ns(),
+                                                   h->samples(), h->lost(), h->threads(), h->threads_refused(),
+                                                   h->unreadable()};
   if (c.modules() != nullptr)
     for (const auto* m : *c.modules()) {
       container::ModuleDescription d;
@@ -197,6 +201,7 @@ void SummaryBuilder::add(const ChunkView& v) {
   s_.counts.markers += v.markers.size();
   s_.counts.gpu_samples += v.gpu_samples.size();
   s_.counts.graph_launches += v.graph_launches.size();
+  s_.counts.host_samples += v.host_samples.size();
   for (const auto& g : v.graph_launches) s_.graphs.add(g);
   const auto from_device = [](const auto& records) {
     return static_cast<uint64_t>(std::count_if(records.begin(), records.end(),
@@ -231,6 +236,7 @@ void SummaryBuilder::add(const ChunkView& v) {
   widen_span(v.markers, &first_, &last_);
   widen_span(v.gpu_samples, &first_, &last_);
   widen_span(v.graph_launches, &first_, &last_);
+  widen_span(v.host_samples, &first_, &last_);
 }
 
 void GraphWork::add(const fb::GraphLaunch& g) {

@@ -40,7 +40,7 @@ inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) 
 
 struct RecordCounts {
   uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,
-           cpu_samples = 0, markers = 0, gpu_samples = 0, graph_launches = 0;
+           cpu_samples = 0, markers = 0, gpu_samples = 0, graph_launches = 0, host_samples = 0;
   // Of the typed records above, those the device reported (CUPTI,
   // source = Device); the rest are the hooks'.
   struct {
@@ -49,7 +49,7 @@ struct RecordCounts {
   } device;
   uint64_t total() const {
     return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers + gpu_samples +
-           graph_launches;
+           graph_launches + host_samples;
   }
 };
 
@@ -91,6 +91,7 @@ struct TraceSummary {
   std::optional<container::EnvironmentProbeData> probe;
   std::optional<container::DeviceCollectionData> device_collection;  // the latest one (format 1.1)
   std::optional<container::StackCaptureData> stack_capture;          // the latest one (format 1.3)
+  std::optional<container::HostSamplingData> host_sampling;          // the latest one (format 1.4)
   std::vector<container::ModuleDescription> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
   ReadStats stats;

@@ -75,18 +75,27 @@ json implicit_syncs_json(const TraceModel& m) {
   return out;
 }
 
+json frames_json(const ReportInput& in, uint32_t stack_id, Symbolizer::Walk walk = Symbolizer::Walk::Unwound) {
+  json frames = json::array();
+  for (const Frame& fr : in.symbols.stack(stack_id, 8, walk))
+    frames.push_back(json{{"function", fr.function}, {"file", fr.file}, {"line", fr.line},
+                          {"module", fr.module}, {"offset", fr.offset}, {"inlined", fr.inlined}});
+  return frames;
+}
+
 json finding_json(const ReportInput& in, const Finding& f) {
   json sites = json::array();
-  for (const CallSite& s : f.sites) {
-    json frames = json::array();
-    for (const Frame& fr : in.symbols.stack(s.stack_id, 8))
-      frames.push_back(json{{"function", fr.function}, {"file", fr.file}, {"line", fr.line},
-                            {"module", fr.module}, {"offset", fr.offset}, {"inlined", fr.inlined}});
-    sites.push_back(json{{"function", s.function}, {"count", s.count}, {"seconds", s.ns / 1e9}, {"frames", frames}});
-  }
+  for (const CallSite& s : f.sites)
+    sites.push_back(json{{"function", s.function}, {"count", s.count}, {"seconds", s.ns / 1e9},
+                         {"frames", frames_json(in, s.stack_id)}});
+  json host_stacks = json::array();
+  for (const HostStackSite& s : f.host_stacks)
+    host_stacks.push_back(json{{"samples", s.samples},
+                               {"share", s.share},
+                               {"frames", frames_json(in, s.stack_id, Symbolizer::Walk::Sampled)}});
   return json{{"id", f.id},           {"class", bottleneck_id(f.cls)}, {"severity", status_label(f.severity)},
               {"share", f.share},     {"title", f.title},              {"evidence", f.evidence},
-              {"call_sites", sites},  {"fix", f.fix},
+              {"call_sites", sites},  {"host_stacks", host_stacks}, {"fix", f.fix},
               {"range", f.range.empty() ? json(nullptr)
                                         : json{{"name", f.range}, {"domain", f.range_domain}, {"share", f.range_share}}}};
 }
@@ -129,6 +138,12 @@ json process_json(const reader::TraceSummary& s) {
               {"rank_source", p.rank_source.empty() ? json(nullptr) : json(p.rank_source)}};
 }
 
+json coverage_json(const ReportInput& in) {
+  json lines = in.analysis.coverage;
+  if (const std::string samples = host_samples_coverage_line(in); !samples.empty()) lines.push_back(samples);
+  return lines;
+}
+
 }  // namespace
 
 nlohmann::ordered_json json_report(const ReportInput& in) {
@@ -154,7 +169,7 @@ nlohmann::ordered_json json_report(const ReportInput& in) {
               {"findings", findings},
               {"nvtx", nvtx_json(in)},
               {"implicit_syncs", implicit_syncs_json(in.model)},
-              {"coverage", in.analysis.coverage}};
+              {"coverage", coverage_json(in)}};
 }
 
 }  // namespace gpuscope::analyzer

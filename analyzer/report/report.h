@@ -28,6 +28,8 @@ std::string text_report(const ReportInput& in);
 // The coverage line about call stacks, which reports add after the
 // analysis' own (it needs the symbolizer's counts); empty when none.
 std::string stacks_coverage_line(const ReportInput& in);
+// The coverage line about CPU stack samples (format 1.4); empty for older traces.
+std::string host_samples_coverage_line(const ReportInput& in);
 nlohmann::ordered_json json_report(const ReportInput& in);
 
 // Process trees (tree_report.cpp): what the tree needs of one analysis, and

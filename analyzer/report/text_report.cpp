@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "environment.h"
 #include "report.h"
 #include "units.h"
 
@@ -122,6 +123,17 @@ void sites(std::string& out, const ReportInput& in, const Finding& f) {
   }
 }
 
+void host_stacks(std::string& out, const ReportInput& in, const Finding& f) {
+  if (f.host_stacks.empty()) return;
+  out += "     host stacks (CPU samples):\n";
+  for (const HostStackSite& s : f.host_stacks) {
+    out += fmt::format("       {} of the samples ({})\n", pct(s.share), s.samples);
+    if (s.stack_id == 0) out += "           (no stack: the stack table was full)\n";
+    for (const Frame& fr : in.symbols.stack(s.stack_id, kFramesPerSite, Symbolizer::Walk::Sampled))
+      out += fmt::format("           at {}\n", fr.text());
+  }
+}
+
 void findings(std::string& out, const ReportInput& in) {
   out += "FINDINGS\n";
   if (in.analysis.findings.empty()) out += "  none: no rule found a cause above its threshold\n";
@@ -135,6 +147,7 @@ void findings(std::string& out, const ReportInput& in) {
       out += fmt::format("     in NVTX range: {} ({} of this finding's host time)\n", range_label(f.range, f.range_domain),
                          pct(f.range_share));
     sites(out, in, f);
+    host_stacks(out, in, f);
     out += fmt::format("     fix: {}\n", f.fix);
   }
   out += "\n";
@@ -179,6 +192,8 @@ void coverage(std::string& out, const ReportInput& in) {
   out += "COVERAGE\n";
   for (const auto& line : in.analysis.coverage) out += fmt::format("  - {}\n", line);
   if (const std::string stacks = stacks_coverage_line(in); !stacks.empty()) out += fmt::format("  - {}\n", stacks);
+  if (const std::string samples = host_samples_coverage_line(in); !samples.empty())
+    out += fmt::format("  - {}\n", samples);
 }
 
 }  // namespace
@@ -190,6 +205,26 @@ std::string stacks_coverage_line(const ReportInput& in) {
     return fmt::format("call stacks: {} frames shown symbolized, {} as module+offset{}", sym, unsym,
                        note.empty() ? "" : "; " + note);
   return note.empty() ? "" : "call stacks: " + note;
+}
+
+std::string host_samples_coverage_line(const ReportInput& in) {
+  const auto& status = in.model.summary.host_sampling;
+  if (!status) return "";  // a trace from before format 1.4
+  switch (static_cast<fb::HostSamplingState>(status->state)) {
+    case fb::HostSamplingState::Off:
+      return fmt::format("CPU stack samples: off (--cpu-sampling 0 or {}=0)", protocol::env::kCpuSampling);
+    case fb::HostSamplingState::Unavailable: return "CPU stack samples: unavailable (" + status->reason + ")";
+    case fb::HostSamplingState::Active: break;
+    default: return fmt::format("CPU stack samples: unknown state {}", status->state);
+  }
+  std::string line = fmt::format("CPU stack samples: {} in the analyzed time ({} in the trace), {} thread(s), one per "
+                                 "{:.1f} ms of a thread's user-mode CPU time",
+                                 in.model.host_samples.samples, status->samples, status->threads,
+                                 status->period_ns / 1e6);
+  if (status->lost != 0) line += fmt::format("; {} lost (the writer fell behind)", status->lost);
+  if (status->threads_refused != 0)
+    line += fmt::format("; {} thread(s) not sampled ({})", status->threads_refused, status->reason);
+  return line;
 }
 
 std::string text_report(const ReportInput& in) {

@@ -48,7 +48,9 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   f.fix = "parallelize the host stage (preprocessing, tokenization, data loading) across cores and overlap it "
           "with GPU work (double-buffered pinned staging, a second stream); move work to the GPU; pin the "
           "feeding threads near the GPU's NUMA node.";
-  f.sites = top_sites(m, {CallKind::Copy, CallKind::Launch, CallKind::Sync}, 2);
+  // The CPU samples say where the host time went; without them (sampling
+  // off, unavailable, or an older trace) the CUDA calls around it are all there is.
+  if (!cite_host_samples(m, &f)) f.sites = top_sites(m, {CallKind::Copy, CallKind::Launch, CallKind::Sync}, 2);
   return f;
 }
 

@@ -45,6 +45,9 @@ inline constexpr double kFusionShare = 0.30;       // same-shape chain links per
 inline constexpr double kCoresUsed = 0.75;         // host stage already parallel: uses >= 75 % of the CPUs
 inline constexpr double kSerialShare = 0.70;       // ... or the feeding thread does < 70 % of the process's CPU work
 inline constexpr double kHostBusyCpu = 0.50;       // a feeding thread on CPU >= half its time
+inline constexpr double kHostCostShare = 0.20;     // CPU samples in memset, memcpy or the allocator worth naming
+inline constexpr double kKernelCpuShare = 0.30;    // process CPU time in the kernel (page faults) worth naming
+inline constexpr double kSerialLoopShare = 0.50;   // samples in one function of the program: a serial loop
 inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
 inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence
 // Minimum evidence (docs/rules.md, "Short runs").
@@ -60,6 +63,13 @@ struct CallSite {
   uint64_t ns = 0;
 };
 
+// A host stack the CPU samples fell in (CPU-bound findings).
+struct HostStackSite {
+  uint32_t stack_id = 0;
+  uint64_t samples = 0;
+  double share = 0;  // of the trace's samples
+};
+
 struct Finding {
   std::string id;  // stable: "pcie.host_blocked_in_copies"
   Bottleneck cls = Bottleneck::Inconclusive;
@@ -68,6 +78,7 @@ struct Finding {
   std::string title;
   std::vector<std::string> evidence;
   std::vector<CallSite> sites;
+  std::vector<HostStackSite> host_stacks;  // CPU-bound: where the host's CPU time went, by samples
   std::string fix;
   // The NVTX range holding most of the finding's host time (innermost range
   // of each call), and that share; empty when the trace has no ranges or the

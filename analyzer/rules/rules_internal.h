@@ -23,6 +23,11 @@ inline Status share_status(double share, double fail, double warn) {
 // The call sites of the given kinds of call that cost the most host time.
 std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallKind> kinds, size_t n = 3);
 
+// CPU-bound evidence from the CPU stack samples: the hottest host stacks and
+// the host costs their innermost frames name (host_stacks.cpp). False when
+// the trace has no samples.
+bool cite_host_samples(const TraceModel& m, Finding* f);
+
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x);
 std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x);
 // sync_rules.cpp: calls that synchronized without saying so.

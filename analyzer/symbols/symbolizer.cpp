@@ -160,12 +160,13 @@ Symbolizer::~Symbolizer() {
   if (impl_->dwfl) dwfl_end(impl_->dwfl);
 }
 
-std::vector<Frame> Symbolizer::stack(uint32_t stack_id, size_t max_frames) const {
+std::vector<Frame> Symbolizer::stack(uint32_t stack_id, size_t max_frames, Walk walk) const {
   std::vector<Frame> out;
   auto it = impl_->summary->stacks.find(stack_id);
   if (it == impl_->summary->stacks.end()) return out;
   for (uint64_t pc : it->second) {
     const container::ModuleDescription* desc = impl_->module_at(pc);
+    if (desc == nullptr && walk == Walk::Sampled) break;
     if (desc && is_gpuscope_module(desc->path)) continue;
     bool resolved = false;
     impl_->frames_at(pc, out, &resolved);

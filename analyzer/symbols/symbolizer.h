@@ -35,8 +35,12 @@ class Symbolizer {
   Symbolizer& operator=(const Symbolizer&) = delete;
 
   // The stack's frames from the innermost caller outwards, gpuscope's own
-  // frames removed; at most max_frames.
-  std::vector<Frame> stack(uint32_t stack_id, size_t max_frames) const;
+  // frames removed; at most max_frames. A CPU stack sample's chain comes
+  // from frame pointers, which code built without them leaves holding
+  // anything: `sampled` ends such a stack at its first address outside
+  // every module (what follows is not a caller).
+  enum class Walk { Unwound, Sampled };
+  std::vector<Frame> stack(uint32_t stack_id, size_t max_frames, Walk walk = Walk::Unwound) const;
   // The program's frame that made the call, as text: the innermost one that
   // is not an inline wrapper from the CUDA toolkit's headers (cudaMalloc<T>,
   // the launch helper). Empty when the stack has no frames.

@@ -43,6 +43,7 @@ std::atomic<uint64_t> g_fast_fallbacks{0};
 std::atomic<uint32_t> g_depth{32};
 std::atomic<uint64_t> g_unwind_failures{0};
 std::atomic<bool> g_modules_changed{false};
+bool g_sampled_stacks = false;  // the CPU sampler interns stacks too (set at start-up)
 StackTable* g_table = nullptr;  // never freed, for the same reason
 
 // Set while this thread unwinds: a signal handler that lands inside the
@@ -56,6 +57,30 @@ std::string* g_off_reason = nullptr;
 
 }  // namespace
 
+namespace {
+
+bool make_table() {
+  if (g_table != nullptr) return true;
+  auto* table = new StackTable;
+  if (!table->init(kSlotsLog2, kArenaFrames)) {
+    delete table;
+    return false;
+  }
+  g_table = table;
+  return true;
+}
+
+}  // namespace
+
+void sampled_stacks_wanted() {
+  capture::InternalScope internal;
+  g_sampled_stacks = make_table();
+}
+
+uint32_t intern_sampled_stack(const uint64_t* frames, uint32_t count) {
+  return g_table == nullptr ? 0 : g_table->intern(frames, count);
+}
+
 void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   capture::InternalScope internal;
   g_backtrace.store(nullptr, std::memory_order_relaxed);
@@ -66,14 +91,9 @@ void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   BacktraceFn backtrace = load_unwinder(g_off_reason);
   if (backtrace == nullptr) return;
   g_fast.store(fast_walker && init_fast_unwind(), std::memory_order_relaxed);
-  if (g_table == nullptr) {
-    auto* table = new StackTable;
-    if (!table->init(kSlotsLog2, kArenaFrames)) {
-      delete table;
-      *g_off_reason = "no memory for the stack table";
-      return;
-    }
-    g_table = table;
+  if (!make_table()) {
+    *g_off_reason = "no memory for the stack table";
+    return;
   }
   // Release: a thread that sees the unwinder also sees the table.
   g_backtrace.store(backtrace, std::memory_order_release);
@@ -141,11 +161,10 @@ class StackSource final : public capture::TraceSource {
  public:
   void begin(capture::ChunkBuilder& out) override {
     write_status(out);
-    if (g_backtrace.load(std::memory_order_acquire) == nullptr) {
-      if (g_off_reason != nullptr && !g_off_reason->empty())
-        note(out, "gpuscope: call stacks off: " + *g_off_reason);
-      return;
-    }
+    if (g_backtrace.load(std::memory_order_acquire) == nullptr && g_off_reason != nullptr && !g_off_reason->empty())
+      note(out, "gpuscope: call stacks off: " + *g_off_reason);
+    // The table also holds the CPU sampler's stacks when hooked calls' are off.
+    if (g_table == nullptr || (g_backtrace.load(std::memory_order_acquire) == nullptr && !g_sampled_stacks)) return;
     active_ = true;
     g_modules_changed.store(false, std::memory_order_relaxed);
     emit_modules(out);

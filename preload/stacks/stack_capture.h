@@ -23,6 +23,13 @@ void configure_stacks(bool enabled, uint32_t depth, bool fast_walker = true);
 // stacks off, or the table full). Lock-free, allocation-free.
 uint32_t capture_stack_id() noexcept;
 
+// Writer thread: the id of a stack the CPU sampler took (capture/host_sampler.h),
+// from the same table as the hooked calls' stacks, so both share ids, the
+// module map and symbols; 0 when there is no table. sampled_stacks_wanted()
+// makes the table (once, at start-up) when call stacks are off.
+uint32_t intern_sampled_stack(const uint64_t* frames, uint32_t count);
+void sampled_stacks_wanted();
+
 // The loaded objects changed (dlopen/dlclose): the module map is rebuilt on
 // the writer thread at its next poll.
 void note_modules_changed() noexcept;

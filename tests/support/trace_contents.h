@@ -33,6 +33,7 @@ inline TraceContents read_trace(reader::TraceReader& r) {
     t.gpu_samples.insert(t.gpu_samples.end(), v.gpu_samples.begin(), v.gpu_samples.end());
     t.call_counts.insert(t.call_counts.end(), v.call_counts.begin(), v.call_counts.end());
     t.graph_launches.insert(t.graph_launches.end(), v.graph_launches.begin(), v.graph_launches.end());
+    t.host_samples.insert(t.host_samples.end(), v.host_samples.begin(), v.host_samples.end());
   });
   return t;
 }
