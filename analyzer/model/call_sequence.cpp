@@ -1,25 +1,8 @@
 #include "call_sequence.h"
 
 #include <algorithm>
-#include <initializer_list>
 
 namespace gpuscope::analyzer {
-namespace {
-
-bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
-}
-
-}  // namespace
-
-bool is_query_without_context(std::string_view f) {
-  return starts_with_any(f, {"cudaGetDevice", "cudaDeviceGetAttribute", "cudaGetErrorName", "cudaGetErrorString",
-                             "cudaGetLastError", "cudaPeekAtLastError", "cudaDriverGetVersion",
-                             "cudaRuntimeGetVersion", "cudaGetDriverEntryPoint", "cudaDeviceCanAccessPeer",
-                             "cuDeviceGet", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
-                             "cuGetProcAddress", "cuDeviceCanAccessPeer", "cuDeviceComputeCapability",
-                             "cuDeviceTotalMem"});
-}
 
 void CallSequence::add(const reader::TraceSummary& names, CallKind kind, uint32_t tid, uint64_t start_ns,
                        uint64_t duration_ns, SiteKey site) {

@@ -1,5 +1,7 @@
 #include "implicit_syncs.h"
 
+#include "function_names.h"
+
 #include <initializer_list>
 #include <optional>
 #include <string_view>
@@ -14,12 +16,6 @@ constexpr uint64_t kLegacy = 0;                 // the legacy default stream's k
 constexpr uint64_t kStreamLegacyHandle = 0x1;   // cudaStreamLegacy / CU_STREAM_LEGACY
 constexpr uint64_t kStreamPerThreadHandle = 0x2;  // cudaStreamPerThread / CU_STREAM_PER_THREAD
 constexpr int32_t kNotReady = 600;              // cudaErrorNotReady, CUDA_ERROR_NOT_READY
-
-bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
-  for (std::string_view p : prefixes)
-    if (name.starts_with(p)) return true;
-  return false;
-}
 
 bool is_host_visible(fb::MemoryKind k) {
   return k == fb::MemoryKind::Pinned || k == fb::MemoryKind::Registered || k == fb::MemoryKind::Managed ||

@@ -1,6 +1,7 @@
 #include "trace_model.h"
 
 #include "call_sequence.h"
+#include "function_names.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,10 +13,6 @@
 
 namespace gpuscope::analyzer {
 namespace {
-
-bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
-}
 
 constexpr uint32_t field(fb::GpuSampleField f) { return static_cast<uint32_t>(f); }
 
@@ -420,35 +417,6 @@ void ModelBuilder::finish_scope() {
 }
 
 }  // namespace
-
-const char* call_kind_name(CallKind kind) {
-  static constexpr const char* kNames[kCallKinds] = {"synchronization", "copies", "memsets", "allocation",
-                                                     "freeing", "launches", "initialization", "other CUDA calls"};
-  return kNames[static_cast<size_t>(kind)];
-}
-
-CallKind classify_function(const std::string& name) {
-  const std::string_view n = name;
-  if (starts_with_any(n, {"cudaMemcpy", "cuMemcpy"})) return CallKind::Copy;
-  if (starts_with_any(n, {"cudaMemset", "cuMemsetD"})) return CallKind::Memset;
-  if (starts_with_any(n, {"cudaFree", "cuMemFree", "cudaHostUnregister", "cuMemHostUnregister"})) return CallKind::Free;
-  if (starts_with_any(n, {"cudaMalloc", "cudaHostAlloc", "cudaHostRegister", "cuMemAlloc", "cuMemHostAlloc",
-                          "cuMemHostRegister"}))
-    return CallKind::Alloc;
-  if (starts_with_any(n, {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-                          "cudaStreamWaitEvent", "cudaStreamQuery", "cudaEventQuery", "cuCtxSynchronize",
-                          "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent", "cuStreamQuery",
-                          "cuEventQuery"}))
-    return CallKind::Sync;
-  // Host functions run on a CPU thread in stream order: no kernel.
-  if (starts_with_any(n, {"cudaLaunchHostFunc", "cuLaunchHostFunc"})) return CallKind::Other;
-  if (starts_with_any(n, {"__cudaLaunchKernel", "cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch"}))
-    return CallKind::Launch;
-  if (starts_with_any(n, {"cudaGetDeviceCount", "cudaSetDevice", "cudaDriverGetVersion", "cudaRuntimeGetVersion",
-                          "cuInit", "cuDeviceGetCount", "cudaDeviceReset"}))
-    return CallKind::Init;
-  return CallKind::Other;
-}
 
 bool parse_window(const std::string& text, TimeWindow* out) {
   const size_t colon = text.find(':');

@@ -85,6 +85,9 @@ analyzer::Metrics starved_gpu() {
   x.process_cpu_cores = 1.0;
   x.feeder_outside_cuda_share = 0.95;
   x.feeder_share[static_cast<size_t>(analyzer::CallKind::Copy)] = 0.05;
+  x.gpu_work_done = true;  // a GPU to starve, and enough of a run to judge
+  x.judged_s = 10;
+  x.launches = x.syncs = analyzer::kMinWorkCalls;
   return x;
 }
 
