@@ -114,6 +114,29 @@ for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound 
 done
 
 echo
+echo "## Verdict cases (docs/rules.md, \"Verdict cases\")"
+echo "| case | verdict | expected | ok |"
+echo "|---|---|---|---|"
+# verdict_case NAME WANT [VAR=value...] -- PROGRAM ARGS...: the variables go
+# to gpuscope run, which passes them to the program.
+verdict_case() {
+  local name=$1 want=$2 vars=()
+  shift 2
+  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+  shift
+  run_timed "$out/$name.log" env "${vars[@]}" "$gs" run -o "$out/$name.gpuscope" -- "$@" >/dev/null
+  local v
+  v=$(verdict "$out/$name.gpuscope")
+  echo "| $name | $v | $want | $(matches "$v" "$want") |"
+}
+verdict_case true "no CUDA work" -- true
+verdict_case d2d_copies "not PCIe-bound" -- "$bin/d2d_copies"
+verdict_case queued_kernels "not sync-bound" -- "$bin/queued_kernels" --kernels 400
+verdict_case vector_add "too short to judge" -- "$here/conformance/bin/vector_add" --n=50000
+verdict_case vector_add_hidden "CUDA unavailable; the program failed" CUDA_VISIBLE_DEVICES= -- \
+  "$here/conformance/bin/vector_add" --n=50000
+
+echo
 echo "## Other ways of reaching the GPU (traced)"
 echo "| program | exit | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | driver-level calls |"
 echo "|---|---|---|---|---|---|---|---|"

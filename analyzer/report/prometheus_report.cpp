@@ -26,6 +26,7 @@ constexpr Family kFamilies[] = {
     {"gpuscope_allocations", "Device allocations."},
     {"gpuscope_allocation_rate_per_second", "Device allocations per second of wall time."},
     {"gpuscope_live_device_memory_peak_bytes", "Peak live device memory allocated through the hooked calls."},
+    {"gpuscope_implicit_sync_calls", "Calls that synchronized without saying so (docs/rules.md, implicit synchronization)."},
     {"gpuscope_dropped_events", "Events gpuscope dropped rather than block the program (figures undercount when > 0)."},
     {"gpuscope_cuda_work", "1 when the process did CUDA work or CUDA failed it; 0 when it did none (no verdict class then)."},
     {"gpuscope_verdict", "1 for the run's verdict class, 0 for the others; absent for a process without CUDA work."},
@@ -107,6 +108,7 @@ std::vector<PrometheusSample> prometheus_samples(const ReportInput& in, const st
   c.add("gpuscope_allocations", static_cast<double>(x.allocs));
   c.add("gpuscope_allocation_rate_per_second", x.alloc_rate_per_s);
   c.add("gpuscope_live_device_memory_peak_bytes", static_cast<double>(x.live_peak_bytes));
+  c.add("gpuscope_implicit_sync_calls", static_cast<double>(x.implicit_sync_calls));
   c.add("gpuscope_dropped_events", static_cast<double>(x.dropped));
   verdict_samples(in, c);
   c.add("gpuscope_trace_truncated", x.truncated ? 1 : 0);
