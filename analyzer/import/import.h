@@ -1,0 +1,60 @@
+// Traces from other profilers as gpuscope traces: PyTorch profiler
+// (Kineto) JSON, plain or gzip, and Nsight Systems SQLite exports. Every
+// analysis command opens its inputs through open_trace_source(), which
+// tells the formats apart by content (never by file name) and imports a
+// foreign file into an unlinked temporary native trace; `gpuscope import`
+// writes that trace to a file for repeated use (docs/import.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "byte_source.h"
+#include "trace_builder.h"
+
+namespace gpuscope::importer {
+
+enum class SourceFormat { Native, KinetoJson, KinetoGzip, NsysSqlite, Unknown };
+const char* source_format_name(SourceFormat format);
+
+// What the first bytes of a file say it is.
+SourceFormat sniff_format(const reader::ByteSource& source);
+
+// One importable process of a foreign file. A Kineto file holds one; an
+// nsys export may hold several, each analyzed like a trace of its own
+// ("PATH@pid=N" names one of them).
+struct ImportTarget {
+  std::string path;  // the file
+  int pid = 0;       // 0: the only (or the main) process
+  std::string name() const { return pid == 0 ? path : path + "@pid=" + std::to_string(pid); }
+};
+
+struct ImportResult {
+  int fd = -1;           // the native trace (read-only descriptor), or -1
+  std::string error;     // one line naming the file and where, when fd < 0
+  std::string warning;   // damage after which the import stopped (fd >= 0)
+  ImportCounts counts;
+};
+
+// Importers: read `path` (a foreign file) into `builder` and finish it.
+ImportResult import_kineto(const std::string& path, SourceFormat format, TraceBuilder& builder);
+ImportResult import_nsys(const std::string& path, int pid, TraceBuilder& builder);
+// The processes of an nsys export that made CUDA calls or ran GPU work
+// (empty with *error set when the file cannot be read as one).
+std::vector<int> nsys_processes(const std::string& path, std::string* error);
+
+// Imports `target` into `out_path` ("" = an unlinked temporary file).
+ImportResult import_file(const ImportTarget& target, const std::string& out_path, bool force = false);
+
+// Opens a trace for reading, whatever its format: a native trace as is, a
+// foreign one imported first. nullptr and one line in *error otherwise.
+// `warning` (may be null) receives import damage to print.
+std::unique_ptr<reader::ByteSource> open_trace_source(const std::string& name, std::string* error,
+                                                      std::string* warning = nullptr);
+
+// The inputs' import targets: a path names itself, except an nsys export
+// of several processes, which names each of them.
+std::vector<std::string> expand_foreign_inputs(const std::string& path);
+
+}  // namespace gpuscope::importer
