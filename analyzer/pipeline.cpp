@@ -1,5 +1,7 @@
 #include "pipeline.h"
 
+#include "import.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -109,7 +111,7 @@ PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const s
 
 PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope, const FollowingPass& following) {
   PipelineResult result;
-  auto source = reader::open_file_source(path, &result.error.message);
+  auto source = importer::open_trace_source(path, &result.error.message);
   if (source == nullptr) return result;
   return analyze_trace(std::move(source), path, scope, following);
 }

@@ -71,6 +71,12 @@ class TraceAnalysis {
   const Symbolizer& symbols() const { return *symbols_; }
   // What the reader found wrong with the file (damage, no end record).
   const std::vector<reader::Problem>& problems() const { return model_.summary.problems; }
+  // An imported trace whose source was damaged: where the import stopped
+  // (what came before it is what was analyzed); null otherwise.
+  const std::string* import_damage() const {
+    const auto& im = model_.summary.import_source;
+    return im && !im->complete ? &im->damage : nullptr;
+  }
   ReportInput report_input(size_t top) const;
 
   // The same trace for one more pass by a consumer that needs the finished

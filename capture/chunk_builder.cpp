@@ -88,6 +88,13 @@ Offset<fb::HostSampling> build_host_sampling(FlatBufferBuilder& fbb, const conta
                                       d.threads, d.threads_refused, d.unreadable);
 }
 
+Offset<fb::ImportSource> build_import_source(FlatBufferBuilder& fbb, const container::ImportSourceData& d) {
+  std::vector<Offset<flatbuffers::String>> notes;
+  for (const auto& n : d.notes) notes.push_back(fbb.CreateString(n));
+  return fb::CreateImportSourceDirect(fbb, d.format.c_str(), d.path.c_str(), d.producer.c_str(), &notes, d.events,
+                                      d.skipped, d.unjoined, d.out_of_range, d.complete, d.damage.c_str(), d.mid_run);
+}
+
 Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const container::DeviceCollectionData& d) {
   return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
                                           d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
@@ -227,7 +234,7 @@ size_t ChunkBuilder::approximate_bytes() const {
 bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
          loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty() &&
-         call_counts_.empty() && !stack_capture_ && !host_sampling_;
+         call_counts_.empty() && !stack_capture_ && !host_sampling_ && !import_source_;
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
@@ -255,6 +262,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto counts_v = call_counts_.empty() ? 0 : fbb_.CreateVectorOfStructs(call_counts_);
   auto stack_capture_v = stack_capture_ ? build_stack_capture(fbb_, *stack_capture_) : 0;
   auto sampling_v = host_sampling_ ? build_host_sampling(fbb_, *host_sampling_) : 0;
+  auto import_v = import_source_ ? build_import_source(fbb_, *import_source_) : 0;
   auto strings_v = strings_.empty() ? 0 : build_strings(fbb_, strings_);
   auto metadata_v = metadata_ ? build_metadata(fbb_, *metadata_) : 0;
   auto drops_v = drops_ ? build_drops(fbb_, *drops_) : 0;
@@ -286,6 +294,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!graph_v.IsNull()) c.add_graph_launches(graph_v);
   if (!host_v.IsNull()) c.add_host_samples(host_v);
   if (!sampling_v.IsNull()) c.add_host_sampling(sampling_v);
+  if (!import_v.IsNull()) c.add_import_source(import_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -300,6 +309,7 @@ void ChunkBuilder::clear() {
   device_collection_.reset();
   stack_capture_.reset();
   host_sampling_.reset();
+  import_source_.reset();
   modules_.clear();
   stacks_.clear();
   call_counts_.clear();

@@ -165,6 +165,7 @@ class ChunkBuilder {
   void set_device_collection(container::DeviceCollectionData d) { device_collection_ = std::move(d); }
   void set_stack_capture(container::StackCaptureData d) { stack_capture_ = std::move(d); }
   void set_host_sampling(container::HostSamplingData d) { host_sampling_ = std::move(d); }
+  void set_import_source(container::ImportSourceData d) { import_source_ = std::move(d); }
   void add_module(container::ModuleDescription module) { modules_.push_back(std::move(module)); }
   void add_stack(container::StackDescription stack) { stacks_.push_back(std::move(stack)); }
   // Not a record (events_written leaves it out): counted nested calls.
@@ -194,6 +195,7 @@ class ChunkBuilder {
   std::optional<container::DeviceCollectionData> device_collection_;
   std::optional<container::StackCaptureData> stack_capture_;
   std::optional<container::HostSamplingData> host_sampling_;
+  std::optional<container::ImportSourceData> import_source_;
   std::vector<container::ModuleDescription> modules_;
   std::vector<container::StackDescription> stacks_;
   std::vector<fb::CallCount> call_counts_;

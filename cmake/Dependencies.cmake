@@ -52,5 +52,15 @@ endif()
 # traced program's glibc backtrace().
 pkg_check_modules(LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
 
+# Importing other profilers' traces (analyzer/import/): simdjson parses each
+# Kineto event (shared library; scripts/bundle.sh ships it), zlib inflates
+# .json.gz as it is read (the static archive, so nothing more to ship).
+find_package(simdjson REQUIRED)
+find_package(ZLIB REQUIRED)
+find_library(ZLIB_STATIC_LIBRARY NAMES libz.a)
+if(NOT ZLIB_STATIC_LIBRARY)
+  set(ZLIB_STATIC_LIBRARY ZLIB::ZLIB)
+endif()
+
 # elfutils libdw: offline symbolization in the analyzer.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)

@@ -103,4 +103,14 @@ struct StackDescription {
   std::vector<uint64_t> frames;
 };
 
+// Chunk.import_source (format 1.5): an imported trace's origin.
+struct ImportSourceData {
+  std::string format, path, producer;
+  std::vector<std::string> notes;
+  uint64_t events = 0, skipped = 0, unjoined = 0, out_of_range = 0;
+  bool complete = true;
+  std::string damage;
+  bool mid_run = false;
+};
+
 }  // namespace gpuscope::container

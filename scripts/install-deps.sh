@@ -12,6 +12,7 @@ packages=(
   libunwind-dev                     # call stacks in the traced process
   libzstd-dev                       # frame compression
   libdw-dev                         # offline symbolization
+  libsimdjson-dev zlib1g-dev        # importing PyTorch profiler (Kineto) JSON, plain or gzip
   libcli11-dev                      # command line
   nlohmann-json3-dev                # simgpu node descriptions, JSON reports
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks

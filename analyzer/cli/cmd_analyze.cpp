@@ -44,6 +44,8 @@ std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, c
     return nullptr;
   }
   if (warn) warn_problems(path, result.analysis->problems());
+  if (const std::string* damage = result.analysis->import_damage(); damage != nullptr && warn)
+    print_error("{}: {} (what came before it was analyzed)", path, *damage);
   return std::move(result.analysis);
 }
 
@@ -78,10 +80,8 @@ int prometheus_command(const AnalyzeOptions& options, const analyzer::AnalysisSc
   std::vector<analyzer::PrometheusSample> samples;
   for (const auto& path : expand_inputs(options.inputs)) {
     const auto analysis = analyze_path(path, scope, true);
-    if (analysis == nullptr) {
-      status = 2;
-      continue;
-    }
+    if (analysis == nullptr || analysis->import_damage() != nullptr) status = 2;
+    if (analysis == nullptr) continue;
     auto more = analyzer::prometheus_samples(analysis->report_input(options.top), options.job);
     samples.insert(samples.end(), more.begin(), more.end());
   }
@@ -108,10 +108,8 @@ int text_or_json_command(const AnalyzeOptions& options, const analyzer::Analysis
   size_t reports = 0;
   for (const auto& path : paths) {
     const auto analysis = analyze_path(path, scope, true);
-    if (analysis == nullptr) {
-      status = 2;
-      continue;
-    }
+    if (analysis == nullptr || analysis->import_damage() != nullptr) status = 2;
+    if (analysis == nullptr) continue;
     const analyzer::ReportInput in = analysis->report_input(options.top);
     processes.push_back(analyzer::process_entry(in));
     if (options.json) all.push_back(analyzer::json_report(in));

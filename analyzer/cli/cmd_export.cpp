@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "import.h"
 #include "call_sites.h"
 #include "chrome_trace.h"
 #include "commands.h"
@@ -85,7 +86,7 @@ void report_damage(const std::string& path, const reader::TraceSummary& s) {
 int export_command(const ExportOptions& options) {
   reader::TraceReader r;
   std::string error;
-  if (!r.open_file(options.trace, &error)) {
+  if (!importer::open_trace(r, options.trace, &error)) {
     print_error("{}", error);
     return 2;
   }

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "import.h"
 #include "commands.h"
 #include "messages.h"
 #include "metrics.h"
@@ -118,7 +119,18 @@ void print_loads(const std::vector<container::LibraryLoadEvent>& loads) {
   if (loads.size() > kShown) fmt::print("             ... {} more\n", loads.size() - kShown);
 }
 
+// Where an imported trace came from and what its source could not see.
+void print_import_source(const container::ImportSourceData& im) {
+  fmt::print("imported:    from {} ({}): {} events read, {} of kinds gpuscope has no record for, {} host calls "
+             "without their device record, {} with unusable timestamps{}\n",
+             im.path, im.producer.empty() ? im.format : im.producer, im.events, im.skipped, im.unjoined,
+             im.out_of_range, im.mid_run ? "; recording began mid-run" : "");
+  if (!im.complete) fmt::print("             the import stopped early: {}\n", im.damage);
+  for (const auto& note : im.notes) fmt::print("             {}\n", note);
+}
+
 void print_gpu_stack(const reader::TraceSummary& s) {
+  if (s.import_source) print_import_source(*s.import_source);
   if (s.probe) print_probe(*s.probe);
   for (const auto& d : s.devices) print_device(d);
   if (!s.loads.empty()) print_loads(s.loads);
@@ -200,7 +212,7 @@ void print_end(const reader::TraceSummary& s) {
 int info_command(const std::string& path) {
   reader::TraceReader r;
   std::string error;
-  if (!r.open_file(path, &error)) {
+  if (!importer::open_trace(r, path, &error)) {
     print_error("{}", error);
     return 2;
   }

@@ -52,10 +52,8 @@ int report_command(const ReportOptions& options) {
       return [t = timeline.get()](const reader::ChunkView& v) { t->add(v); };
     };
     const auto analysis = analyze_path(path, {}, true, make_timeline);
-    if (analysis == nullptr) {
-      status = 2;
-      continue;
-    }
+    if (analysis == nullptr || analysis->import_damage() != nullptr) status = 2;
+    if (analysis == nullptr) continue;
     sections.push_back(analyzer::html_section(analysis->report_input(options.top), *timeline));
   }
   if (sections.empty()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "byte_source.h"
+#include "trace_reader.h"
 #include "trace_builder.h"
 
 namespace gpuscope::importer {
@@ -52,6 +53,9 @@ ImportResult import_file(const ImportTarget& target, const std::string& out_path
 // `warning` (may be null) receives import damage to print.
 std::unique_ptr<reader::ByteSource> open_trace_source(const std::string& name, std::string* error,
                                                       std::string* warning = nullptr);
+
+// The same, opened in `reader` under `name`.
+bool open_trace(reader::TraceReader& reader, const std::string& name, std::string* error);
 
 // The inputs' import targets: a path names itself, except an nsys export
 // of several processes, which names each of them.

@@ -40,6 +40,7 @@ struct ImportSourceInfo {
   std::string path;          // the file as the user named it
   std::string producer;      // "PyTorch Profiler (Kineto) schema 1.0.2", "Nsight Systems 2024.5"
   std::vector<std::string> notes;  // what the source did not hold: "no NVML samples", ...
+  bool mid_run = false;            // recording began after the program started (a profiler window)
 };
 
 struct HostCall {
@@ -124,6 +125,11 @@ class TraceBuilder {
   protocol::ProcessMetadata& process() { return process_; }
   void add_device(container::DeviceDescription device);
   void add_note(std::string note) { info_.notes.push_back(std::move(note)); }
+  void set_producer(std::string producer) { info_.producer = std::move(producer); }
+  void set_mid_run(bool mid_run) { info_.mid_run = mid_run; }
+  // The wall-clock time of timestamp 0, when the source says it (Kineto's
+  // baseTimeNanoseconds); sources whose timestamps are wall-clock need none.
+  void set_realtime_base_ns(uint64_t ns) { realtime_base_ns_ = ns; }
   void set_thread_name(uint32_t tid, std::string_view name);
 
   void add(const HostCall& call);
@@ -149,6 +155,7 @@ class TraceBuilder {
   ImportSourceInfo info_;
   protocol::ProcessMetadata process_;
   ImportCounts counts_;
+  uint64_t realtime_base_ns_ = 0;
   std::string error_;
 };
 

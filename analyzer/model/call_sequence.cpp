@@ -25,6 +25,8 @@ void CallSequence::finish(TraceModel& m) const {
   for (const auto& [tid, q] : queues_)
     if (q.waits.waits != 0) m.waits_on_queued[tid] = q.waits;
   if (first_.start_ns == UINT64_MAX) return;
+  // A profiler window that opened mid-run saw no initialization.
+  if (m.summary.import_source && m.summary.import_source->mid_run) return;
   m.context_init_call = m.summary.name_of(first_.site.function_id);
   m.context_init_ns = first_.duration_ns;
   if (first_.kind == CallKind::Init) return;

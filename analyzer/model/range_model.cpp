@@ -13,12 +13,21 @@ void RangeBuilder::add(const fb::Marker& m) {
     ++marks_;
     return;
   }
+  if (kind == K::Range) {  // a closed range (imported traces): start and duration known
+    if (stack_events_.size() + starts_.size() + ends_.size() + closed_.size() * 2 >= max_events_) {
+      ++over_limit_;
+      return;
+    }
+    closed_.push_back(RangeInstance{m.start_ns(), m.start_ns() + m.duration_ns(), m.name_id(), m.domain_id(), m.tid(),
+                                    0, false, false});
+    return;
+  }
   std::vector<Event>* into = nullptr;
   if (kind == K::RangePush || kind == K::RangePop) into = &stack_events_;
   else if (kind == K::RangeStart) into = &starts_;
   else if (kind == K::RangeEnd) into = &ends_;
-  if (into == nullptr) return;  // thread names, closed ranges of other producers
-  if (stack_events_.size() + starts_.size() + ends_.size() >= max_events_) {
+  if (into == nullptr) return;  // thread names
+  if (stack_events_.size() + starts_.size() + ends_.size() + closed_.size() * 2 >= max_events_) {
     ++over_limit_;
     return;
   }
@@ -80,17 +89,36 @@ void RangeBuilder::pair_start_end(uint64_t trace_end_ns, RangeModel* out) {
   }
 }
 
+// Closed ranges nest by time alone: per thread and domain, a range inside
+// another (starting no earlier, ending no later) is one level deeper.
+void RangeBuilder::nest_closed(RangeModel* out) {
+  std::sort(closed_.begin(), closed_.end(), [](const RangeInstance& a, const RangeInstance& b) {
+    return std::tie(a.tid, a.domain_id, a.start_ns, b.end_ns) < std::tie(b.tid, b.domain_id, b.start_ns, a.end_ns);
+  });
+  std::vector<uint64_t> open_ends;
+  for (size_t i = 0; i < closed_.size(); ++i) {
+    RangeInstance& r = closed_[i];
+    if (i > 0 && (closed_[i - 1].tid != r.tid || closed_[i - 1].domain_id != r.domain_id)) open_ends.clear();
+    while (!open_ends.empty() && open_ends.back() <= r.start_ns) open_ends.pop_back();
+    r.depth = static_cast<uint16_t>(std::min<size_t>(open_ends.size(), UINT16_MAX));
+    open_ends.push_back(r.end_ns);
+    out->ranges.push_back(r);
+  }
+}
+
 RangeModel RangeBuilder::finish(uint64_t trace_end_ns) {
   RangeModel out;
   out.marks = marks_;
   out.events_over_limit = over_limit_;
   pair_push_pop(stack_events_, trace_end_ns, &out);
   pair_start_end(trace_end_ns, &out);
+  nest_closed(&out);
   std::stable_sort(out.ranges.begin(), out.ranges.end(),
                    [](const RangeInstance& a, const RangeInstance& b) { return a.start_ns < b.start_ns; });
   stack_events_ = {};
   starts_ = {};
   ends_ = {};
+  closed_ = {};
   return out;
 }
 

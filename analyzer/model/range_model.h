@@ -4,7 +4,9 @@
 //  - start/end by range id, across threads; an end whose start is unknown
 //    is counted as unmatched;
 //  - a range still open at the end of the trace is closed there and
-//    flagged unterminated (the process died or forgot to pop).
+//    flagged unterminated (the process died or forgot to pop);
+//  - closed ranges (MarkerKind::Range: start and duration, as imported
+//    traces hold them) are taken as they are and nested by time.
 // Records arrive per thread in order but threads interleave in any order,
 // so events are collected first and paired at the end. Memory grows with
 // range events, bounded by kMaxRangeEvents (the rest counted, not paired).
@@ -55,9 +57,11 @@ class RangeBuilder {
   };
   void pair_push_pop(std::vector<Event>& events, uint64_t trace_end_ns, RangeModel* out);
   void pair_start_end(uint64_t trace_end_ns, RangeModel* out);
+  void nest_closed(RangeModel* out);
 
   std::vector<Event> stack_events_;  // RangePush / RangePop
   std::vector<Event> starts_, ends_;
+  std::vector<RangeInstance> closed_;  // MarkerKind::Range (imported traces)
   size_t max_events_;
   uint64_t marks_ = 0, over_limit_ = 0;
 };

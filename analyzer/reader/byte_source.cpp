@@ -125,6 +125,15 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::strin
   return std::make_unique<FileSource>(fd, static_cast<uint64_t>(opened.st_size));
 }
 
+std::unique_ptr<ByteSource> descriptor_source(int fd) {
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return nullptr;
+  }
+  return std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size));
+}
+
 std::unique_ptr<ByteSource> memory_source(std::span<const uint8_t> bytes) {
   return std::make_unique<MemorySource>(bytes);
 }

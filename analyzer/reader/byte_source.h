@@ -29,6 +29,9 @@ class ByteSource {
 // trace file", "cannot open PATH: ...") otherwise.
 std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error);
 std::unique_ptr<ByteSource> memory_source(std::span<const uint8_t> bytes);
+// A descriptor the caller opened (a temporary file); the source owns and
+// closes it. nullptr when it is not a regular file.
+std::unique_ptr<ByteSource> descriptor_source(int fd);
 
 // "a FIFO (named pipe)", "a directory", ...: what a file of this st_mode is.
 const char* file_kind_text(unsigned mode);

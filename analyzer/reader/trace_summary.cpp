@@ -93,6 +93,14 @@ container::EnvironmentProbeData to_probe(const fb::EnvironmentProbe& p) {
   return out;
 }
 
+container::ImportSourceData to_import_source(const fb::ImportSource& im) {
+  container::ImportSourceData d{str(im.format()), str(im.path()), str(im.producer()), {}, im.events(), im.skipped(),
+                                im.unjoined(), im.out_of_range(), im.complete(), str(im.damage()), im.mid_run()};
+  if (im.notes() != nullptr)
+    for (const auto* n : *im.notes()) d.notes.push_back(n == nullptr ? std::string() : n->str());
+  return d;
+}
+
 container::DeviceCollectionData to_device_collection(const fb::DeviceCollection& d) {
   container::DeviceCollectionData out;
   out.state = static_cast<uint8_t>(d.state());
@@ -127,6 +135,7 @@ void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
     s->host_sampling = container::HostSamplingData{static_cast<uint8_t>(h->state()), str(h->reason()), h->period_ns(),
                                                    h->samples(), h->lost(), h->threads(), h->threads_refused(),
                                                    h->unreadable()};
+  if (const auto* im = c.import_source(); im != nullptr) s->import_source = to_import_source(*im);
   if (c.modules() != nullptr)
     for (const auto* m : *c.modules()) {
       container::ModuleDescription d;

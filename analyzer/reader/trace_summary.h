@@ -92,6 +92,7 @@ struct TraceSummary {
   std::optional<container::DeviceCollectionData> device_collection;  // the latest one (format 1.1)
   std::optional<container::StackCaptureData> stack_capture;          // the latest one (format 1.3)
   std::optional<container::HostSamplingData> host_sampling;          // the latest one (format 1.4)
+  std::optional<container::ImportSourceData> import_source;          // imported traces (format 1.5)
   std::vector<container::ModuleDescription> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
   ReadStats stats;

@@ -1,0 +1,266 @@
+#include "json_stream.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace gpuscope::importer {
+namespace {
+
+constexpr size_t kWindowBytes = size_t{4} << 20;
+constexpr size_t kInputBytes = size_t{1} << 20;
+
+class PlainStream final : public ByteStream {
+ public:
+  explicit PlainStream(std::unique_ptr<reader::ByteSource> s) : source_(std::move(s)) {}
+  long read(char* out, size_t n, std::string* error) override {
+    const uint64_t left = source_->size() - offset_;
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(left, n));
+    if (take == 0) return 0;
+    if (!source_->read(offset_, out, take)) {
+      *error = "read failed at offset " + std::to_string(offset_);
+      return -1;
+    }
+    offset_ += take;
+    return static_cast<long>(take);
+  }
+
+ private:
+  std::unique_ptr<reader::ByteSource> source_;
+  uint64_t offset_ = 0;
+};
+
+// zlib's inflate with gzip framing; a file of several gzip members (as
+// concatenated .gz files are) reads as their concatenation.
+class GzipStream final : public ByteStream {
+ public:
+  explicit GzipStream(std::unique_ptr<reader::ByteSource> s) : source_(std::move(s)), input_(kInputBytes) {
+    ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
+  }
+  ~GzipStream() override {
+    if (ok_) inflateEnd(&z_);
+  }
+  long read(char* out, size_t n, std::string* error) override {
+    if (!ok_) return fail(error, "zlib could not be initialized");
+    z_.next_out = reinterpret_cast<Bytef*>(out);
+    z_.avail_out = static_cast<uInt>(std::min<size_t>(n, UINT32_MAX));
+    while (z_.avail_out > 0 && !done_) {
+      if (z_.avail_in == 0 && !refill(error)) return -1;
+      if (z_.avail_in == 0) {  // no more input before the gzip stream ended
+        if (!in_member_) break;
+        return fail(error, "truncated gzip data: the compressed stream ends at offset " + std::to_string(offset_));
+      }
+      in_member_ = true;
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        in_member_ = false;
+        inflateReset(&z_);
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        const uint64_t at = offset_ - z_.avail_in;
+        return fail(error, std::string("corrupt gzip data at compressed offset ") + std::to_string(at) + ": " +
+                               (z_.msg != nullptr ? z_.msg : "inflate failed"));
+      }
+    }
+    return static_cast<long>(std::min<size_t>(n, UINT32_MAX) - z_.avail_out);
+  }
+
+ private:
+  bool refill(std::string* error) {
+    const uint64_t left = source_->size() - offset_;
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(left, input_.size()));
+    if (take == 0) return true;
+    if (!source_->read(offset_, input_.data(), take)) {
+      *error = "read failed at offset " + std::to_string(offset_);
+      return false;
+    }
+    offset_ += take;
+    z_.next_in = reinterpret_cast<Bytef*>(input_.data());
+    z_.avail_in = static_cast<uInt>(take);
+    return true;
+  }
+  long fail(std::string* error, std::string what) {
+    *error = std::move(what);
+    done_ = true;
+    return -1;
+  }
+
+  std::unique_ptr<reader::ByteSource> source_;
+  std::vector<char> input_;
+  z_stream z_{};
+  uint64_t offset_ = 0;
+  bool ok_ = false, done_ = false, in_member_ = false;
+};
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+}  // namespace
+
+std::unique_ptr<ByteStream> plain_stream(std::unique_ptr<reader::ByteSource> source) {
+  return std::make_unique<PlainStream>(std::move(source));
+}
+std::unique_ptr<ByteStream> gzip_stream(std::unique_ptr<reader::ByteSource> source) {
+  return std::make_unique<GzipStream>(std::move(source));
+}
+
+TraceEventStream::TraceEventStream(ByteStream& in, EventFn on_event, MemberFn on_member)
+    : in_(in), on_event_(std::move(on_event)), on_member_(std::move(on_member)), buf_(kWindowBytes + kElementPadding) {}
+
+bool TraceEventStream::fill(size_t need) {
+  if (end_ - pos_ >= need) return true;
+  if (pos_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    base_ += pos_;
+    end_ -= pos_;
+    pos_ = 0;
+  }
+  if (need + kElementPadding > buf_.size()) {
+    if (need > kMaxElementBytes + 1) return false;
+    buf_.resize(std::max(need, std::min(buf_.size() * 2, kMaxElementBytes + 1)) + kElementPadding);
+  }
+  while (end_ < need && !eof_) {
+    const long got = in_.read(buf_.data() + end_, buf_.size() - kElementPadding - end_, &read_error_);
+    if (got <= 0) {
+      eof_ = true;
+      break;
+    }
+    end_ += static_cast<size_t>(got);
+  }
+  std::memset(buf_.data() + end_, 0, kElementPadding);
+  return end_ - pos_ >= need;
+}
+
+bool TraceEventStream::skip_space() {
+  for (;;) {
+    while (pos_ < end_ && is_space(buf_[pos_])) ++pos_;
+    if (pos_ < end_) return true;
+    if (!fill(1)) return false;
+  }
+}
+
+// The string starting at pos_ + from (its opening quote); *end is the
+// length from pos_ through its closing quote.
+bool TraceEventStream::scan_string(size_t from, size_t* end) {
+  size_t i = from + 1;
+  for (;;) {
+    const char* base = buf_.data() + pos_;
+    const size_t have = end_ - pos_;
+    const void* q = i < have ? std::memchr(base + i, '"', have - i) : nullptr;
+    if (q == nullptr) {
+      i = have;
+      if (!fill(have + 1)) return false;
+      continue;
+    }
+    const size_t at = static_cast<const char*>(q) - base;
+    size_t slashes = 0;
+    while (at - slashes > from && base[at - slashes - 1] == '\\') ++slashes;
+    i = at + 1;
+    if (slashes % 2 == 0) {
+      *end = i;
+      return true;
+    }
+  }
+}
+
+// The value starting at pos_; *end is its length. Scalars end at the next
+// delimiter; objects and arrays at their matching bracket.
+bool TraceEventStream::scan_value(size_t from, size_t* end) {
+  size_t i = from;
+  int depth = 0;
+  for (;;) {
+    if (pos_ + i >= end_ && !fill(i + 1)) {
+      if (depth == 0 && i > from) {  // a scalar ending the input
+        *end = i;
+        return true;
+      }
+      return false;
+    }
+    const char c = buf_[pos_ + i];
+    if (c == '"') {
+      if (!scan_string(i, &i)) return false;
+      if (depth == 0) break;
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') {
+      if (depth == 0) break;  // a scalar's end: the container closes
+      if (--depth == 0) {
+        ++i;
+        break;
+      }
+    } else if (depth == 0 && (c == ',' || is_space(c))) break;
+    ++i;
+  }
+  *end = i;
+  return i > from;
+}
+
+bool TraceEventStream::fail(std::string* error, const std::string& what) {
+  *error = !read_error_.empty() ? read_error_ : what + " at offset " + std::to_string(base_ + pos_);
+  return false;
+}
+
+bool TraceEventStream::run(std::string* error) {
+  while (state_ != State::Done && !stopped_)
+    if (!step(error)) return false;
+  return true;
+}
+
+// One move of the top-level reader: the opening bracket, one member, or
+// one event.
+bool TraceEventStream::step(std::string* error) {
+  if (!skip_space()) {
+    if (state_ == State::Start) return fail(error, "empty document");
+    return fail(error, state_ == State::Events ? "the traceEvents array is cut short" : "the document is cut short");
+  }
+  const char c = buf_[pos_];
+  if (state_ == State::Start) {
+    if (c != '{' && c != '[') return fail(error, "not a JSON object or array");
+    top_is_array_ = c == '[';
+    saw_trace_events_ = top_is_array_;
+    state_ = top_is_array_ ? State::Events : State::Key;
+    ++pos_;
+    return true;
+  }
+  if (c == ',') {
+    ++pos_;
+    return true;
+  }
+  if (state_ == State::Events) {
+    if (c == ']') {
+      ++pos_;
+      state_ = top_is_array_ ? State::Done : State::Key;
+      return true;
+    }
+    size_t len = 0;
+    if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized traceEvents element");
+    if (!on_event_(std::string_view(buf_.data() + pos_, len), base_ + pos_)) stopped_ = true;
+    pos_ += len;
+    return true;
+  }
+  if (c == '}') {
+    ++pos_;
+    state_ = State::Done;
+    return true;
+  }
+  size_t key_len = 0;
+  if (c != '"' || !scan_string(0, &key_len)) return fail(error, "expected a member name");
+  const std::string key(buf_.data() + pos_ + 1, key_len - 2);
+  pos_ += key_len;
+  if (!skip_space() || buf_[pos_] != ':') return fail(error, "expected ':' after \"" + key + "\"");
+  ++pos_;
+  if (!skip_space()) return fail(error, "the document is cut short");
+  if (key == "traceEvents" && buf_[pos_] == '[') {
+    saw_trace_events_ = true;
+    state_ = State::Events;
+    ++pos_;
+    return true;
+  }
+  size_t len = 0;
+  if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized value of \"" + key + "\"");
+  on_member_(key, std::string_view(buf_.data() + pos_, len), base_ + pos_);
+  pos_ += len;
+  return true;
+}
+
+}  // namespace gpuscope::importer
