@@ -120,19 +120,21 @@ def main():
     print(("| " if args.markdown else "") + sep.join(header) + (" |" if args.markdown else ""))
     if args.markdown:
         print("|" + "---|" * len(header))
-    worst = 0.0
+    worst, not_compared = 0.0, 0
     with tempfile.TemporaryDirectory() as scratch:
         for path in args.traces:
             try:
                 hta = hta_breakdowns(path, scratch)
             except Exception as error:  # one unreadable trace must not hide the others
                 print("%s: HTA failed: %s: %s" % (path, type(error).__name__, error))
+                not_compared += 1
                 continue
             for rank, (ref, file, notes) in sorted(hta.items()):
                 ours, error = gpuscope_breakdown(args.gpuscope, file)
                 name = os.path.basename(file)
                 if ours is None:
                     print(sep.join([name, str(rank), "-", "gpuscope: " + error]))
+                    not_compared += 1
                     continue
                 rows, verdict, _ = ours
                 if len(rows) > 1:
@@ -146,8 +148,9 @@ def main():
                         cells.append("%s/%s/%s" % (cell(ref[c]), cell(row[c]), "-" if d is None else "%+.2f" % d))
                     line = sep.join([name, str(rank), str(device)] + cells + [verdict, notes])
                     print(("| " + line + " |") if args.markdown else line)
-    print("largest difference: %.2f percentage points (tolerance %.1f)" % (worst, args.tolerance))
-    return 0 if worst <= args.tolerance else 1
+    print("largest difference: %.2f percentage points (tolerance %.1f); %d trace(s) or rank(s) not compared"
+          % (worst, args.tolerance, not_compared))
+    return 0 if worst <= args.tolerance and not_compared == 0 else 1
 
 
 if __name__ == "__main__":
