@@ -117,6 +117,28 @@ void device_metrics(const TraceModel& m, Metrics& x) {
   if (d.h2d_ns + d.d2h_ns > 0) x.achieved_gbps = static_cast<double>(d.h2d_bytes + d.d2h_bytes) / (d.h2d_ns + d.d2h_ns);
 }
 
+void gpu_time_breakdown_metrics(const TraceModel& m, Metrics& x) {
+  if (m.device_records == 0) return;
+  const GpuBreakdown& b = m.gpu_breakdown;
+  for (const DeviceBreakdown& d : b.devices) {
+    GpuTimeSplit t;
+    t.device = d.device;
+    t.span_s = d.span_ns / 1e9;
+    const double span = std::max<double>(1, static_cast<double>(d.span_ns));
+    t.idle_share = d.idle_ns() / span;
+    t.compute_share = d.compute_ns / span;
+    t.non_compute_share = d.non_compute_ns() / span;
+    if (const double idle = static_cast<double>(d.idle.total_ns()); idle > 0) {
+      t.host_wait_share = d.idle.host_wait_ns / idle;
+      t.kernel_wait_share = d.idle.kernel_wait_ns / idle;
+      t.other_wait_share = d.idle.other_ns / idle;
+    }
+    x.gpu_time_breakdown.push_back(t);
+  }
+  x.gpu_breakdown_left_out = b.left_out;
+  x.last_profiler_step_left_out = b.last_step_start_ns != 0;
+}
+
 // Without a measurement of GPU busy, a synchronization that followed queued
 // launches and blocked for T says the GPU had up to T of work queued: one
 // wait at the end of queued work is a busy GPU, not a sync-bound program.
@@ -392,6 +414,7 @@ Metrics compute_metrics(const TraceModel& m) {
   host_metrics(m, x);
   gpu_metrics(m, x);
   device_metrics(m, x);
+  gpu_time_breakdown_metrics(m, x);
   host_inferred_metrics(m, x);
   copy_metrics(m, x);
   sync_and_memory_metrics(m, x);

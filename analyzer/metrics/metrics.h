@@ -42,6 +42,17 @@ inline constexpr uint64_t kMinGpuSamples = 5;
 // At most one wait per four queued operations: the work is queued ahead.
 inline constexpr double kSparseWaitsPerOp = 0.25;
 
+// One device's time split (gpu_breakdown.h). Idle, compute and non-compute
+// are shares of the span from its first operation's start to its last
+// one's end; host wait, kernel wait and other are shares of the idle time
+// summed over its streams (unset when that sum is not positive).
+struct GpuTimeSplit {
+  int device = -1;  // -1: operations whose device the trace does not say
+  double span_s = 0;
+  double idle_share = 0, compute_share = 0, non_compute_share = 0;
+  std::optional<double> host_wait_share, kernel_wait_share, other_wait_share;
+};
+
 struct Metrics {
   double wall_s = 0;
   // The first call that needed a CUDA context absorbed its creation; with
@@ -78,6 +89,13 @@ struct Metrics {
   // Device timeline shares of wall time (unions; set with device timestamps).
   std::optional<double> device_kernel_share, device_h2d_share, device_d2h_share, device_other_copy_share,
       device_memset_share;
+  // The GPU's time the way Holistic Trace Analysis splits it
+  // (gpu_breakdown.h), per device; empty without device timestamps.
+  std::vector<GpuTimeSplit> gpu_time_breakdown;
+  // Device operations left out of it: launched in the last of two or more
+  // profiler steps (HTA leaves that step out) or with no launch call found.
+  uint64_t gpu_breakdown_left_out = 0;
+  bool last_profiler_step_left_out = false;
   std::optional<double> pcie_gbps_mean;
   uint64_t gpu_samples = 0;
   uint64_t throttle_reasons = 0;  // slowdown reasons only (idle and app-clock bits masked)

@@ -38,6 +38,9 @@ struct RangeModel {
   uint64_t marks = 0;
   uint64_t unmatched_pops = 0, unmatched_ends = 0, unterminated = 0;
   uint64_t events_over_limit = 0;
+  // The last profiler step's start (gpu_breakdown.h: last_profiler_step_start),
+  // found by the pass that paired the ranges, for the pass that reuses them.
+  uint64_t last_profiler_step_ns = 0;
   bool empty() const { return ranges.empty(); }
 };
 

@@ -20,7 +20,8 @@ class ModelBuilder {
  public:
   ModelBuilder(const reader::TraceSummary& strings_source, const TimeWindow& window, const RangeModel* known_ranges,
                const std::vector<std::pair<uint64_t, uint64_t>>& scope)
-      : names_(strings_source), window_(window), known_ranges_(known_ranges), scope_(scope), implicit_(strings_source) {
+      : names_(strings_source), window_(window), known_ranges_(known_ranges), scope_(scope), implicit_(strings_source),
+        breakdown_(strings_source, known_ranges != nullptr ? known_ranges->last_profiler_step_ns : 0) {
     if (known_ranges_ != nullptr) locator_.emplace(*known_ranges_);
   }
 
@@ -70,6 +71,7 @@ class ModelBuilder {
   reader::CallRepeats repeats_;  // for the Sync records of coalesced polls
   CallSequence sequence_;
   ImplicitSyncTally implicit_;
+  GpuBreakdownBuilder breakdown_;
   std::unordered_map<uint32_t, TimeCount> by_function_id_;
   std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
   LiveAllocations live_;
@@ -284,6 +286,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
   repeats_.add(v);
   implicit_.add(v, [&](uint64_t start_ns) { return in_window(start_ns); });
+  breakdown_.add(v, [&](uint64_t start_ns) { return in_window(start_ns); });
   for (const auto& c : v.api_calls)
     if (keep(c)) add_call(c);
   for (const auto& n : v.call_counts)  // nested calls that were only counted
@@ -341,6 +344,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
 TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   m_.summary = std::move(summary);
   m_.implicit_syncs = implicit_.finish();
+  m_.gpu_breakdown = breakdown_.finish();
   const reader::TraceSummary& s = m_.summary;
   for (const auto& [id, tc] : by_function_id_) {
     TimeCount& out = m_.host_by_function[s.name_of(id)];
@@ -365,6 +369,7 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
 
 void ModelBuilder::finish_ranges(uint64_t trace_end_ns) {
   m_.ranges = known_ranges_ != nullptr ? *known_ranges_ : range_builder_.finish(trace_end_ns);
+  if (known_ranges_ == nullptr) m_.ranges.last_profiler_step_ns = last_profiler_step_start(m_.ranges, m_.summary);
   m_.capture_windows = capture_windows_.spans();
   if (!capture_trigger_ids_.empty()) m_.capture_trigger = m_.summary.name_of(capture_trigger_ids_.front());
   m_.ranges_attributed = locator_.has_value();

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu_breakdown.h"
 #include "implicit_syncs.h"
 #include "host_samples.h"
 #include "interval_set.h"
@@ -152,6 +153,7 @@ struct TraceModel {
     uint64_t h2d_bytes = 0, d2h_bytes = 0;
     uint64_t h2d_ns = 0, d2h_ns = 0;  // sums of copy durations (bandwidth)
   } device;
+  GpuBreakdown gpu_breakdown;  // HTA's temporal and idle-time breakdowns (gpu_breakdown.h)
   std::array<TimeCount, 8> syncs_by_kind{};                 // fb::SyncKind
   TimeCount allocs, frees;
   uint64_t alloc_bytes = 0;

@@ -9,6 +9,23 @@ using json = nlohmann::ordered_json;
 
 template <class T> json optional_value(const std::optional<T>& v) { return v ? json(*v) : json(nullptr); }
 
+json gpu_time_breakdown_json(const Metrics& x) {
+  if (x.gpu_time_breakdown.empty()) return nullptr;
+  json devices = json::array();
+  for (const GpuTimeSplit& t : x.gpu_time_breakdown)
+    devices.push_back({{"device", t.device},
+                       {"span_s", t.span_s},
+                       {"idle_share", t.idle_share},
+                       {"compute_share", t.compute_share},
+                       {"non_compute_share", t.non_compute_share},
+                       {"idle_host_wait_share", optional_value(t.host_wait_share)},
+                       {"idle_kernel_wait_share", optional_value(t.kernel_wait_share)},
+                       {"idle_other_share", optional_value(t.other_wait_share)}});
+  return json{{"devices", devices},
+              {"last_profiler_step_left_out", x.last_profiler_step_left_out},
+              {"operations_left_out", x.gpu_breakdown_left_out}};
+}
+
 json breakdown_json(const ReportInput& in) {
   const Metrics& x = in.metrics;
   json host = json::object();
@@ -27,6 +44,7 @@ json breakdown_json(const ReportInput& in) {
               {"device_d2h_share", optional_value(x.device_d2h_share)},
               {"device_other_copy_share", optional_value(x.device_other_copy_share)},
               {"device_memset_share", optional_value(x.device_memset_share)},
+              {"gpu_time_breakdown", gpu_time_breakdown_json(x)},
               {"feeder_tid", x.feeder_tid},
               {"feeder_blocked_share", host},
               {"feeder_cpu_util", optional_value(x.feeder_cpu_util)},

@@ -64,6 +64,27 @@ std::string gpu_busy_line(const Metrics& x) {
   return fmt::format("  GPU busy: unknown ({}no device timestamps, no synchronization waited on queued work)\n", nvml);
 }
 
+// HTA's split of the GPU's time (gpu_breakdown.h), one line per device and
+// one for the causes of its idle time.
+void gpu_time_breakdown(std::string& out, const Metrics& x) {
+  const auto share = [](double v) { return fmt::format("{:.1f}%", v * 100); };
+  for (const GpuTimeSplit& t : x.gpu_time_breakdown) {
+    const std::string which = x.gpu_time_breakdown.size() == 1 ? ""
+                              : t.device < 0                   ? " of operations on no known device"
+                                                               : fmt::format(" of device {}", t.device);
+    out += fmt::format("    GPU time breakdown{} (as HTA computes it, over the {:.3f} s from the first GPU operation to "
+                       "the last): idle {}, compute {}, non-compute {}\n",
+                       which, t.span_s, share(t.idle_share), share(t.compute_share), share(t.non_compute_share));
+    if (t.host_wait_share)
+      out += fmt::format("      idle: host wait {}, kernel wait {}, other {} (gaps between operations on each stream)\n",
+                         share(*t.host_wait_share), share(*t.kernel_wait_share), share(*t.other_wait_share));
+  }
+  if (x.last_profiler_step_left_out)
+    out += fmt::format("      the last profiler step is left out, as HTA leaves it out ({} GPU operation(s) launched in "
+                       "it or with no launch call found)\n",
+                       x.gpu_breakdown_left_out);
+}
+
 void breakdown(std::string& out, const ReportInput& in) {
   const Metrics& x = in.metrics;
   out += fmt::format("TIME BREAKDOWN (wall {:.3f} s)\n", x.wall_s);
@@ -73,6 +94,7 @@ void breakdown(std::string& out, const ReportInput& in) {
                        "memsets {} (overlaps counted in each)\n",
                        pct(*x.device_kernel_share), pct(*x.device_h2d_share), pct(*x.device_d2h_share),
                        pct(*x.device_other_copy_share), pct(*x.device_memset_share));
+    gpu_time_breakdown(out, x);
     if (x.nvml_gpu_util) out += fmt::format("    NVML utilization for comparison: {}\n", pct(*x.nvml_gpu_util));
   } else {
     out += gpu_busy_line(x);
