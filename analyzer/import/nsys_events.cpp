@@ -66,6 +66,9 @@ bool EventMerge::add_stream(Table kind, const std::string& table, const Query& q
   }
   if (query.by_pid) stream.statement.bind(1, pid);
   for (const std::string& note : query.notes) builder_.add_note(note);
+  stream.unsorted_sql = query.unsorted_sql;
+  stream.pid = pid;
+  stream.by_pid = query.by_pid;
   stream.kind = kind;
   stream.name = table;
   stream.live = true;
@@ -90,9 +93,19 @@ void EventMerge::advance(TableStream& stream) {
     case Step::Row: stream.start = stream.statement.integer(0); return;
     case Step::Done: stream.live = false; return;
     case Step::Failed:
+      if (stream.rows == 0 && !stream.unsorted && reread_unsorted(stream)) return advance(stream);
       stream.live = false;
-      damage_.push_back(stream.name + ": " + db_.message() + " after " + std::to_string(stream.rows) + " rows");
+      damage_.push_back(stream.name + ": " + db_.message() + " after " + std::to_string(stream.rows) + " rows" +
+                        (stream.unsorted ? " (read in stored order)" : ""));
   }
+}
+
+bool EventMerge::reread_unsorted(TableStream& stream) {
+  std::string ignored;
+  stream.unsorted = true;
+  if (!stream.statement.prepare(db_, stream.unsorted_sql, &ignored)) return false;
+  if (stream.by_pid) stream.statement.bind(1, stream.pid);
+  return true;
 }
 
 // The earliest head row; on a tie the table listed first in Table (host

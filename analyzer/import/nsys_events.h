@@ -8,7 +8,10 @@
 //
 // Damage (SQLite finding a malformed page, a value over the size limit)
 // ends that table where it happened; the others go on, and the damage is
-// reported as a warning naming the table and how far it got.
+// reported as a warning naming the table and how far it got. Sorting reads
+// a whole table before its first row, so a table damaged anywhere is read
+// again in the order the file stores it (nsys writes rows nearly in time
+// order), to keep the rows before the damage.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,9 @@ struct TableStream {
   Table kind = Table::Runtime;
   std::string name;
   Statement statement;
+  std::string unsorted_sql;  // the fallback for a damaged table
+  uint32_t pid = 0;
+  bool by_pid = false, unsorted = false;
   bool live = false;
   int64_t start = 0;   // of the head row
   uint64_t rows = 0;   // handed over so far
@@ -53,6 +59,7 @@ class EventMerge {
   bool add_stream(Table kind, const std::string& table, const Query& query, uint32_t pid, std::string* error);
   void load_domains(uint32_t pid);
   void advance(TableStream& stream);
+  bool reread_unsorted(TableStream& stream);
   TableStream* next_stream();
   void emit(TableStream& stream);
   bool times(const Statement& row, int start_col, int end_col, uint64_t* start, uint64_t* duration);

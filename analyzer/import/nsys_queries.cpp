@@ -38,8 +38,9 @@ class Select {
     } else {
       query_.notes.push_back(table_ + " has no process ids: all its rows are taken as this process's");
     }
-    query_.sql = "SELECT " + columns_ + " FROM " + quoted(table_) + " AS t" + (where.empty() ? "" : " WHERE " + where) +
-                 " ORDER BY t.\"start\"";
+    query_.unsorted_sql =
+        "SELECT " + columns_ + " FROM " + quoted(table_) + " AS t" + (where.empty() ? "" : " WHERE " + where);
+    query_.sql = query_.unsorted_sql + " ORDER BY t.\"start\"";
     return query_;
   }
 

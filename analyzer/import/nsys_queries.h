@@ -30,6 +30,7 @@ inline constexpr int kNvtxMark = 34, kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvt
 
 struct Query {
   std::string sql;      // binds ?1 = the pid when `by_pid`
+  std::string unsorted_sql;  // the same rows in the order the file stores them
   bool by_pid = false;
   std::string missing;  // a required column the table lacks: the table cannot be read
   std::vector<std::string> notes;  // optional columns it lacks, as coverage lines
