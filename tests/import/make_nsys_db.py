@@ -27,7 +27,8 @@ short), no_process (nsys tables with no rows).
 Rows are inserted out of time order on purpose (nsys does not promise an
 order): the importer must sort. Output is deterministic.
 
-Usage: make_nsys_db.py OUTDIR [--small]   (--small: few iterations, for fuzz seeds)
+Usage: make_nsys_db.py OUTDIR [--seeds]
+  --seeds: three small exports (512-byte pages, a few iterations) for the fuzz corpus
 """
 import os
 import sqlite3
@@ -303,10 +304,11 @@ def write_nvtx(db, t, layout):
                        "VALUES (?, ?, ?, ?, ?, ?)", (s, e, kind, gtid, t.sid(text), domain))
 
 
-def write_db(path, t, layout, pids):
+def write_db(path, t, layout, pids, page_size=4096):
     if os.path.exists(path):
         os.remove(path)
     db = sqlite3.connect(path)
+    db.execute(f"PRAGMA page_size = {page_size}")
     db.execute("PRAGMA journal_mode = OFF")
     db.executescript(NEW_TABLES if layout == "new" else OLD_TABLES)
     write_metadata(db, t, layout, pids)
@@ -376,19 +378,21 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    out, small = argv[1], "--small" in argv
+    out, seeds = argv[1], "--seeds" in argv
     os.makedirs(out, exist_ok=True)
     sizes = {"healthy": 600, "sync_heavy": 400, "pageable": 400, "multiprocess": 300}
     for layout in ("new", "old"):
         for name, iterations in sizes.items():
             if layout == "old" and name == "multiprocess":
                 continue
-            t, pids = workload(name, 12 if small else iterations)
+            if seeds and f"{layout}_{name}" not in ("new_healthy", "new_multiprocess", "old_pageable"):
+                continue
+            t, pids = workload(name, 6 if seeds else iterations)
             path = os.path.join(out, f"{layout}_{name}.sqlite")
-            write_db(path, t, layout, pids)
+            write_db(path, t, layout, pids, 512 if seeds else 4096)
             if layout == "new":
                 write_driver(path, t)
-    if not small:
+    if not seeds:
         write_bad_inputs(out)
     return 0
 
