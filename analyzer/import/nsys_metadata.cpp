@@ -8,6 +8,8 @@ namespace gpuscope::importer::nsys {
 namespace {
 
 constexpr int kMaxThreadNames = 1 << 16;
+// Processes listed from one export; a file claiming more is not a capture.
+constexpr size_t kMaxProcesses = 4096;
 constexpr int kMaxDevices = 256;
 constexpr size_t kMaxNameBytes = 4096;
 
@@ -145,7 +147,11 @@ Activity process_activity(const Export& ex) {
       continue;
     }
     Step step;
-    while ((step = st.step()) == Step::Row) out.rows_by_pid[static_cast<uint32_t>(st.integer(0))] += st.integer(1);
+    while ((step = st.step()) == Step::Row) {
+      const auto pid = static_cast<uint32_t>(st.integer(0));
+      if (out.rows_by_pid.size() < kMaxProcesses || out.rows_by_pid.count(pid) != 0)
+        out.rows_by_pid[pid] += static_cast<uint64_t>(st.integer(1));
+    }
     if (step == Step::Failed) out.damage = table + ": " + ex.db.message();
   }
   return out;
