@@ -30,6 +30,7 @@ find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)  # the analyzer's --json output; simgpu's node files
 find_package(GTest REQUIRED)
+find_package(SQLite3 REQUIRED)          # Nsight Systems SQLite exports (analyzer/import/nsys_*)
 if(GPUSCOPE_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()

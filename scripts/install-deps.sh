@@ -14,6 +14,7 @@ packages=(
   libdw-dev                         # offline symbolization
   libsimdjson-dev zlib1g-dev        # importing PyTorch profiler (Kineto) JSON, plain or gzip
   libcli11-dev                      # command line
+  libsqlite3-dev                    # Nsight Systems SQLite exports (gpuscope import/analyze)
   nlohmann-json3-dev                # simgpu node descriptions, JSON reports
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3 python3-jsonschema        # small test helpers; the --json schema check
