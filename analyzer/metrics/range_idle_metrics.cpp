@@ -11,6 +11,7 @@ namespace gpuscope::analyzer {
 namespace {
 
 using Span = std::pair<uint64_t, uint64_t>;
+constexpr double kWholeRunShare = 0.9;
 
 bool is_profiler_step(const std::string& name) { return name.starts_with("ProfilerStep#"); }
 
@@ -61,18 +62,28 @@ std::vector<Span> merged(std::vector<Span> spans) {
   return out;
 }
 
+// Judged time: after the call that created the context, as the rest of
+// the analysis judges it.
+uint64_t judged_from(const TraceModel& m) { return std::max(m.begin_ns, m.context_init_end_ns); }
+
 void idle_under_ranges(const TraceModel& m, const BusyIndex& busy, Metrics& x) {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<Span>> by_name;  // (domain, name) -> instances
   for (const RangeInstance& r : m.ranges.ranges) {
     if (r.tid != x.feeder_tid) continue;
-    const uint64_t a = std::max(r.start_ns, m.begin_ns), b = std::min(r.end_ns, m.end_ns);
+    const uint64_t a = std::max(r.start_ns, judged_from(m)), b = std::min(r.end_ns, m.end_ns);
     if (b > a) by_name[{r.domain_id, r.name_id}].emplace_back(a, b);
   }
   for (auto& [key, spans] : by_name) {
     RangeIdleCover c{m.summary.name_of(key.second), key.first == 0 ? "" : m.summary.name_of(key.first), spans.size()};
     if (is_profiler_step(c.name)) continue;
-    uint64_t idle = 0;
-    for (const Span& s : merged(std::move(spans))) idle += (s.second - s.first) - busy.busy_within(s.first, s.second);
+    uint64_t idle = 0, length = 0;
+    for (const Span& s : merged(std::move(spans))) {
+      length += s.second - s.first;
+      idle += (s.second - s.first) - busy.busy_within(s.first, s.second);
+    }
+    // A range around (nearly) the whole run, as a profiler step is, says
+    // nothing about where the idle time went.
+    if (length >= kWholeRunShare * (m.end_ns - judged_from(m))) continue;
     c.idle_s = idle / 1e9;
     c.share_of_idle = x.gpu_idle_s > 0 ? std::min(1.0, c.idle_s / x.gpu_idle_s) : 0;
     if (idle > 0) x.idle_under_ranges.push_back(std::move(c));
@@ -99,9 +110,10 @@ void step_busy(const TraceModel& m, const BusyIndex& busy, Metrics& x) {
 }  // namespace
 
 void range_idle_metrics(const TraceModel& m, Metrics& x) {
-  if (!x.device_timestamps || m.end_ns <= m.begin_ns) return;
+  const uint64_t from = judged_from(m);
+  if (!x.device_timestamps || m.end_ns <= from) return;
   const BusyIndex busy(m.device);
-  x.gpu_idle_s = ((m.end_ns - m.begin_ns) - busy.busy_within(m.begin_ns, m.end_ns)) / 1e9;
+  x.gpu_idle_s = ((m.end_ns - from) - busy.busy_within(from, m.end_ns)) / 1e9;
   idle_under_ranges(m, busy, x);
   step_busy(m, busy, x);
 }

@@ -72,12 +72,15 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   const double outside = x.feeder_outside_cuda_share;
   const bool gpu_idle = !x.gpu_util || *x.gpu_util < kGpuIdle;
   const RangeIdleCover* holder = idle_holder(x);
+  // A named host stage that held the GPU idle is evidence enough once the
+  // idle time matters (>= kFailShare of the time), however busy the GPU
+  // was the rest of it; without one, a mostly idle GPU and a busy CPU are.
+  const bool held_idle = holder != nullptr && x.gpu_util && 1.0 - *x.gpu_util >= kFailShare;
   // Without GPU work there is no GPU to starve (fallback or no CUDA work).
-  if (!x.gpu_work_done || !gpu_idle || x.host_threads_with_cuda == 0) return std::nullopt;
-  if (!host_cpu_busy(x) && holder == nullptr) return std::nullopt;
-  const double share = holder != nullptr && x.wall_s > 0
-                           ? std::max(holder->idle_s / x.wall_s, outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0))
-                           : outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
+  if (!x.gpu_work_done || x.host_threads_with_cuda == 0) return std::nullopt;
+  if (!held_idle && !(gpu_idle && host_cpu_busy(x))) return std::nullopt;
+  const double share = held_idle && x.wall_s > 0 ? holder->idle_s / x.wall_s
+                                                 : outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
   Status st = share_status(share, kFailShare, kWarnShare);
   if (st == Status::Pass) return std::nullopt;
   // A host stage that already uses every core, or whose work is already
@@ -85,7 +88,7 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   const bool spread = x.feeder_cpu_share && *x.feeder_cpu_share < kSerialShare;
   if (host_cores_saturated(x) || spread) st = Status::Warn;
   const std::string title =
-      holder != nullptr
+      held_idle
           ? fmt::format("the GPU waits for the host: {} held the feeding thread for {} of the GPU's idle time",
                         holder->name, pct(holder->share_of_idle))
           : fmt::format("the GPU waits for the host: the feeding thread spends {} of the time outside CUDA", pct(outside));
