@@ -1,5 +1,7 @@
 #include "range_model.h"
 
+#include "trace_model.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -183,6 +185,27 @@ int64_t RangeLocator::locate(uint32_t tid, uint64_t ns) const {
     if (inner >= 0) return inner;
   }
   return find(process_wide_, ns);
+}
+
+std::string range_group_name(const std::string& name) {
+  size_t digits = name.size();
+  while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9') --digits;
+  if (digits == name.size() || digits == 0 || name[digits - 1] != '#') return name;
+  return name.substr(0, digits) + "*";
+}
+
+void merge_range_stats(RangeStats& into, const RangeStats& from) {
+  if (into.count == 0) {
+    into = from;
+    return;
+  }
+  into.count += from.count;
+  into.total_ns += from.total_ns;
+  into.unterminated += from.unterminated;
+  into.max_depth = std::max(into.max_depth, from.max_depth);
+  into.start_end |= from.start_end;
+  for (size_t k = 0; k < kCallKinds; ++k) into.blocked_ns[k] += from.blocked_ns[k];
+  into.calls += from.calls;
 }
 
 }  // namespace gpuscope::analyzer

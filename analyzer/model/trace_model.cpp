@@ -395,11 +395,14 @@ void ModelBuilder::finish_ranges(uint64_t trace_end_ns) {
       st.calls += it->second.calls;
     }
   }
+  // Numbered instances of one range ("ProfilerStep#12") are one row.
+  std::map<std::pair<std::string, std::string>, RangeStats> by_group;
   for (auto& [ids, st] : by_name) {
     st.domain = ids.first != 0 ? m_.summary.name_of(ids.first) : "";  // names_ is moved into m_.summary by now
-    st.name = ids.second != 0 ? m_.summary.name_of(ids.second) : "(unnamed)";
-    m_.range_stats.push_back(std::move(st));
+    st.name = range_group_name(ids.second != 0 ? m_.summary.name_of(ids.second) : "(unnamed)");
+    merge_range_stats(by_group[{st.domain, st.name}], st);
   }
+  for (auto& [key, st] : by_group) m_.range_stats.push_back(std::move(st));
   std::stable_sort(m_.range_stats.begin(), m_.range_stats.end(),
                    [](const RangeStats& a, const RangeStats& b) { return a.total_ns > b.total_ns; });
 }

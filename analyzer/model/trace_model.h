@@ -110,6 +110,12 @@ struct RangeStats {
   uint64_t calls = 0;
 };
 
+// The row a range's stats go in: numbered instances of one range
+// ("ProfilerStep#12", "batch #3") share "ProfilerStep#*", "batch #*".
+std::string range_group_name(const std::string& name);
+// Adds `from`'s counts and times into `into` (which takes its names when empty).
+void merge_range_stats(RangeStats& into, const RangeStats& from);
+
 struct TraceModel {
   reader::TraceSummary summary;
   uint64_t begin_ns = 0, end_ns = 0;  // the process's span as traced
