@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace gpuscope::importer {
 namespace {
@@ -43,13 +44,17 @@ class GzipStream final : public ByteStream {
   }
   long read(char* out, size_t n, std::string* error) override {
     if (!ok_) return fail(error, "zlib could not be initialized");
+    if (!pending_damage_.empty()) return fail(error, std::exchange(pending_damage_, {}));
+    const size_t want = std::min<size_t>(n, UINT32_MAX);
     z_.next_out = reinterpret_cast<Bytef*>(out);
-    z_.avail_out = static_cast<uInt>(std::min<size_t>(n, UINT32_MAX));
-    while (z_.avail_out > 0 && !done_) {
-      if (z_.avail_in == 0 && !refill(error)) return -1;
+    z_.avail_out = static_cast<uInt>(want);
+    std::string damage;
+    while (z_.avail_out > 0 && !done_ && damage.empty()) {
+      if (z_.avail_in == 0 && !refill(&damage)) break;
       if (z_.avail_in == 0) {  // no more input before the gzip stream ended
         if (!in_member_) break;
-        return fail(error, "truncated gzip data: the compressed stream ends at offset " + std::to_string(offset_));
+        damage = "truncated gzip data: the compressed stream ends at offset " + std::to_string(offset_);
+        break;
       }
       in_member_ = true;
       const int rc = inflate(&z_, Z_NO_FLUSH);
@@ -58,11 +63,17 @@ class GzipStream final : public ByteStream {
         inflateReset(&z_);
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         const uint64_t at = offset_ - z_.avail_in;
-        return fail(error, std::string("corrupt gzip data at compressed offset ") + std::to_string(at) + ": " +
-                               (z_.msg != nullptr ? z_.msg : "inflate failed"));
+        damage = std::string("corrupt gzip data at compressed offset ") + std::to_string(at) + ": " +
+                 (z_.msg != nullptr ? z_.msg : "inflate failed");
       }
     }
-    return static_cast<long>(std::min<size_t>(n, UINT32_MAX) - z_.avail_out);
+    const size_t produced = want - z_.avail_out;
+    if (damage.empty()) return static_cast<long>(produced);
+    // What was inflated before the damage is the document's: handed out
+    // first, the damage on the next read.
+    if (produced == 0) return fail(error, std::move(damage));
+    pending_damage_ = std::move(damage);
+    return static_cast<long>(produced);
   }
 
  private:
@@ -90,6 +101,7 @@ class GzipStream final : public ByteStream {
   z_stream z_{};
   uint64_t offset_ = 0;
   bool ok_ = false, done_ = false, in_member_ = false;
+  std::string pending_damage_;
 };
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -203,7 +215,17 @@ bool TraceEventStream::fail(std::string* error, const std::string& what) {
 bool TraceEventStream::run(std::string* error) {
   while (state_ != State::Done && !stopped_)
     if (!step(error)) return false;
-  return true;
+  return stopped_ || read_to_end(error);
+}
+
+// Reading on past the document's last byte lets the source check its own
+// end: a gzip stream's checksum and length, which come after the data.
+bool TraceEventStream::read_to_end(std::string* error) {
+  while (!eof_) {
+    pos_ = end_;
+    fill(1);
+  }
+  return read_error_.empty() || fail(error, read_error_);
 }
 
 // One move of the top-level reader: the opening bracket, one member, or
@@ -215,6 +237,10 @@ bool TraceEventStream::step(std::string* error) {
   }
   const char c = buf_[pos_];
   if (state_ == State::Start) {
+    if (base_ + pos_ == 0 && fill(3) && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) {
+      pos_ += 3;  // a UTF-8 byte order mark, as sniff_format allows
+      return true;
+    }
     if (c != '{' && c != '[') return fail(error, "not a JSON object or array");
     top_is_array_ = c == '[';
     saw_trace_events_ = top_is_array_;
