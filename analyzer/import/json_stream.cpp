@@ -106,6 +106,15 @@ class GzipStream final : public ByteStream {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// A member name as an error quotes it: short, and on one line whatever
+// the file holds (the scanner does not reject control characters).
+std::string quoted_name(std::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string out = "\"";
+  for (char c : key.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  return out + (key.size() > kShown ? "...\"" : "\"");
+}
+
 }  // namespace
 
 std::unique_ptr<ByteStream> plain_stream(std::unique_ptr<reader::ByteSource> source) {
@@ -273,7 +282,7 @@ bool TraceEventStream::step(std::string* error) {
   if (c != '"' || !scan_string(0, &key_len)) return fail(error, "expected a member name");
   const std::string key(buf_.data() + pos_ + 1, key_len - 2);
   pos_ += key_len;
-  if (!skip_space() || buf_[pos_] != ':') return fail(error, "expected ':' after \"" + key + "\"");
+  if (!skip_space() || buf_[pos_] != ':') return fail(error, "expected ':' after " + quoted_name(key));
   ++pos_;
   if (!skip_space()) return fail(error, "the document is cut short");
   if (key == "traceEvents" && buf_[pos_] == '[') {
@@ -283,7 +292,7 @@ bool TraceEventStream::step(std::string* error) {
     return true;
   }
   size_t len = 0;
-  if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized value of \"" + key + "\"");
+  if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized value of " + quoted_name(key));
   on_member_(key, std::string_view(buf_.data() + pos_, len), base_ + pos_);
   pos_ += len;
   return true;
