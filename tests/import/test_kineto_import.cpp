@@ -109,6 +109,8 @@ struct Spelling {
   const char* name;
   const char *runtime, *driver, *kernel, *memcpy, *memset, *cpu_op;
 };
+void PrintTo(const Spelling& s, std::ostream* os) { *os << s.name << " spelling"; }
+
 const Spelling kNew{"new", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset", "cpu_op"};
 const Spelling kOld{"old", "Runtime", "Driver", "Kernel", "Memcpy", "Memset", "Operator"};
 
