@@ -9,59 +9,25 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "../support/temp_dir.h"
+#include "../support/trace_contents.h"
 #include "import.h"
 #include "pipeline.h"
 #include "record_flags.h"
-#include "trace_summary.h"
 
 namespace gpuscope::importer {
 namespace {
 
-namespace fs = std::filesystem;
-
-// A fresh directory for one test's files, removed after it.
-class TempDir {
- public:
-  TempDir() {
-    std::string p = (fs::temp_directory_path() / "gpuscope-kineto-XXXXXX").string();
-    path_ = ::mkdtemp(p.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-  std::string path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-// What the native trace holds, records and strings resolved.
-struct NativeTrace {
+// A hand-written document in a file of `dir`, imported next to it.
+struct NativeTrace : test::TraceContents {
   ImportResult result;
-  reader::TraceSummary summary;
-  std::vector<fb::ApiCall> calls;
-  std::vector<fb::Kernel> kernels;
-  std::vector<fb::Copy> copies;
-  std::vector<fb::Memset> memsets;
-  std::vector<fb::Sync> syncs;
-  std::vector<fb::Alloc> allocs;
-  std::vector<fb::Marker> markers;
 
   std::string name(uint32_t id) const { return id == 0 ? "" : summary.name_of(id); }
-  template <class R> static std::vector<R> of(const std::vector<R>& all, fb::Source source) {
-    std::vector<R> out;
-    std::copy_if(all.begin(), all.end(), std::back_inserter(out), [&](const R& r) { return r.source() == source; });
-    return out;
-  }
   const fb::ApiCall* call(const std::string& function) const {
-    for (const auto& c : calls)
+    for (const auto& c : api_calls)
       if (name(c.function_id()) == function) return &c;
     return nullptr;
   }
@@ -70,7 +36,7 @@ struct NativeTrace {
       if (r.source() == source && r.correlation_id() == id) return &r;
     return nullptr;
   }
-  // "domain/name" of every range, in file order.
+  // "domain/name" of every range, sorted.
   std::vector<std::string> ranges() const {
     std::vector<std::string> out;
     for (const auto& m : markers)
@@ -80,26 +46,20 @@ struct NativeTrace {
   }
 };
 
-NativeTrace import_document(const TempDir& dir, const std::string& json, const std::string& name = "in.json") {
+std::string write_file(const test::TempDir& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir.file(name), std::ios::binary) << text;
+  return dir.file(name);
+}
+
+NativeTrace import_document(const test::TempDir& dir, const std::string& json, const std::string& name = "in.json") {
   NativeTrace t;
-  const std::string in = dir.write(name, json), out = dir.path(name + ".gpuscope");
-  fs::remove(out);
+  const std::string in = write_file(dir, name, json), out = dir.file(name + ".gpuscope");
+  std::filesystem::remove(out);
   t.result = import_file(ImportTarget{in, 0}, out);
   if (t.result.fd >= 0) ::close(t.result.fd);
   if (!t.result.error.empty()) return t;
-  reader::TraceReader trace;
-  std::string error;
-  EXPECT_TRUE(trace.open_file(out, &error)) << error;
-  trace.read([&](const reader::ChunkView& c) {
-    t.calls.insert(t.calls.end(), c.api_calls.begin(), c.api_calls.end());
-    t.kernels.insert(t.kernels.end(), c.kernels.begin(), c.kernels.end());
-    t.copies.insert(t.copies.end(), c.copies.begin(), c.copies.end());
-    t.memsets.insert(t.memsets.end(), c.memsets.begin(), c.memsets.end());
-    t.syncs.insert(t.syncs.end(), c.syncs.begin(), c.syncs.end());
-    t.allocs.insert(t.allocs.end(), c.allocs.begin(), c.allocs.end());
-    t.markers.insert(t.markers.end(), c.markers.begin(), c.markers.end());
-  });
-  t.summary = reader::summarize(trace);
+  static_cast<test::TraceContents&>(t) = test::read_trace_file(out);
+  EXPECT_TRUE(t.error.empty()) << t.error;
   EXPECT_TRUE(t.summary.problems.empty()) << reader::describe(t.summary.problems.front());
   return t;
 }
@@ -181,11 +141,11 @@ std::string every_category(const Spelling& s) {
 class KinetoCategories : public ::testing::TestWithParam<Spelling> {};
 
 TEST_P(KinetoCategories, HostCallsAndTheirDeviceWork) {
-  TempDir dir;
+  test::TempDir dir;
   const NativeTrace t = import_document(dir, every_category(GetParam()));
   ASSERT_GE(t.result.fd, 0) << t.result.error;
   EXPECT_TRUE(t.result.warning.empty()) << t.result.warning;
-  ASSERT_EQ(t.calls.size(), 6u);
+  ASSERT_EQ(t.api_calls.size(), 6u);
   const fb::ApiCall* launch = t.call("cudaLaunchKernel");
   ASSERT_NE(launch, nullptr);
   EXPECT_EQ(launch->start_ns(), kT0ns + 100'250);
@@ -225,7 +185,7 @@ TEST_P(KinetoCategories, HostCallsAndTheirDeviceWork) {
 // The host Copy gets bytes, direction and memory kinds from the device
 // record, whichever of the two comes first in the file.
 TEST_P(KinetoCategories, CopiesAndMemsetsJoinedByCorrelation) {
-  TempDir dir;
+  test::TempDir dir;
   const NativeTrace t = import_document(dir, every_category(GetParam()));
   ASSERT_GE(t.result.fd, 0) << t.result.error;
   struct Expected {
@@ -265,7 +225,7 @@ TEST_P(KinetoCategories, CopiesAndMemsetsJoinedByCorrelation) {
 }
 
 TEST_P(KinetoCategories, RangesAllocatorEventsAndMetadata) {
-  TempDir dir;
+  test::TempDir dir;
   const NativeTrace t = import_document(dir, every_category(GetParam()));
   ASSERT_GE(t.result.fd, 0) << t.result.error;
   EXPECT_EQ(t.ranges(), (std::vector<std::string>{"/ProfilerStep#3", "/my_region", "pytorch.cpu_op/aten::linear",
@@ -314,7 +274,7 @@ INSTANTIATE_TEST_SUITE_P(Spellings, KinetoCategories, ::testing::Values(kNew, kO
 
 // Both spellings give the same records.
 TEST(KinetoImport, OldAndNewSpellingsGiveTheSameTrace) {
-  TempDir dir;
+  test::TempDir dir;
   const NativeTrace a = import_document(dir, every_category(kNew), "new.json");
   const NativeTrace b = import_document(dir, every_category(kOld), "old.json");
   ASSERT_GE(a.result.fd, 0);
@@ -328,7 +288,7 @@ TEST(KinetoImport, OldAndNewSpellingsGiveTheSameTrace) {
 // Fields left out or written differently: no args, no dur, pid and tid as
 // strings, ts as an integer.
 TEST(KinetoImport, MissingAndOddlyTypedFields) {
-  TempDir dir;
+  test::TempDir dir;
   const std::string doc =
       "{\"traceEvents\":["
       "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":\"4242\",\"tid\":\"4243\","
@@ -340,24 +300,39 @@ TEST(KinetoImport, MissingAndOddlyTypedFields) {
       "{\"cat\":\"cuda_runtime\",\"name\":\"no_ph\",\"ts\":1700000000000202}]}";
   const NativeTrace t = import_document(dir, doc);
   ASSERT_GE(t.result.fd, 0) << t.result.error;
-  ASSERT_EQ(t.calls.size(), 1u);
-  EXPECT_EQ(t.calls[0].start_ns(), kT0ns + 200'000);
-  EXPECT_EQ(t.calls[0].duration_ns(), 0u);
-  EXPECT_EQ(t.calls[0].correlation_id(), 0u);
-  EXPECT_EQ(t.calls[0].tid(), 4243u);
-  const auto device = NativeTrace::of(t.kernels, fb::Source::Device);
-  ASSERT_EQ(device.size(), 1u);
-  EXPECT_EQ(device[0].stream(), 9u);   // from the tid: no args
-  EXPECT_EQ(device[0].device(), 0);    // from the pid
-  EXPECT_EQ(device[0].duration_ns(), 25'000u);
+  ASSERT_EQ(t.api_calls.size(), 1u);
+  EXPECT_EQ(t.api_calls[0].start_ns(), kT0ns + 200'000);
+  EXPECT_EQ(t.api_calls[0].duration_ns(), 0u);
+  EXPECT_EQ(t.api_calls[0].correlation_id(), 0u);
+  EXPECT_EQ(t.api_calls[0].tid(), 4243u);
+  ASSERT_EQ(t.summary.counts.device.kernels, 1u);
+  const auto device = std::find_if(t.kernels.begin(), t.kernels.end(),
+                                   [](const fb::Kernel& k) { return k.source() == fb::Source::Device; });
+  EXPECT_EQ(device->stream(), 9u);  // from the tid: no args
+  EXPECT_EQ(device->device(), 0);   // from the pid
+  EXPECT_EQ(device->duration_ns(), 25'000u);
   EXPECT_EQ(t.ranges(), std::vector<std::string>{"pytorch.cpu_op/no_dur"});
   EXPECT_EQ(t.summary.process->pid, 4242);
   EXPECT_EQ(t.result.counts.skipped, 1u);  // no "ph"
   EXPECT_EQ(t.result.counts.unjoined, 1u);  // the launch without a correlation id
 }
 
+// Nesting inside an event is skipped, not recursed into, however deep.
+TEST(KinetoImport, DeeplyNestedArgsAreSkipped) {
+  test::TempDir dir;
+  constexpr size_t kDepth = 100'000;
+  const std::string call = "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMalloc\",\"pid\":1,\"tid\":1,"
+                           "\"ts\":1700000000000001,\"dur\":2}";
+  const std::string deep = "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"args\":" + std::string(kDepth, '[') +
+                           std::string(kDepth, ']') + ",\"name\":\"deep\",\"ts\":1700000000000003,\"tid\":1}";
+  const NativeTrace t = import_document(dir, "{\"traceEvents\":[" + call + "," + deep + "," + call + "]}");
+  ASSERT_GE(t.result.fd, 0) << t.result.error;
+  EXPECT_EQ(t.api_calls.size(), 2u);
+  EXPECT_EQ(t.ranges(), std::vector<std::string>{"pytorch.cpu_op/deep"});
+}
+
 TEST(KinetoImport, UnusableTimestampsAreCountedOutOfRange) {
-  TempDir dir;
+  test::TempDir dir;
   std::string doc = "{\"traceEvents\":[";
   for (const char* bad : {"-5", "-1700000000000000.5", "1e30", "5000000000000000", "\"1700000000000000\"", "true"})
     doc += "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaFree\",\"pid\":1,\"tid\":1,\"ts\":" + std::string(bad) +
@@ -368,14 +343,14 @@ TEST(KinetoImport, UnusableTimestampsAreCountedOutOfRange) {
   ASSERT_GE(t.result.fd, 0) << t.result.error;
   EXPECT_EQ(t.result.counts.out_of_range, 7u);
   EXPECT_EQ(t.summary.import_source->out_of_range, 7u);
-  ASSERT_EQ(t.calls.size(), 1u);
-  EXPECT_EQ(t.name(t.calls[0].function_id()), "cudaMalloc");
+  ASSERT_EQ(t.api_calls.size(), 1u);
+  EXPECT_EQ(t.name(t.api_calls[0].function_id()), "cudaMalloc");
   EXPECT_EQ(t.summary.process->start_monotonic_ns, kT0ns + 1'000);
 }
 
 // One line naming the file and the problem; no trace.
 TEST(KinetoImport, DocumentsThatAreNotTracesAreRefused) {
-  TempDir dir;
+  test::TempDir dir;
   struct Case {
     std::string doc, message;
   };
@@ -390,17 +365,17 @@ TEST(KinetoImport, DocumentsThatAreNotTracesAreRefused) {
     SCOPED_TRACE(c.doc);
     const NativeTrace t = import_document(dir, c.doc);
     EXPECT_LT(t.result.fd, 0);
-    EXPECT_EQ(t.result.error, dir.path("in.json") + ": " + c.message);
+    EXPECT_EQ(t.result.error, dir.file("in.json") + ": " + c.message);
   }
 }
 
 // Damage after some events: those before it are the trace, and the
 // analysis says where the import stopped.
 TEST(KinetoImport, DamageAfterEventsKeepsThemAndIsReported) {
-  TempDir dir;
+  test::TempDir dir;
   std::string doc = every_category(kNew);
   doc = doc.substr(0, doc.find("cudaMemsetAsync"));
-  const std::string path = dir.write("cut.json", doc);
+  const std::string path = write_file(dir, "cut.json", doc);
   analyzer::PipelineResult r = analyzer::analyze_trace(path);
   ASSERT_NE(r.analysis, nullptr) << r.error.message;
   ASSERT_NE(r.analysis->import_damage(), nullptr);
@@ -415,8 +390,8 @@ TEST(KinetoImport, DamageAfterEventsKeepsThemAndIsReported) {
 
 // The analysis pipeline takes the JSON file directly (open_trace_source).
 TEST(KinetoImport, AnalyzedThroughThePipeline) {
-  TempDir dir;
-  const std::string path = dir.write("t.pt.trace.json", every_category(kOld));
+  test::TempDir dir;
+  const std::string path = write_file(dir, "t.pt.trace.json", every_category(kOld));
   analyzer::PipelineResult r = analyzer::analyze_trace(path);
   ASSERT_NE(r.analysis, nullptr) << r.error.message;
   EXPECT_EQ(r.analysis->import_damage(), nullptr);
