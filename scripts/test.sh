@@ -3,7 +3,7 @@
 # samples on simgpu, schema evolution, fuzz corpus replay, the conformance corpus), the
 # bundle, the same unit and fuzz tests under AddressSanitizer + UBSan with the
 # conformance corpus run under that build's libgpuscope.so, and bounded libFuzzer runs of
-# the trace reader, the control protocol and the Nsight Systems importer when
+# the trace reader, the control protocol, the Nsight Systems and the Kineto importers when
 # clang's fuzzer runtime is present.
 # Usage: scripts/test.sh            (from a fresh clone: installs what is missing)
 set -euo pipefail
@@ -36,12 +36,14 @@ if command -v clang++ >/dev/null 2>&1 && \
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSCOPE_FUZZ=ON \
         -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_reader_seeds fuzz_control fuzz_control_seeds \
-        fuzz_nsys fuzz_nsys_seeds
+        fuzz_nsys fuzz_nsys_seeds fuzz_kineto fuzz_kineto_seeds
   (cd build-fuzz && ctest -R fuzz.reader_libfuzzer --output-on-failure --timeout 900)
   echo "== libFuzzer: control protocol (30 s)"
   (cd build-fuzz && ctest -R fuzz.control_libfuzzer --output-on-failure --timeout 300)
   echo "== libFuzzer: Nsight Systems SQLite import (60 s)"
   (cd build-fuzz && ctest -R fuzz.nsys_libfuzzer --output-on-failure --timeout 300)
+  echo "== libFuzzer: Kineto JSON import (60 s)"
+  (cd build-fuzz && ctest -R fuzz.kineto_libfuzzer --output-on-failure --timeout 300)
 else
   echo "== libFuzzer run skipped: clang's fuzzer runtime is not installed (corpus replay ran above)"
 fi

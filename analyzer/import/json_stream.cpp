@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace gpuscope::importer {
 namespace {
@@ -43,13 +44,17 @@ class GzipStream final : public ByteStream {
   }
   long read(char* out, size_t n, std::string* error) override {
     if (!ok_) return fail(error, "zlib could not be initialized");
+    if (!pending_damage_.empty()) return fail(error, std::exchange(pending_damage_, {}));
+    const size_t want = std::min<size_t>(n, UINT32_MAX);
     z_.next_out = reinterpret_cast<Bytef*>(out);
-    z_.avail_out = static_cast<uInt>(std::min<size_t>(n, UINT32_MAX));
-    while (z_.avail_out > 0 && !done_) {
-      if (z_.avail_in == 0 && !refill(error)) return -1;
+    z_.avail_out = static_cast<uInt>(want);
+    std::string damage;
+    while (z_.avail_out > 0 && !done_ && damage.empty()) {
+      if (z_.avail_in == 0 && !refill(&damage)) break;
       if (z_.avail_in == 0) {  // no more input before the gzip stream ended
         if (!in_member_) break;
-        return fail(error, "truncated gzip data: the compressed stream ends at offset " + std::to_string(offset_));
+        damage = "truncated gzip data: the compressed stream ends at offset " + std::to_string(offset_);
+        break;
       }
       in_member_ = true;
       const int rc = inflate(&z_, Z_NO_FLUSH);
@@ -58,11 +63,17 @@ class GzipStream final : public ByteStream {
         inflateReset(&z_);
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         const uint64_t at = offset_ - z_.avail_in;
-        return fail(error, std::string("corrupt gzip data at compressed offset ") + std::to_string(at) + ": " +
-                               (z_.msg != nullptr ? z_.msg : "inflate failed"));
+        damage = std::string("corrupt gzip data at compressed offset ") + std::to_string(at) + ": " +
+                 (z_.msg != nullptr ? z_.msg : "inflate failed");
       }
     }
-    return static_cast<long>(std::min<size_t>(n, UINT32_MAX) - z_.avail_out);
+    const size_t produced = want - z_.avail_out;
+    if (damage.empty()) return static_cast<long>(produced);
+    // What was inflated before the damage is the document's: handed out
+    // first, the damage on the next read.
+    if (produced == 0) return fail(error, std::move(damage));
+    pending_damage_ = std::move(damage);
+    return static_cast<long>(produced);
   }
 
  private:
@@ -90,9 +101,19 @@ class GzipStream final : public ByteStream {
   z_stream z_{};
   uint64_t offset_ = 0;
   bool ok_ = false, done_ = false, in_member_ = false;
+  std::string pending_damage_;
 };
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// A member name as an error quotes it: short, and on one line whatever
+// the file holds (the scanner does not reject control characters).
+std::string quoted_name(std::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string out = "\"";
+  for (char c : key.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  return out + (key.size() > kShown ? "...\"" : "\"");
+}
 
 }  // namespace
 
@@ -203,7 +224,17 @@ bool TraceEventStream::fail(std::string* error, const std::string& what) {
 bool TraceEventStream::run(std::string* error) {
   while (state_ != State::Done && !stopped_)
     if (!step(error)) return false;
-  return true;
+  return stopped_ || read_to_end(error);
+}
+
+// Reading on past the document's last byte lets the source check its own
+// end: a gzip stream's checksum and length, which come after the data.
+bool TraceEventStream::read_to_end(std::string* error) {
+  while (!eof_) {
+    pos_ = end_;
+    fill(1);
+  }
+  return read_error_.empty() || fail(error, read_error_);
 }
 
 // One move of the top-level reader: the opening bracket, one member, or
@@ -215,6 +246,10 @@ bool TraceEventStream::step(std::string* error) {
   }
   const char c = buf_[pos_];
   if (state_ == State::Start) {
+    if (base_ + pos_ == 0 && fill(3) && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) {
+      pos_ += 3;  // a UTF-8 byte order mark, as sniff_format allows
+      return true;
+    }
     if (c != '{' && c != '[') return fail(error, "not a JSON object or array");
     top_is_array_ = c == '[';
     saw_trace_events_ = top_is_array_;
@@ -247,7 +282,7 @@ bool TraceEventStream::step(std::string* error) {
   if (c != '"' || !scan_string(0, &key_len)) return fail(error, "expected a member name");
   const std::string key(buf_.data() + pos_ + 1, key_len - 2);
   pos_ += key_len;
-  if (!skip_space() || buf_[pos_] != ':') return fail(error, "expected ':' after \"" + key + "\"");
+  if (!skip_space() || buf_[pos_] != ':') return fail(error, "expected ':' after " + quoted_name(key));
   ++pos_;
   if (!skip_space()) return fail(error, "the document is cut short");
   if (key == "traceEvents" && buf_[pos_] == '[') {
@@ -257,7 +292,7 @@ bool TraceEventStream::step(std::string* error) {
     return true;
   }
   size_t len = 0;
-  if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized value of \"" + key + "\"");
+  if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized value of " + quoted_name(key));
   on_member_(key, std::string_view(buf_.data() + pos_, len), base_ + pos_);
   pos_ += len;
   return true;

@@ -57,6 +57,7 @@ class TraceEventStream {
   bool scan_value(size_t from, size_t* end);
   bool scan_string(size_t from, size_t* end);
   bool step(std::string* error);
+  bool read_to_end(std::string* error);
   bool fail(std::string* error, const std::string& what);
 
   ByteStream& in_;

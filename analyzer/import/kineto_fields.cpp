@@ -96,16 +96,19 @@ std::optional<uint64_t> microseconds_text_to_ns(std::string_view text) {
   const auto [after, ec] = std::from_chars(p, end, us);
   if (ec != std::errc() || us > UINT64_MAX / 1000 - 1) return std::nullopt;
   uint64_t ns = us * 1000;
-  if (after == end) return ns;
-  if (*after != '.') {  // an exponent: rare, and then a double is all there was
-    double d = 0;
-    if (std::from_chars(p, end, d).ec != std::errc() || !(d >= 0) || d > 1.8e16) return std::nullopt;
-    return static_cast<uint64_t>(std::llround(d * 1000.0));
+  const char* q = after;
+  if (q < end && *q == '.') {
+    uint64_t scale = 100;
+    for (++q; q < end && *q >= '0' && *q <= '9'; ++q, scale /= 10)
+      if (scale > 0) ns += static_cast<uint64_t>(*q - '0') * scale;
   }
-  uint64_t scale = 100;
-  for (const char* q = after + 1; q < end && *q >= '0' && *q <= '9'; ++q, scale /= 10)
-    if (scale > 0) ns += static_cast<uint64_t>(*q - '0') * scale;
-  return ns;
+  if (q == end) return ns;
+  // An exponent ("1.5e3"): rare, and then a double is all there was; the
+  // whole text must be the number.
+  double d = 0;
+  const auto [stop, dec] = std::from_chars(p, end, d);
+  if (dec != std::errc() || stop != end || !(d >= 0) || d > 1.8e16) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(d * 1000.0));
 }
 
 bool parse_kineto_event(od::parser& parser, std::string_view element, KinetoEvent* out, std::string* error) {

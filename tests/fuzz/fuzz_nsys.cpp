@@ -5,7 +5,6 @@
 // out of bounds or hang; run under libFuzzer (clang, GPUSCOPE_FUZZ=ON) or
 // replayed over the generated seeds with deterministic mutations by
 // replay_main.cpp in the ordinary and sanitizer builds.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -13,37 +12,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz_input_file.h"
 #include "import.h"
 #include "trace_reader.h"
 
 namespace {
 
-// One file for the whole run, rewritten for each input.
-const std::string& input_path() {
-  static const std::string path = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string p = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuscope-fuzz-nsys-XXXXXX";
-    const int fd = ::mkstemp(p.data());
-    if (fd < 0) std::abort();
-    ::close(fd);
-    std::atexit([] { ::unlink(input_path().c_str()); });
-    return p;
-  }();
-  return path;
-}
+const std::string& input_path() { return gpuscope::fuzz::input_path("nsys"); }
 
-bool write_input(const uint8_t* data, size_t size) {
-  const int fd = ::open(input_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) return false;
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return done == size;
-}
+bool write_input(const uint8_t* data, size_t size) { return gpuscope::fuzz::write_input(input_path(), data, size); }
 
 void import_and_read_back(const std::string& path, int pid) {
   using namespace gpuscope;
