@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace gpuscope::importer {
@@ -94,6 +95,20 @@ class GzipStream final : public ByteStream {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// Bytes a scan steps over without a look: inside a container everything
+// but quotes and brackets, inside a string everything but the quote and
+// the backslash. The NUL that pads the window's end stops both scans (a NUL
+// inside the data only costs one more look).
+constexpr std::array<bool, 256> inert_table(std::string_view stops) {
+  std::array<bool, 256> t{};
+  t.fill(true);
+  t[0] = false;
+  for (char c : stops) t[static_cast<unsigned char>(c)] = false;
+  return t;
+}
+constexpr auto kInertInContainer = inert_table("\"{}[]");
+constexpr auto kInertInString = inert_table("\"\\");
+
 }  // namespace
 
 std::unique_ptr<ByteStream> plain_stream(std::unique_ptr<reader::ByteSource> source) {
@@ -139,26 +154,22 @@ bool TraceEventStream::skip_space() {
 }
 
 // The string starting at pos_ + from (its opening quote); *end is the
-// length from pos_ through its closing quote.
+// length from pos_ through its closing quote. A backslash escapes the byte
+// after it, whatever that is.
 bool TraceEventStream::scan_string(size_t from, size_t* end) {
   size_t i = from + 1;
   for (;;) {
     const char* base = buf_.data() + pos_;
-    const size_t have = end_ - pos_;
-    const void* q = i < have ? std::memchr(base + i, '"', have - i) : nullptr;
-    if (q == nullptr) {
-      i = have;
-      if (!fill(have + 1)) return false;
+    while (kInertInString[static_cast<unsigned char>(base[i])]) ++i;
+    if (pos_ + i >= end_) {
+      if (!fill(i + 1)) return false;
       continue;
     }
-    const size_t at = static_cast<const char*>(q) - base;
-    size_t slashes = 0;
-    while (at - slashes > from && base[at - slashes - 1] == '\\') ++slashes;
-    i = at + 1;
-    if (slashes % 2 == 0) {
-      *end = i;
+    if (base[i] == '"') {
+      *end = i + 1;
       return true;
     }
+    i += base[i] == '\\' ? 2 : 1;
   }
 }
 
@@ -168,6 +179,8 @@ bool TraceEventStream::scan_value(size_t from, size_t* end) {
   size_t i = from;
   int depth = 0;
   for (;;) {
+    if (depth > 0)  // stops at the latest at the zero padding after end_
+      while (kInertInContainer[static_cast<unsigned char>(buf_[pos_ + i])]) ++i;
     if (pos_ + i >= end_ && !fill(i + 1)) {
       if (depth == 0 && i > from) {  // a scalar ending the input
         *end = i;
