@@ -14,7 +14,9 @@
 # time, and over the CPU time: on a loaded machine the process waits for a
 # core and only the latter is the importer's own speed) and peak RSS. `gpuscope import IN -o OUT` is timed where the binary has it,
 # else `gpuscope info IN` (which imports, then reads the result's header).
-# With --hta VENV (a virtual environment holding HolisticTraceAnalysis),
+# With --hta VENV (a virtual environment holding HolisticTraceAnalysis:
+# `python3 -m venv V && V/bin/pip install HolisticTraceAnalysis 'pandas<3'`;
+# HTA 0.5.0 fails under pandas 3 on traces of more than 32767 events),
 # HTA's TraceAnalysis(trace_dir=...) load of the same traces is timed too,
 # for sizes up to --hta-max events (default 450000: HTA holds the whole
 # trace in pandas frames). Traces are kept in DIR (default

@@ -6,7 +6,12 @@ millions of events. This writes one period of a gen_kineto workload (its
 events laid out exactly as gen_kineto lays them out), then repeats it until
 the file holds about --events events, each repetition shifted in time by the
 period and in correlation id by the ids the period used, so every host call
-still joins its device record and timestamps keep increasing.
+still joins its device record and timestamps keep increasing. Each
+repetition is one profiler step (ProfilerStep#R over the whole period; the
+workload's own steps become user annotations "iteration#k"): a profiler
+records a few long steps, not thousands, and HTA assigns every event its
+step by a scan over all steps, which a trace of thousands of steps turns
+into most of its load time.
 Usage: bench_import_trace.py WORKLOAD OUT --events N [--gzip]
 """
 import argparse
@@ -31,9 +36,14 @@ def period(workload):
     return doc, events, float(int(end) + 100), t.corr - 1000
 
 
-def template(e):
-    """The event as gen_kineto writes it, with its time and ids to fill in."""
+def template(e, span_us):
+    """The event as gen_kineto writes it, with its time, ids and step to fill in."""
     e = dict(e)
+    if e["name"].startswith("ProfilerStep#"):
+        first = e["name"] == "ProfilerStep#0"
+        e["name"] = "ProfilerStep#@STEP@" if first else e["name"].replace("ProfilerStep#", "iteration#")
+        if first:
+            e["dur"] = span_us
     e["ts"] = "@TS@"
     args = dict(e.get("args", {}))
     for key in ("correlation", "external id"):
@@ -42,7 +52,7 @@ def template(e):
     if args:
         e["args"] = args
     text = json.dumps(e, indent=1).replace("%", "%%").replace('"@TS@"', "%(ts).3f")
-    text = text.replace('"@Ccorrelation@"', "%(c)d").replace('"@Cexternal id@"', "%(c)d")
+    text = text.replace('"@Ccorrelation@"', "%(c)d").replace('"@Cexternal id@"', "%(c)d").replace("@STEP@", "%(step)d")
     return text
 
 
@@ -50,7 +60,7 @@ def write(workload, out, target_events, compress):
     doc, events, span_us, ids = period(workload)
     templates = []
     for e in events:
-        text = template(e)
+        text = template(e, span_us - 100)
         corr = e.get("args", {}).get("correlation", 0)
         templates.append((text, float(e["ts"]), corr))
     repeats = max(1, round(target_events / len(events)))
@@ -62,7 +72,8 @@ def write(workload, out, target_events, compress):
         f.write(json.dumps(head, indent=1)[:-2] + ',\n "traceEvents": [\n')
         for r in range(repeats):
             shift, corr_shift = r * span_us, r * ids
-            f.write(",\n".join(text % {"ts": ts + shift, "c": corr + corr_shift} for text, ts, corr in templates))
+            f.write(",\n".join(text % {"ts": ts + shift, "c": corr + corr_shift, "step": r}
+                                for text, ts, corr in templates))
             f.write(",\n")
             written += len(templates)
         f.write(",\n".join(json.dumps(m, indent=1) for m in meta))
