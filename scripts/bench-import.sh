@@ -8,12 +8,13 @@
 # Writes a `healthy` training-loop trace (scripts/bench_import_trace.py,
 # gen_kineto.py's layout repeated) of each size in --events (default
 # 450000,4500000 events: about 100 MB and 1 GB), plain and gzipped; then
-# times gpuscope importing each one --runs times (default
-# 3) under /usr/bin/time -v and prints the median wall time, CPU time (user
-# + system), million events per second (traceEvents elements over the wall
+# times gpuscope importing each one --runs times (default 3) under
+# /usr/bin/time -v and prints the median wall time, CPU time (user +
+# system), million events per second (traceEvents elements over the wall
 # time, and over the CPU time: on a loaded machine the process waits for a
-# core and only the latter is the importer's own speed) and peak RSS. `gpuscope import IN -o OUT` is timed where the binary has it,
-# else `gpuscope info IN` (which imports, then reads the result's header).
+# core and only the latter is the importer's own speed) and peak RSS.
+# `gpuscope import IN -o OUT` is timed where the binary has it, else
+# `gpuscope info IN` (which imports, then reads the result's header).
 # With --hta VENV (a virtual environment holding HolisticTraceAnalysis:
 # `python3 -m venv V && V/bin/pip install HolisticTraceAnalysis 'pandas<3'`;
 # HTA 0.5.0 fails under pandas 3 on traces of more than 32767 events),
@@ -35,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --dir) dir="$2"; shift 2 ;;
     --hta) hta="$2"; shift 2 ;;
     --hta-max) hta_max="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-import.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
