@@ -267,7 +267,6 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto metadata_v = metadata_ ? build_metadata(fbb_, *metadata_) : 0;
   auto drops_v = drops_ ? build_drops(fbb_, *drops_) : 0;
   auto totals_v = totals_ ? build_totals(fbb_, *totals_, drops_.value_or(DropCounts{})) : 0;
-
   fb::ChunkBuilder c(fbb_);
   c.add_base_ns(base);
   if (!metadata_v.IsNull()) c.add_metadata(metadata_v);

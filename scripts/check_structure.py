@@ -33,6 +33,7 @@ PARTS = {
     "cupti": "cupti",
     "preload": "preload",
     "analyzer": "analyzer",
+    "analyzer/import": "import",
     "samples": "samples",
 }
 ALLOWED = {
@@ -41,10 +42,13 @@ ALLOWED = {
     "capture": {"schemas", "protocol"},
     "cupti": {"capture", "schemas"},
     "preload": {"capture", "cupti", "protocol", "schemas"},
-    "analyzer": {"schemas", "protocol"},
+    "analyzer": {"schemas", "protocol", "import"},
+    # Importers write the trace format as the capture writes it (its chunk
+    # builder and frame encoder), and classify calls as the analyzer does.
+    "import": {"schemas", "protocol", "capture", "analyzer"},
     "samples": set(),  # simgpu and the workloads use nothing of the product
 }
-PRODUCT = ("schemas", "protocol", "capture", "cupti", "preload", "analyzer")
+PRODUCT = ("schemas", "protocol", "capture", "cupti", "preload", "analyzer", "import")
 SOURCE = re.compile(r"\.(h|hpp|cpp|cc|cu|cuh|h\.in)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
@@ -56,12 +60,15 @@ MAX_FUNCTION_LINES = 60
 
 
 def part_of(rel):
-    top = rel.split("/", 1)[0]
-    return PARTS.get(top)
+    best = None
+    for folder in PARTS:
+        if (rel == folder or rel.startswith(folder + "/")) and (best is None or len(folder) > len(best)):
+            best = folder
+    return PARTS.get(best) if best else None
 
 
 def source_files(root):
-    for part_dir in PARTS:
+    for part_dir in (p for p in PARTS if "/" not in p):  # sub-parts are walked with their parent
         for base, dirs, files in os.walk(os.path.join(root, part_dir)):
             dirs[:] = [d for d in dirs if not d.startswith("build")]
             for f in files:

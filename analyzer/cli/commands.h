@@ -33,6 +33,7 @@ Subcommand add_analyze_command(CLI::App& app);
 Subcommand add_diff_command(CLI::App& app);
 Subcommand add_export_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
+Subcommand add_import_command(CLI::App& app);
 
 struct RunOptions {
   std::string output;  // -o: directory, file or pattern

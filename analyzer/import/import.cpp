@@ -88,7 +88,12 @@ std::unique_ptr<reader::ByteSource> open_trace_source(const std::string& name, s
   auto source = reader::open_file_source(target.path, error);
   if (source == nullptr) return nullptr;
   const SourceFormat format = sniff_format(*source);
-  if (format == SourceFormat::Native || format == SourceFormat::Unknown) return source;  // the reader explains
+  if (format == SourceFormat::Native) return source;
+  if (format == SourceFormat::Unknown) {
+    *error = name + " is not a gpuscope trace (no gpuscope file header at offset 0), nor PyTorch profiler (Kineto) "
+                    "JSON or an Nsight Systems SQLite export (judged by its first bytes)";
+    return nullptr;
+  }
   source.reset();
   ImportResult imported = import_file(target, "");
   if (imported.fd < 0) {

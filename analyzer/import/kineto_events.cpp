@@ -100,6 +100,16 @@ void KinetoEventMapper::Impl::map(const KinetoEvent& e) {
   }
   if (is_any(cat, {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}) && e.ph == "X")
     return map_device(e);
+  // A device-side wait on a stream (HTA counts those as GPU time; a
+  // context-wide one has no stream and is left out as it leaves it out).
+  if (cat == "cuda_sync" && e.ph == "X" && e.args.stream >= 0) {
+    const fb::SyncKind kind = e.name.find("Wait") != std::string_view::npos  ? fb::SyncKind::StreamWaitEvent
+                              : e.name.find("Event") != std::string_view::npos ? fb::SyncKind::Event
+                              : e.name.find("Context") != std::string_view::npos ? fb::SyncKind::Context
+                                                                                 : fb::SyncKind::Stream;
+    builder.add(DeviceSync{*e.ts_ns, e.dur_ns, correlation_of(e), stream_of(e), kind, device_of(e)});
+    return;
+  }
   if (e.ph == "X" && map_range(e)) return;
   if (cat == "cpu_instant_event" && e.name == "[memory]" && e.args.device_type == 1) {
     builder.add(AllocatorEvent{*e.ts_ns, static_cast<uint64_t>(e.args.addr), e.args.alloc_bytes,

@@ -8,8 +8,9 @@
 //   gpu_user_annotation                           device-side ranges
 //   cpu_op, Operator / python_function            host ranges of their own domains
 //   cpu_instant_event "[memory]"                  caching-allocator events
+//   cuda_sync with a stream                       device-side waits (Sync, source Device)
 //   ph "M" process_name / thread_name             names
-// Everything else (flows, overhead, cuda_sync, Trace spans) is counted as
+// Everything else (flows, overhead, context-wide syncs, Trace spans) is counted as
 // skipped: the correlation ids already link what flows link.
 #pragma once
 

@@ -223,6 +223,13 @@ void TraceBuilder::add(const DeviceMemset& s) {
   if (s.correlation != 0) m.join.add_work(s.correlation, work);
 }
 
+void TraceBuilder::add(const DeviceSync& s) {
+  Impl& m = *impl_;
+  m.span(s.start_ns, s.duration_ns);
+  ++m.device_records;
+  m.add(fb::Sync(s.start_ns, s.duration_ns, s.correlation, s.stream, s.kind, fb::Source::Device, s.device, 0));
+}
+
 // A closed range: the source knows its start and duration, so there is
 // nothing to pair (push/pop pairing would depend on the file's order when
 // a parent and a child start at the same instant).

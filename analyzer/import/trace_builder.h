@@ -75,6 +75,14 @@ struct DeviceMemset {
   int16_t device = -1;
 };
 
+// A wait on the device timeline: a stream waiting for an event or for
+// the host (Kineto's cuda_sync events, CUPTI synchronization records).
+struct DeviceSync {
+  uint64_t start_ns = 0, duration_ns = 0, correlation = 0, stream = 0;
+  fb::SyncKind kind = fb::SyncKind::Unknown;
+  int16_t device = -1;
+};
+
 // A named span of time: an NVTX range, a profiler step, a CPU operator or
 // Python function, a user annotation. `domain` keeps kinds apart
 // (range_model.h): "" is the NVTX default domain.
@@ -136,6 +144,7 @@ class TraceBuilder {
   void add(const DeviceKernel& kernel);
   void add(const DeviceCopy& copy);
   void add(const DeviceMemset& memset);
+  void add(const DeviceSync& sync);
   void add(const HostRange& range);
   void add(const AllocatorEvent& event);
   void count_event() { ++counts_.events; }

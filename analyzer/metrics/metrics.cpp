@@ -268,7 +268,10 @@ void call_outcome_metrics(const TraceModel& m, Metrics& x) {
   x.successful_copies = succeeded(CallKind::Copy);
   x.successful_memsets = succeeded(CallKind::Memset);
   x.successful_allocs = succeeded(CallKind::Alloc);
-  x.gpu_work_done = x.successful_launches + x.successful_copies + x.successful_memsets + x.successful_allocs > 0;
+  // Device records are work the GPU did, whatever API queued it (a HIP
+  // trace's kernels, graph kernels).
+  x.gpu_work_done = x.successful_launches + x.successful_copies + x.successful_memsets + x.successful_allocs > 0 ||
+                    m.device_records > 0;
 }
 
 // How the process ended: a known exit status, or nothing when the trace
@@ -301,7 +304,8 @@ void library_metrics(const TraceModel& m, Metrics& x) {
     if (is_gpu_library(mod.path) && !is_loaded_by_gpuscope(mod.path) &&
         std::find(x.loaded_gpu_libraries.begin(), x.loaded_gpu_libraries.end(), mod.path) == x.loaded_gpu_libraries.end())
       x.loaded_gpu_libraries.push_back(mod.path);
-  x.cuda_attempted = !x.loaded_gpu_libraries.empty() || !x.failed_loads.empty() || !m.host_by_function.empty();
+  x.cuda_attempted = !x.loaded_gpu_libraries.empty() || !x.failed_loads.empty() || !m.host_by_function.empty() ||
+                     m.device_records > 0;
 }
 
 void environment_metrics(const TraceModel& m, Metrics& x) {
@@ -424,6 +428,7 @@ Metrics compute_metrics(const TraceModel& m) {
   environment_metrics(m, x);
   coverage_metrics(m, x);
   implicit_sync_metrics(m, x);
+  range_idle_metrics(m, x);
   return x;
 }
 

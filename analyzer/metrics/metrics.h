@@ -53,6 +53,19 @@ struct GpuTimeSplit {
   std::optional<double> host_wait_share, kernel_wait_share, other_wait_share;
 };
 
+struct RangeIdleCover {
+  std::string name, domain;
+  uint64_t count = 0;    // instances on the feeding thread
+  double idle_s = 0;     // GPU idle time inside them (nested instances counted once)
+  double share_of_idle = 0;
+};
+
+struct StepBusy {
+  uint64_t steps = 0;
+  double median = 0, lowest = 0, highest = 0;
+  std::string lowest_step, highest_step;
+};
+
 struct Metrics {
   double wall_s = 0;
   // The first call that needed a CUDA context absorbed its creation; with
@@ -91,6 +104,14 @@ struct Metrics {
       device_memset_share;
   // The GPU's time the way Holistic Trace Analysis splits it
   // (gpu_breakdown.h), per device; empty without device timestamps.
+  // Host ranges of the feeding thread (NVTX, or an imported trace's
+  // annotations, CPU operators and Python functions) by the GPU idle time
+  // they cover, most first: what the host was doing while the GPU waited.
+  // Profiler steps are left out (they cover everything).
+  std::vector<RangeIdleCover> idle_under_ranges;
+  double gpu_idle_s = 0;  // with device timestamps: the judged time the GPU did nothing
+  // GPU busy in each profiler step (ProfilerStep#N ranges), when there are some.
+  std::optional<StepBusy> step_busy;
   std::vector<GpuTimeSplit> gpu_time_breakdown;
   // Device operations left out of it: launched in the last of two or more
   // profiler steps (HTA leaves that step out) or with no launch call found.
@@ -177,6 +198,9 @@ struct Metrics {
 Metrics compute_metrics(const TraceModel& model);
 // The implicit-synchronization fields above, once feeder_tid and wall_s are set.
 void implicit_sync_metrics(const TraceModel& model, Metrics& x);
+// The feeding thread's ranges that held the GPU idle, and GPU busy per
+// profiler step (range_idle_metrics.cpp); set with device timestamps only.
+void range_idle_metrics(const TraceModel& model, Metrics& x);
 
 // Theoretical PCIe bandwidth, one direction, GB/s (0 when unknown).
 double pcie_gbps(int generation, int width);

@@ -25,10 +25,15 @@ void CallSequence::finish(TraceModel& m) const {
   for (const auto& [tid, q] : queues_)
     if (q.waits.waits != 0) m.waits_on_queued[tid] = q.waits;
   if (first_.start_ns == UINT64_MAX) return;
-  // A profiler window that opened mid-run saw no initialization.
-  if (m.summary.import_source && m.summary.import_source->mid_run) return;
+  // A profiler window that opened mid-run usually saw no initialization: its
+  // first call is one of many, unless it took as long as creating a
+  // context does (the window opened before the program's first CUDA call).
+  // A synchronization may wait that long on work queued before the window.
+  const bool mid_run = m.summary.import_source && m.summary.import_source->mid_run;
+  if (mid_run && (first_.duration_ns < kMidRunInitNs || first_.kind == CallKind::Sync)) return;
   m.context_init_call = m.summary.name_of(first_.site.function_id);
   m.context_init_ns = first_.duration_ns;
+  m.context_init_end_ns = first_.start_ns + first_.duration_ns;
   if (first_.kind == CallKind::Init) return;
   // The lazy context creation inside the first call is initialization; the
   // call's own work (a small cudaMalloc) is noise next to it.

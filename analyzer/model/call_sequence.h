@@ -16,6 +16,10 @@
 
 namespace gpuscope::analyzer {
 
+// In a window opened mid-run, a first call at least this long created the
+// context (context creation takes 0.1 s to seconds).
+inline constexpr uint64_t kMidRunInitNs = 100'000'000;
+
 // Calls that answer from the driver's tables without creating a context
 // (device count, properties, attributes, versions, error strings).
 bool is_query_without_context(std::string_view function);

@@ -33,6 +33,7 @@ class ModelBuilder {
   void add_call(const fb::ApiCall& c);
   void add_copy(const fb::Copy& c);
   void add_alloc(const fb::Alloc& a);
+  void add_sync(const fb::Sync& s);
   void add_cpu(const fb::CpuSample& s);
   void add_gpu(const fb::GpuSample& s);
   void add_samples(const reader::ChunkView& v);
@@ -282,6 +283,15 @@ void ModelBuilder::add_samples(const reader::ChunkView& v) {
     if (in_window(s.start_ns())) m_.host_samples.add(s);
 }
 
+void ModelBuilder::add_sync(const fb::Sync& s) {
+  if (s.source() == fb::Source::Device) {  // a stream's wait on the device timeline (imported cuda_sync)
+    ++m_.device_records;
+    return;
+  }
+  const auto kind = static_cast<size_t>(s.kind());
+  m_.syncs_by_kind[kind < m_.syncs_by_kind.size() ? kind : 0].add(s.duration_ns(), repeats_.calls_of(s));
+}
+
 void ModelBuilder::add(const reader::ChunkView& v) {
   const auto keep = [&](const auto& r) { return in_window(r.start_ns()); };
   repeats_.add(v);
@@ -314,11 +324,8 @@ void ModelBuilder::add(const reader::ChunkView& v) {
     ++m_.device_records;
     m_.device.memsets.add(s.start_ns(), s.start_ns() + s.duration_ns());
   }
-  for (const auto& s : v.syncs) {
-    if (!keep(s)) continue;
-    const auto kind = static_cast<size_t>(s.kind());
-    m_.syncs_by_kind[kind < m_.syncs_by_kind.size() ? kind : 0].add(s.duration_ns(), repeats_.calls_of(s));
-  }
+  for (const auto& s : v.syncs)
+    if (keep(s)) add_sync(s);
   for (const auto& a : v.allocs) {
     if (!keep(a)) continue;
     add_alloc(a);

@@ -180,6 +180,7 @@ struct TraceModel {
   // host time is counted as Init, whatever its kind (call_sequence.h).
   std::string context_init_call;
   uint64_t context_init_ns = 0;
+  uint64_t context_init_end_ns = 0;  // when that call returned (0: none counted)
   // Synchronizations that followed queued GPU work on their thread, and
   // the host time they waited (call_sequence.h), by thread.
   std::unordered_map<uint32_t, QueuedWaits> waits_on_queued;

@@ -26,6 +26,21 @@ json gpu_time_breakdown_json(const Metrics& x) {
               {"operations_left_out", x.gpu_breakdown_left_out}};
 }
 
+json range_idle_json(const Metrics& x) {
+  json ranges = json::array();
+  for (const RangeIdleCover& c : x.idle_under_ranges)
+    ranges.push_back({{"name", c.name}, {"domain", c.domain}, {"count", c.count}, {"idle_s", c.idle_s},
+                      {"share_of_idle", c.share_of_idle}});
+  return ranges;
+}
+
+json step_busy_json(const Metrics& x) {
+  if (!x.step_busy) return nullptr;
+  const StepBusy& s = *x.step_busy;
+  return {{"steps", s.steps}, {"median", s.median}, {"lowest", s.lowest}, {"lowest_step", s.lowest_step},
+          {"highest", s.highest}, {"highest_step", s.highest_step}};
+}
+
 json breakdown_json(const ReportInput& in) {
   const Metrics& x = in.metrics;
   json host = json::object();
@@ -45,6 +60,8 @@ json breakdown_json(const ReportInput& in) {
               {"device_other_copy_share", optional_value(x.device_other_copy_share)},
               {"device_memset_share", optional_value(x.device_memset_share)},
               {"gpu_time_breakdown", gpu_time_breakdown_json(x)},
+              {"idle_under_ranges", range_idle_json(x)},
+              {"step_gpu_busy", step_busy_json(x)},
               {"feeder_tid", x.feeder_tid},
               {"feeder_blocked_share", host},
               {"feeder_cpu_util", optional_value(x.feeder_cpu_util)},

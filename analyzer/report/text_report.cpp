@@ -95,6 +95,9 @@ void breakdown(std::string& out, const ReportInput& in) {
                        pct(*x.device_kernel_share), pct(*x.device_h2d_share), pct(*x.device_d2h_share),
                        pct(*x.device_other_copy_share), pct(*x.device_memset_share));
     gpu_time_breakdown(out, x);
+    if (const auto& s = x.step_busy)
+      out += fmt::format("    per profiler step ({} steps): GPU busy median {}, lowest {} ({}), highest {} ({})\n", s->steps,
+                         pct(s->median), pct(s->lowest), s->lowest_step, pct(s->highest), s->highest_step);
     if (x.nvml_gpu_util) out += fmt::format("    NVML utilization for comparison: {}\n", pct(*x.nvml_gpu_util));
   } else {
     out += gpu_busy_line(x);

@@ -26,28 +26,81 @@ std::string cpu_evidence(const Metrics& x) {
   return s;
 }
 
+// The feeding thread's range that held most of the GPU's idle time, when it
+// held at least kRangeIdleShare of it: the host stage the GPU waited for
+// (a DataLoader step, an optimizer step), whether that stage computed or
+// waited on worker processes.
+const RangeIdleCover* idle_holder(const Metrics& x) {
+  if (x.idle_under_ranges.empty() || x.idle_under_ranges.front().share_of_idle < kRangeIdleShare) return nullptr;
+  return &x.idle_under_ranges.front();
+}
+
+bool contains_any(const std::string& s, std::initializer_list<const char*> parts) {
+  for (const char* p : parts)
+    if (s.find(p) != std::string::npos) return true;
+  return false;
+}
+
+// The fix that fits the stage the GPU waited for.
+std::string host_stage_fix(const RangeIdleCover* holder) {
+  const std::string name = holder != nullptr ? holder->name : "";
+  if (contains_any(name, {"DataLoader", "dataloader", "__next__", "collate", "Dataset", "dataset"}))
+    return "the input pipeline holds the GPU: raise the DataLoader's num_workers (0 loads on the training thread "
+           "itself), set pin_memory=True and copy with non_blocking=True, raise prefetch_factor and keep "
+           "persistent_workers; move decoding and augmentation to the GPU, or cache preprocessed data.";
+  if (contains_any(name, {"Optimizer", "optimizer", "optim"}))
+    return "the optimizer step runs on the host between GPU work: use a fused or foreach optimizer "
+           "(fused=True / foreach=True), or capture the step in a CUDA graph; overlap it with the next "
+           "step's input copy.";
+  return "parallelize the host stage (preprocessing, tokenization, data loading) across cores and overlap it "
+         "with GPU work (double-buffered pinned staging, a second stream); move work to the GPU; pin the "
+         "feeding threads near the GPU's NUMA node.";
+}
+
+void add_range_evidence(const Metrics& x, Finding* f) {
+  for (const RangeIdleCover& c : x.idle_under_ranges)
+    f->evidence.push_back(fmt::format("{}{}: {} instance(s) held {:.3f} s of the GPU's {:.3f} s idle ({})", c.name,
+                                      c.domain.empty() ? "" : " [" + c.domain + "]", c.count, c.idle_s, x.gpu_idle_s,
+                                      pct(c.share_of_idle)));
+  for (const GpuTimeSplit& t : x.gpu_time_breakdown)
+    if (t.host_wait_share)
+      f->evidence.push_back(fmt::format("GPU idle between operations: host wait {}, kernel wait {}, other {}",
+                                        pct(*t.host_wait_share), pct(*t.kernel_wait_share), pct(*t.other_wait_share)));
+}
+
 std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   const double outside = x.feeder_outside_cuda_share;
   const bool gpu_idle = !x.gpu_util || *x.gpu_util < kGpuIdle;
+  const RangeIdleCover* holder = idle_holder(x);
+  // A named host stage that held the GPU idle is evidence enough once the
+  // idle time matters (>= kFailShare of the time), however busy the GPU
+  // was the rest of it; without one, a mostly idle GPU and a busy CPU are.
+  const bool held_idle = holder != nullptr && x.gpu_util && 1.0 - *x.gpu_util >= kFailShare;
   // Without GPU work there is no GPU to starve (fallback or no CUDA work).
-  if (!x.gpu_work_done || !gpu_idle || !host_cpu_busy(x) || x.host_threads_with_cuda == 0) return std::nullopt;
-  const double share = outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
+  if (!x.gpu_work_done || x.host_threads_with_cuda == 0) return std::nullopt;
+  if (!held_idle && !(gpu_idle && host_cpu_busy(x))) return std::nullopt;
+  const double share = held_idle && x.wall_s > 0 ? holder->idle_s / x.wall_s
+                                                 : outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
   Status st = share_status(share, kFailShare, kWarnShare);
   if (st == Status::Pass) return std::nullopt;
   // A host stage that already uses every core, or whose work is already
   // spread over threads, has no serial part left to split.
   const bool spread = x.feeder_cpu_share && *x.feeder_cpu_share < kSerialShare;
   if (host_cores_saturated(x) || spread) st = Status::Warn;
-  Finding f{"cpu.gpu_starved_by_host", Bottleneck::CpuBound, st, share,
-            fmt::format("the GPU waits for the host: the feeding thread spends {} of the time outside CUDA",
-                        pct(outside)),
-            {}, {}, {}};
-  f.evidence.push_back(cpu_evidence(x));
-  if (x.gpu_util) f.evidence.push_back(fmt::format("GPU utilization {} (NVML)", pct(*x.gpu_util)));
+  const std::string title =
+      held_idle
+          ? fmt::format("the GPU waits for the host: {} held the feeding thread for {} of the GPU's idle time",
+                        holder->name, pct(holder->share_of_idle))
+          : fmt::format("the GPU waits for the host: the feeding thread spends {} of the time outside CUDA", pct(outside));
+  Finding f{"cpu.gpu_starved_by_host", Bottleneck::CpuBound, st, share, title, {}, {}, {}};
+  if (x.feeder_cpu_util || x.process_cpu_cores) f.evidence.push_back(cpu_evidence(x));
+  else f.evidence.push_back("host CPU time: not in this trace (the host ranges say what the thread was in)");
+  if (x.gpu_util)
+    f.evidence.push_back(fmt::format("GPU busy {} ({})", pct(*x.gpu_util),
+                                     x.gpu_busy_source == "device" ? "device timestamps" : "NVML"));
   else f.evidence.push_back("no GPU utilization samples: judged from the host side alone");
-  f.fix = "parallelize the host stage (preprocessing, tokenization, data loading) across cores and overlap it "
-          "with GPU work (double-buffered pinned staging, a second stream); move work to the GPU; pin the "
-          "feeding threads near the GPU's NUMA node.";
+  add_range_evidence(x, &f);
+  f.fix = host_stage_fix(holder);
   // The CPU samples say where the host time went; without them (sampling
   // off, unavailable, or an older trace) the CUDA calls around it are all there is.
   if (!cite_host_samples(m, &f)) f.sites = top_sites(m, {CallKind::Copy, CallKind::Launch, CallKind::Sync}, 2);

@@ -134,7 +134,9 @@ TEST(Cli, InfoOnANonTraceIsOneLineAndExit2) {
   std::ofstream(dir.file("notes.txt")) << "hello, not a trace at all";
   const auto r = gpuscope({"info", dir.file("notes.txt")});
   EXPECT_EQ(r.exit_code(), 2);
-  EXPECT_EQ(r.err, "gpuscope: " + dir.file("notes.txt") + " is not a gpuscope trace (no gpuscope file header at offset 0)\n");
+  EXPECT_EQ(r.err, "gpuscope: " + dir.file("notes.txt") +
+                       " is not a gpuscope trace (no gpuscope file header at offset 0), nor PyTorch profiler (Kineto) "
+                       "JSON or an Nsight Systems SQLite export (judged by its first bytes)\n");
 }
 
 TEST(Cli, InfoOnANewerFormatNamesBothVersions) {
