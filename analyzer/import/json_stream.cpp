@@ -3,8 +3,13 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace gpuscope::importer {
 namespace {
@@ -115,6 +120,50 @@ std::string quoted_name(std::string_view key) {
   return out + (key.size() > kShown ? "...\"" : "\"");
 }
 
+// Bytes a scan steps over without a look: inside a container everything
+// but quotes and brackets, inside a string everything but the quote and
+// the backslash. The NUL that pads the window's end stops both scans (a NUL
+// inside the data only costs one more look).
+constexpr std::array<bool, 256> inert_table(std::string_view stops) {
+  std::array<bool, 256> t{};
+  t.fill(true);
+  t[0] = false;
+  for (char c : stops) t[static_cast<unsigned char>(c)] = false;
+  return t;
+}
+constexpr auto kInertInContainer = inert_table("\"{}[]");
+constexpr auto kInertInString = inert_table("\"\\");
+
+#if defined(__SSE2__)
+// Where the quotes, backslashes and brackets are in the 64 bytes at p, one
+// bit per byte ('{' and '[' differ only in bit 5, as do '}' and ']').
+struct BlockMasks {
+  uint64_t quote = 0, backslash = 0, open = 0, close = 0;
+};
+BlockMasks block_masks(const char* p) {
+  BlockMasks m;
+  const auto bits = [](__m128i v, char c, int k) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)))))
+           << (16 * k);
+  };
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+    m.quote |= bits(v, '"', k);
+    m.backslash |= bits(v, '\\', k);
+    m.open |= bits(folded, '{', k);
+    m.close |= bits(folded, '}', k);
+  }
+  return m;
+}
+
+// Bit i: the parity of the bits 0..i of x (which bytes lie inside a string).
+uint64_t prefix_xor(uint64_t x) {
+  for (int shift = 1; shift < 64; shift *= 2) x ^= x << shift;
+  return x;
+}
+#endif
+
 }  // namespace
 
 std::unique_ptr<ByteStream> plain_stream(std::unique_ptr<reader::ByteSource> source) {
@@ -160,27 +209,55 @@ bool TraceEventStream::skip_space() {
 }
 
 // The string starting at pos_ + from (its opening quote); *end is the
-// length from pos_ through its closing quote.
+// length from pos_ through its closing quote. A backslash escapes the byte
+// after it, whatever that is.
 bool TraceEventStream::scan_string(size_t from, size_t* end) {
   size_t i = from + 1;
   for (;;) {
     const char* base = buf_.data() + pos_;
-    const size_t have = end_ - pos_;
-    const void* q = i < have ? std::memchr(base + i, '"', have - i) : nullptr;
-    if (q == nullptr) {
-      i = have;
-      if (!fill(have + 1)) return false;
+    while (kInertInString[static_cast<unsigned char>(base[i])]) ++i;
+    if (pos_ + i >= end_) {
+      if (!fill(i + 1)) return false;
       continue;
     }
-    const size_t at = static_cast<const char*>(q) - base;
-    size_t slashes = 0;
-    while (at - slashes > from && base[at - slashes - 1] == '\\') ++slashes;
-    i = at + 1;
-    if (slashes % 2 == 0) {
-      *end = i;
+    if (base[i] == '"') {
+      *end = i + 1;
       return true;
     }
+    i += base[i] == '\\' ? 2 : 1;
   }
+}
+
+// The object or array starting at pos_, when it ends within the bytes
+// already read and holds no backslash: found 64 bytes at a time, the
+// quotes' running parity telling which brackets lie inside strings. Any
+// other case (escapes, the end not read yet, a scalar) is scan_value's,
+// which finds the same end byte by byte.
+bool TraceEventStream::scan_container_in_window(size_t* end) {
+#if defined(__SSE2__)
+  const char first = buf_[pos_];
+  if (first != '{' && first != '[') return false;
+  const size_t have = end_ - pos_;
+  uint64_t inside_string = 0;  // all ones while a string runs on from the previous block
+  int depth = 0;
+  for (size_t at = 0; at < have; at += 64) {
+    const BlockMasks m = block_masks(buf_.data() + pos_ + at);  // the padding covers a block past end_
+    const uint64_t valid = have - at >= 64 ? ~uint64_t{0} : (uint64_t{1} << (have - at)) - 1;
+    if ((m.backslash & valid) != 0) return false;
+    const uint64_t strings = prefix_xor(m.quote & valid) ^ inside_string;
+    inside_string = static_cast<uint64_t>(static_cast<int64_t>(strings) >> 63);
+    for (uint64_t brackets = (m.open | m.close) & ~strings & valid; brackets != 0; brackets &= brackets - 1) {
+      const int bit = __builtin_ctzll(brackets);
+      if ((m.open >> bit & 1) != 0) ++depth;
+      else if (--depth == 0) {
+        *end = at + bit + 1;
+        return true;
+      }
+    }
+  }
+#endif
+  (void)end;
+  return false;
 }
 
 // The value starting at pos_; *end is its length. Scalars end at the next
@@ -189,6 +266,8 @@ bool TraceEventStream::scan_value(size_t from, size_t* end) {
   size_t i = from;
   int depth = 0;
   for (;;) {
+    if (depth > 0)  // stops at the latest at the zero padding after end_
+      while (kInertInContainer[static_cast<unsigned char>(buf_[pos_ + i])]) ++i;
     if (pos_ + i >= end_ && !fill(i + 1)) {
       if (depth == 0 && i > from) {  // a scalar ending the input
         *end = i;
@@ -268,7 +347,8 @@ bool TraceEventStream::step(std::string* error) {
       return true;
     }
     size_t len = 0;
-    if (!scan_value(0, &len)) return fail(error, "an unterminated or oversized traceEvents element");
+    if (!scan_container_in_window(&len) && !scan_value(0, &len))
+      return fail(error, "an unterminated or oversized traceEvents element");
     if (!on_event_(std::string_view(buf_.data() + pos_, len), base_ + pos_)) stopped_ = true;
     pos_ += len;
     return true;

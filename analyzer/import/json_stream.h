@@ -54,6 +54,7 @@ class TraceEventStream {
   enum class State { Start, Key, Events, Done };
   bool fill(size_t need);  // make [pos_, pos_+need) available; false at the end
   bool skip_space();       // false at the end of input
+  bool scan_container_in_window(size_t* end);  // a fast path of scan_value(0, end)
   bool scan_value(size_t from, size_t* end);
   bool scan_string(size_t from, size_t* end);
   bool step(std::string* error);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <string>
 
 #include "chunk_builder.h"
@@ -48,7 +49,14 @@ struct TraceBuilder::Impl {
   capture::FrameEncoder encoder{3};
   StagedTrace staged;
   CorrelationJoin join;
-  std::unordered_map<std::string, uint32_t> ids;
+  // Looked up by string_view: no std::string made per event for a name
+  // already interned.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> ids;
+  std::vector<std::optional<CallKind>> call_kinds;  // by string id: what the call of that name is
   std::vector<std::pair<uint32_t, std::string>> new_strings;
   std::vector<container::DeviceDescription> devices;
   uint32_t sequence = 1;  // 0 is the metadata frame, written last
@@ -57,12 +65,19 @@ struct TraceBuilder::Impl {
 
   uint32_t intern(std::string_view text) {
     if (text.empty()) return 0;
-    auto it = ids.find(std::string(text));
+    auto it = ids.find(text);
     if (it != ids.end()) return it->second;
     const auto id = static_cast<uint32_t>(ids.size() + 1);
     ids.emplace(std::string(text), id);
     new_strings.emplace_back(id, std::string(text));
     return id;
+  }
+  // classify_function once per distinct name rather than once per call.
+  CallKind call_kind(uint32_t function_id, std::string_view name) {
+    if (function_id >= call_kinds.size()) call_kinds.resize(function_id + 1);
+    auto& kind = call_kinds[function_id];
+    if (!kind) kind = analyzer::classify_function(std::string(name));
+    return *kind;
   }
   void span(uint64_t start_ns, uint64_t duration_ns) {
     first_ns = std::min(first_ns, start_ns);
@@ -133,7 +148,7 @@ void TraceBuilder::add(const HostCall& call) {
   const uint8_t flags = call.driver ? container::kCallDriverApi : 0;
   m.add(fb::ApiCall(call.start_ns, call.duration_ns, call.correlation, 0, call.tid, 0, call.result, function_id, 0,
                     flags, -1, 0));
-  const CallKind kind = analyzer::classify_function(std::string(call.name));
+  const CallKind kind = m.call_kind(function_id, call.name);
   const PendingCall pending{call.start_ns, call.duration_ns, call.tid, WorkKind::Kernel, contains(call.name, "Async")};
   switch (kind) {
     case CallKind::Sync:
