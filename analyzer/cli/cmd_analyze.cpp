@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "import.h"
 #include "commands.h"
 #include "messages.h"
 #include "prometheus_report.h"
@@ -12,18 +13,38 @@
 
 namespace gpuscope::cli {
 
+namespace {
+
+// In a directory: gpuscope traces, and other profilers' files by their
+// usual names (rank-0.pt.trace.json.gz, report.sqlite) when their content
+// says so too (a config.json beside them is not a trace).
+bool is_trace_in_directory(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  if (name.ends_with(".gpuscope")) return true;
+  if (!name.ends_with(".json") && !name.ends_with(".json.gz") && !name.ends_with(".sqlite")) return false;
+  std::string error;
+  auto source = reader::open_file_source(p.string(), &error);
+  return source != nullptr && importer::sniff_format(*source) != importer::SourceFormat::Unknown;
+}
+
+}  // namespace
+
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   for (const auto& in : inputs) {
     std::error_code ec;
     if (!fs::is_directory(in, ec)) {
-      out.push_back(in);
+      const auto targets = importer::expand_foreign_inputs(in);  // one per process of an nsys export
+      out.insert(out.end(), targets.begin(), targets.end());
       continue;
     }
     std::vector<std::string> found;
     for (const auto& e : fs::directory_iterator(in, ec))
-      if (e.path().extension() == ".gpuscope") found.push_back(e.path().string());
+      if (is_trace_in_directory(e.path())) {
+        const auto targets = importer::expand_foreign_inputs(e.path().string());
+        found.insert(found.end(), targets.begin(), targets.end());
+      }
     std::sort(found.begin(), found.end());
     if (found.empty()) out.push_back(in);  // reported as unreadable below
     out.insert(out.end(), found.begin(), found.end());
