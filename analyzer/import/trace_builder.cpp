@@ -99,6 +99,12 @@ struct TraceBuilder::Impl {
     }
     chunk.clear();
   }
+  // A record of the device's own timeline.
+  template <class T> void add_device(const T& record) {
+    span(record.start_ns(), record.duration_ns());
+    ++device_records;
+    add(record);
+  }
   void add_joined(uint64_t id, const PendingCall& c, const DeviceWork* w);
 };
 
@@ -186,24 +192,20 @@ void TraceBuilder::add(const HostCall& call) {
 
 void TraceBuilder::add(const DeviceKernel& k) {
   Impl& m = *impl_;
-  m.span(k.start_ns, k.duration_ns);
-  ++m.device_records;
   DeviceWork work{WorkKind::Kernel, k.stream, 0, k.device, m.intern(k.name)};
   std::copy(std::begin(k.grid), std::end(k.grid), work.grid);
   std::copy(std::begin(k.block), std::end(k.block), work.block);
   work.dynamic_shared_bytes = k.dynamic_shared_bytes;
-  m.add(fb::Kernel(k.start_ns, k.duration_ns, k.correlation, k.stream, work.name_id, k.grid[0], clamp16(k.grid[1]),
-                   clamp16(k.grid[2]), clamp16(k.block[0]), clamp16(k.block[1]), clamp16(k.block[2]), k.device,
-                   k.dynamic_shared_bytes, fb::Source::Device, 0, 0, 0));
+  m.add_device(fb::Kernel(k.start_ns, k.duration_ns, k.correlation, k.stream, work.name_id, k.grid[0],
+                          clamp16(k.grid[1]), clamp16(k.grid[2]), clamp16(k.block[0]), clamp16(k.block[1]),
+                          clamp16(k.block[2]), k.device, k.dynamic_shared_bytes, fb::Source::Device, 0, 0, 0));
   if (k.correlation != 0) m.join.add_work(k.correlation, work);
 }
 
 void TraceBuilder::add(const DeviceCopy& c) {
   Impl& m = *impl_;
-  m.span(c.start_ns, c.duration_ns);
-  ++m.device_records;
-  m.add(fb::Copy(c.start_ns, c.duration_ns, c.correlation, c.bytes, c.stream, c.direction, c.src_kind, c.dst_kind,
-                 fb::Source::Device, c.device, 0));
+  m.add_device(fb::Copy(c.start_ns, c.duration_ns, c.correlation, c.bytes, c.stream, c.direction, c.src_kind,
+                        c.dst_kind, fb::Source::Device, c.device, 0));
   DeviceWork work{WorkKind::Copy, c.stream, c.bytes, c.device};
   work.direction = c.direction;
   work.src_kind = c.src_kind;
@@ -213,10 +215,8 @@ void TraceBuilder::add(const DeviceCopy& c) {
 
 void TraceBuilder::add(const DeviceMemset& s) {
   Impl& m = *impl_;
-  m.span(s.start_ns, s.duration_ns);
-  ++m.device_records;
-  m.add(fb::Memset(s.start_ns, s.duration_ns, s.correlation, s.bytes, s.stream, s.value, s.kind, fb::Source::Device,
-                   s.device));
+  m.add_device(fb::Memset(s.start_ns, s.duration_ns, s.correlation, s.bytes, s.stream, s.value, s.kind,
+                          fb::Source::Device, s.device));
   DeviceWork work{WorkKind::Memset, s.stream, s.bytes, s.device};
   work.value = s.value;
   work.dst_kind = s.kind;
@@ -224,10 +224,7 @@ void TraceBuilder::add(const DeviceMemset& s) {
 }
 
 void TraceBuilder::add(const DeviceSync& s) {
-  Impl& m = *impl_;
-  m.span(s.start_ns, s.duration_ns);
-  ++m.device_records;
-  m.add(fb::Sync(s.start_ns, s.duration_ns, s.correlation, s.stream, s.kind, fb::Source::Device, s.device, 0));
+  impl_->add_device(fb::Sync(s.start_ns, s.duration_ns, s.correlation, s.stream, s.kind, fb::Source::Device, s.device, 0));
 }
 
 // A closed range: the source knows its start and duration, so there is
