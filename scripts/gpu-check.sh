@@ -159,6 +159,43 @@ for _ in range(50): x = torch.tanh(x @ x)
 h = x.cpu(); torch.cuda.synchronize(); print(float(h.sum()))'
 fi
 
+# The Kineto importer on a real torch.profiler trace (docs/import.md): a
+# loop whose DataLoader works on the training thread (time.sleep stands for
+# decoding), and one that only queues GPU work. Profiled by PyTorch itself,
+# not under gpuscope run (one CUPTI client at a time).
+if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo
+  echo "## PyTorch profiler traces imported (gpuscope analyze on torch.profiler's JSON)"
+  echo "| loop | verdict | expected | GPU time breakdown |"
+  echo "|---|---|---|---|"
+  for kind in input_bound healthy; do
+    timeout "$limit" "$py" - "$kind" "$out/torch_$kind.pt.trace.json" >"$out/torch_$kind.log" 2>&1 <<'PY'
+import sys, time, torch
+from torch.profiler import profile, schedule, ProfilerActivity
+kind, path = sys.argv[1], sys.argv[2]
+class Slow(torch.utils.data.Dataset):
+    def __len__(self): return 10**6
+    def __getitem__(self, i):
+        if kind == "input_bound": time.sleep(0.0005)
+        return torch.randn(256)
+loader = iter(torch.utils.data.DataLoader(Slow(), batch_size=64, num_workers=0))
+w = torch.randn(256, 256, device="cuda")
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+             schedule=schedule(wait=1, warmup=1, active=8),
+             on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+    for step in range(10):
+        x = next(loader).cuda(non_blocking=True)
+        for _ in range(200 if kind == "healthy" else 20): x = torch.tanh(x @ w)
+        torch.cuda.synchronize()
+        prof.step()
+PY
+    want=$([ $kind = input_bound ] && echo "CPU-bound" || echo "healthy")
+    v=$(verdict "$out/torch_$kind.pt.trace.json")
+    b=$("$gs" analyze "$out/torch_$kind.pt.trace.json" 2>/dev/null | grep -m1 'GPU time breakdown' | sed 's/^ *//')
+    echo "| $kind | $v | $want | $b |"
+  done
+fi
+
 echo
 echo "## Conformance corpus (tests/conformance/README.md)"
 # Each program plain and under gpuscope run: same exit status and stdout
