@@ -381,6 +381,9 @@ std::optional<std::string> device_collection_text(const reader::TraceSummary& s)
   const container::DeviceCollectionData& d = *s.device_collection;
   switch (static_cast<fb::DeviceCollectionState>(d.state)) {
     case fb::DeviceCollectionState::Active: {
+      if (s.import_source)
+        return fmt::format("device records from the imported file ({} records, {} with no host call found)",
+                           d.records, d.uncorrelated);
       std::string text = fmt::format("CUPTI ({} records, {} dropped", d.records, d.dropped);
       if (d.buffers_refused != 0) text += fmt::format(", {} buffers refused at the cap", d.buffers_refused);
       return text + ")";

@@ -121,8 +121,20 @@ Check environment_check(const Metrics& x, const std::vector<Finding>& f) {
   return c;
 }
 
+// An imported trace: where it came from, and what its source could not see.
+void import_coverage(const TraceModel& m, std::vector<std::string>& out) {
+  const auto& im = m.summary.import_source;
+  if (!im) return;
+  out.push_back(fmt::format("source: imported from {} ({}): {} events, {} of kinds without a gpuscope record, {} host "
+                            "calls without their device record, {} with unusable timestamps{}",
+                            im->path, im->producer.empty() ? im->format : im->producer, im->events, im->skipped,
+                            im->unjoined, im->out_of_range, im->complete ? "" : "; cut short: " + im->damage));
+  for (const auto& note : im->notes) out.push_back("not in the source: " + note);
+}
+
 std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
   std::vector<std::string> out;
+  import_coverage(m, out);
   if (x.device_collection)
     out.push_back("device activity: " + *x.device_collection);
   else  // a trace from before format 1.1
