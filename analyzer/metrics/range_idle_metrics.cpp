@@ -63,19 +63,34 @@ std::vector<Span> merged(std::vector<Span> spans) {
 }
 
 // Judged time: after the call that created the context, as the rest of
-// the analysis judges it.
+// the analysis judges it, and inside the --range scope when there is one.
 uint64_t judged_from(const TraceModel& m) { return std::max(m.begin_ns, m.context_init_end_ns); }
 
-void idle_under_ranges(const TraceModel& m, const BusyIndex& busy, Metrics& x) {
+std::vector<Span> analyzed_spans(const TraceModel& m) {
+  const uint64_t from = judged_from(m);
+  if (m.scope_spans.empty()) return from < m.end_ns ? std::vector<Span>{{from, m.end_ns}} : std::vector<Span>{};
+  std::vector<Span> out;
+  for (const auto& [a, b] : m.scope_spans)
+    if (std::max(a, from) < b) out.emplace_back(std::max(a, from), b);
+  return out;
+}
+
+// The parts of [a, b) inside the analyzed spans (sorted and disjoint).
+void clip_to(const std::vector<Span>& analyzed, uint64_t a, uint64_t b, std::vector<Span>* out) {
+  auto it = std::upper_bound(analyzed.begin(), analyzed.end(), a, [](uint64_t t, const Span& s) { return t < s.second; });
+  for (; it != analyzed.end() && it->first < b; ++it)
+    if (std::max(a, it->first) < std::min(b, it->second)) out->emplace_back(std::max(a, it->first), std::min(b, it->second));
+}
+
+void idle_under_ranges(const TraceModel& m, const std::vector<Span>& analyzed, const BusyIndex& busy, Metrics& x) {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<Span>> by_name;  // (domain, name) -> instances
-  for (const RangeInstance& r : m.ranges.ranges) {
-    if (r.tid != x.feeder_tid) continue;
-    const uint64_t a = std::max(r.start_ns, judged_from(m)), b = std::min(r.end_ns, m.end_ns);
-    if (b > a) by_name[{r.domain_id, r.name_id}].emplace_back(a, b);
-  }
+  for (const RangeInstance& r : m.ranges.ranges)
+    if (r.tid == x.feeder_tid) clip_to(analyzed, r.start_ns, r.end_ns, &by_name[{r.domain_id, r.name_id}]);
+  uint64_t analyzed_ns = 0;
+  for (const Span& s : analyzed) analyzed_ns += s.second - s.first;
   for (auto& [key, spans] : by_name) {
     RangeIdleCover c{m.summary.name_of(key.second), key.first == 0 ? "" : m.summary.name_of(key.first), spans.size()};
-    if (is_profiler_step(c.name)) continue;
+    if (spans.empty() || is_profiler_step(c.name)) continue;
     uint64_t idle = 0, length = 0;
     for (const Span& s : merged(std::move(spans))) {
       length += s.second - s.first;
@@ -83,7 +98,7 @@ void idle_under_ranges(const TraceModel& m, const BusyIndex& busy, Metrics& x) {
     }
     // A range around (nearly) the whole run, as a profiler step is, says
     // nothing about where the idle time went.
-    if (length >= kWholeRunShare * (m.end_ns - judged_from(m))) continue;
+    if (length >= kWholeRunShare * analyzed_ns) continue;
     c.idle_s = idle / 1e9;
     c.share_of_idle = x.gpu_idle_s > 0 ? std::min(1.0, c.idle_s / x.gpu_idle_s) : 0;
     if (idle > 0) x.idle_under_ranges.push_back(std::move(c));
@@ -110,11 +125,13 @@ void step_busy(const TraceModel& m, const BusyIndex& busy, Metrics& x) {
 }  // namespace
 
 void range_idle_metrics(const TraceModel& m, Metrics& x) {
-  const uint64_t from = judged_from(m);
-  if (!x.device_timestamps || m.end_ns <= from) return;
+  const std::vector<Span> analyzed = analyzed_spans(m);
+  if (!x.device_timestamps || analyzed.empty()) return;
   const BusyIndex busy(m.device);
-  x.gpu_idle_s = ((m.end_ns - from) - busy.busy_within(from, m.end_ns)) / 1e9;
-  idle_under_ranges(m, busy, x);
+  uint64_t idle = 0;
+  for (const auto& [a, b] : analyzed) idle += (b - a) - busy.busy_within(a, b);
+  x.gpu_idle_s = idle / 1e9;
+  idle_under_ranges(m, analyzed, busy, x);
   step_busy(m, busy, x);
 }
 
