@@ -95,6 +95,20 @@ Offset<fb::ImportSource> build_import_source(FlatBufferBuilder& fbb, const conta
                                       d.skipped, d.unjoined, d.out_of_range, d.complete, d.damage.c_str(), d.mid_run);
 }
 
+Offset<flatbuffers::Vector<Offset<fb::PythonCode>>> build_python_codes(
+    FlatBufferBuilder& fbb, const std::vector<container::PythonCodeDescription>& codes) {
+  std::vector<Offset<fb::PythonCode>> out;
+  for (const auto& c : codes)
+    out.push_back(fb::CreatePythonCodeDirect(fbb, c.key, c.file.c_str(), c.name.c_str(), c.first_line,
+                                             &c.line_table, c.line_table_cut));
+  return fbb.CreateVector(out);
+}
+
+Offset<fb::PythonStacks> build_python_stacks(FlatBufferBuilder& fbb, const container::PythonStacksData& d) {
+  return fb::CreatePythonStacksDirect(fbb, static_cast<fb::PythonStacksState>(d.state), d.version,
+                                      d.reason.empty() ? nullptr : d.reason.c_str(), d.chains_cut, d.codes_dropped);
+}
+
 Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const container::DeviceCollectionData& d) {
   return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
                                           d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
@@ -234,7 +248,8 @@ size_t ChunkBuilder::approximate_bytes() const {
 bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
          loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty() &&
-         call_counts_.empty() && !stack_capture_ && !host_sampling_ && !import_source_;
+         call_counts_.empty() && !stack_capture_ && !host_sampling_ && !import_source_ && python_codes_.empty() &&
+         !python_stacks_;
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
@@ -263,6 +278,8 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto stack_capture_v = stack_capture_ ? build_stack_capture(fbb_, *stack_capture_) : 0;
   auto sampling_v = host_sampling_ ? build_host_sampling(fbb_, *host_sampling_) : 0;
   auto import_v = import_source_ ? build_import_source(fbb_, *import_source_) : 0;
+  auto py_codes_v = python_codes_.empty() ? 0 : build_python_codes(fbb_, python_codes_);
+  auto py_stacks_v = python_stacks_ ? build_python_stacks(fbb_, *python_stacks_) : 0;
   auto strings_v = strings_.empty() ? 0 : build_strings(fbb_, strings_);
   auto metadata_v = metadata_ ? build_metadata(fbb_, *metadata_) : 0;
   auto drops_v = drops_ ? build_drops(fbb_, *drops_) : 0;
@@ -294,6 +311,8 @@ std::span<const uint8_t> ChunkBuilder::build() {
   if (!host_v.IsNull()) c.add_host_samples(host_v);
   if (!sampling_v.IsNull()) c.add_host_sampling(sampling_v);
   if (!import_v.IsNull()) c.add_import_source(import_v);
+  if (!py_codes_v.IsNull()) c.add_python_codes(py_codes_v);
+  if (!py_stacks_v.IsNull()) c.add_python_stacks(py_stacks_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -311,6 +330,8 @@ void ChunkBuilder::clear() {
   import_source_.reset();
   modules_.clear();
   stacks_.clear();
+  python_codes_.clear();
+  python_stacks_.reset();
   call_counts_.clear();
   drops_.reset();
   totals_.reset();

@@ -168,6 +168,8 @@ class ChunkBuilder {
   void set_import_source(container::ImportSourceData d) { import_source_ = std::move(d); }
   void add_module(container::ModuleDescription module) { modules_.push_back(std::move(module)); }
   void add_stack(container::StackDescription stack) { stacks_.push_back(std::move(stack)); }
+  void add_python_code(container::PythonCodeDescription code) { python_codes_.push_back(std::move(code)); }
+  void set_python_stacks(container::PythonStacksData d) { python_stacks_ = std::move(d); }
   // Not a record (events_written leaves it out): counted nested calls.
   void add_call_count(const fb::CallCount& count) { call_counts_.push_back(count); }
 
@@ -198,6 +200,8 @@ class ChunkBuilder {
   std::optional<container::ImportSourceData> import_source_;
   std::vector<container::ModuleDescription> modules_;
   std::vector<container::StackDescription> stacks_;
+  std::vector<container::PythonCodeDescription> python_codes_;
+  std::optional<container::PythonStacksData> python_stacks_;
   std::vector<fb::CallCount> call_counts_;
   std::optional<ProcessMetadata> metadata_;
   std::vector<std::pair<uint32_t, std::string>> strings_;

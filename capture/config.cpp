@@ -121,6 +121,7 @@ CaptureConfig read_capture_config() {
   r.number(env::kExitTimeoutMs, &o.exit_timeout_ms);
   o.drain_interval_ms = std::min(o.drain_interval_ms, o.flush_interval_ms);
   r.flag(env::kStacks, &c.stacks);
+  r.flag(env::kPythonStacks, &c.python_stacks);
   r.number(env::kStackDepth, &c.stack_depth);
   c.fast_unwinder = r.choice(env::kUnwinder) != env::kUnwinderLibunwind;
   r.number(env::kNvmlHz, &c.nvml_hz);

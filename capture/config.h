@@ -24,6 +24,8 @@
 //   GPUSCOPE_STACKS=0        no call stacks on hooked calls (default on; any
 //                            boolean spelling, as for GPUSCOPE_DISABLE)
 //   GPUSCOPE_STACK_DEPTH     frames per stack (default 32, at most 64)
+//   GPUSCOPE_PYTHON_STACKS=0 native frames only in a Python program's stacks
+//                            (default on: the CPython frames too, python_frames.h)
 //   GPUSCOPE_UNWINDER=libunwind  every stack through libunwind (default: the
 //                            cached unwind-table walker, libunwind as fallback)
 //   GPUSCOPE_NVML_HZ         NVML samples per second, 0 = off (default 20)
@@ -67,6 +69,7 @@ struct CaptureConfig {
   bool stacks = true;
   uint32_t stack_depth = 32;
   bool fast_unwinder = true;
+  bool python_stacks = true;
   uint32_t nvml_hz = 20;
   uint32_t cpu_sampling_hz = 1000;
   // One sentence per GPUSCOPE_* variable that was set but cannot be used

@@ -36,6 +36,7 @@
 #include "standby.h"
 #include "gpu/gpu_source.h"
 #include "host_sampler.h"
+#include "python/python_frames.h"
 #include "stacks/stack_capture.h"
 
 namespace gpuscope::preload {
@@ -66,6 +67,7 @@ std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::C
   // Before the stack source: the stacks a poll's samples add go out in the same chunk.
   sources.push_back(capture::make_host_sampler({config.cpu_sampling_hz, config.stack_depth, stacks::intern_sampled_stack}));
   sources.push_back(stacks::make_stack_source());
+  sources.push_back(python::make_python_source());
   sources.push_back(gpu::make_gpu_source(config));
   sources.push_back(cupti::make_cupti_source(cupti::process_collector(), no_injection));
   return sources;
@@ -133,6 +135,7 @@ void initialize_capture() {
   for (const std::string& problem : config.problems) capture::diag_line("%s", problem.c_str());
   capture::ProcessMetadata metadata = capture::collect_process_metadata();
   stacks::configure_stacks(config.stacks, config.stack_depth, config.fast_unwinder);
+  python::configure_python_stacks(config.stacks && config.python_stacks);
   if (config.cpu_sampling_hz != 0) stacks::sampled_stacks_wanted();
   if (config.mode == env::kModeStandby) {
     start_standby(config, std::move(metadata));

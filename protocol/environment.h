@@ -34,6 +34,7 @@ inline constexpr char kZstdLevel[] = "GPUSCOPE_ZSTD_LEVEL";
 inline constexpr char kExitTimeoutMs[] = "GPUSCOPE_EXIT_TIMEOUT_MS";
 inline constexpr char kStacks[] = "GPUSCOPE_STACKS";
 inline constexpr char kStackDepth[] = "GPUSCOPE_STACK_DEPTH";
+inline constexpr char kPythonStacks[] = "GPUSCOPE_PYTHON_STACKS";  // Python frames in stacks, 0 = off
 inline constexpr char kUnwinder[] = "GPUSCOPE_UNWINDER";
 inline constexpr char kNvmlHz[] = "GPUSCOPE_NVML_HZ";
 inline constexpr char kCpuSampling[] = "GPUSCOPE_CPU_SAMPLING";  // CPU stack samples per second, 0 = off

@@ -32,6 +32,7 @@ constexpr Setting kSettings[] = {
     {env::kZstdLevel, Kind::Number, -7, 19},
     {env::kExitTimeoutMs, Kind::Number, 0, 600'000},
     {env::kStacks, Kind::Flag},
+    {env::kPythonStacks, Kind::Flag},
     {env::kStackDepth, Kind::Number, 1, 64},
     {env::kUnwinder, Kind::Choice, 0, 0, env::kUnwinderLibunwind,
      "using gpuscope's own unwinder (libunwind as fallback)"},

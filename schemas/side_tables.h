@@ -113,4 +113,22 @@ struct ImportSourceData {
   bool mid_run = false;
 };
 
+// Chunk.python_codes (format 1.6): a CPython code object seen in a stack.
+struct PythonCodeDescription {
+  uint64_t key = 0;  // the code object's address, as Python frames in stacks hold it
+  std::string file, name;
+  uint32_t first_line = 0;
+  std::vector<uint8_t> line_table;
+  bool line_table_cut = false;
+};
+
+// Chunk.python_stacks (format 1.6); `state` holds a fb::PythonStacksState value.
+struct PythonStacksData {
+  uint8_t state = 0;
+  uint32_t version = 0;  // PY_VERSION_HEX
+  std::string reason;
+  uint64_t chains_cut = 0, codes_dropped = 0;
+  bool operator==(const PythonStacksData&) const = default;
+};
+
 }  // namespace gpuscope::container

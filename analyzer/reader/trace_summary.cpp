@@ -117,6 +117,24 @@ container::DeviceCollectionData to_device_collection(const fb::DeviceCollection&
   return out;
 }
 
+// Python frames' code objects and status (format 1.6).
+void read_python_tables(const fb::Chunk& c, TraceSummary* s) {
+  if (c.python_codes() != nullptr)
+    for (const auto* pc : *c.python_codes()) {
+      container::PythonCodeDescription d;
+      d.key = pc->key();
+      d.file = str(pc->file());
+      d.name = str(pc->name());
+      d.first_line = pc->first_line();
+      if (pc->line_table() != nullptr) d.line_table.assign(pc->line_table()->begin(), pc->line_table()->end());
+      d.line_table_cut = pc->line_table_cut();
+      s->python_codes[d.key] = std::move(d);
+    }
+  if (const auto* ps = c.python_stacks(); ps != nullptr)
+    s->python_stacks = container::PythonStacksData{static_cast<uint8_t>(ps->state()), ps->version(),
+                                                   str(ps->reason()), ps->chains_cut(), ps->codes_dropped()};
+}
+
 void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
   if (c.devices() != nullptr)
     for (const auto* d : *c.devices()) {
@@ -150,6 +168,7 @@ void read_side_tables(const fb::Chunk& c, TraceSummary* s) {
   if (c.stacks() != nullptr)
     for (const auto* st : *c.stacks())
       if (st->frames() != nullptr) s->stacks[st->id()].assign(st->frames()->begin(), st->frames()->end());
+  read_python_tables(c, s);
 }
 
 }  // namespace

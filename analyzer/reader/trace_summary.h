@@ -95,6 +95,8 @@ struct TraceSummary {
   std::optional<container::ImportSourceData> import_source;          // imported traces (format 1.5)
   std::vector<container::ModuleDescription> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> frames
+  std::unordered_map<uint64_t, container::PythonCodeDescription> python_codes;  // by key (format 1.6)
+  std::optional<container::PythonStacksData> python_stacks;                     // the latest one (format 1.6)
   ReadStats stats;
   std::vector<Problem> problems;
 

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "fast_unwind.h"
 #include "module_map.h"
+#include "python/python_frames.h"
 #include "recorder.h"
 #include "session.h"
 #include "stack_table.h"
@@ -106,7 +107,8 @@ __attribute__((noinline)) uint32_t capture_stack_id() noexcept {
   // libunwind's allocation locks at the fork, so never unwind there.
   if (capture::detail::g_phase.load(std::memory_order_relaxed) == capture::Phase::Disabled) return 0;
   if (t_unwinding) return 0;
-  void* buffer[kMaxDepth + kSkipFrames];
+  // Native frames (after the skipped ones), then the thread's Python frames.
+  void* buffer[kMaxDepth + kSkipFrames + python::kMaxPythonFrames];
   const int want = static_cast<int>(g_depth.load(std::memory_order_relaxed)) + kSkipFrames;
   int n;
   {
@@ -122,12 +124,15 @@ __attribute__((noinline)) uint32_t capture_stack_id() noexcept {
     }
     t_unwinding = false;
   }
-  if (n <= kSkipFrames) {
-    g_unwind_failures.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
-  return g_table->intern(reinterpret_cast<const uint64_t*>(buffer + kSkipFrames),
-                         static_cast<uint32_t>(n - kSkipFrames));
+  uint32_t native = n > kSkipFrames ? static_cast<uint32_t>(n - kSkipFrames) : 0;
+  if (native == 0) g_unwind_failures.fetch_add(1, std::memory_order_relaxed);
+  auto* frames = reinterpret_cast<uint64_t*>(buffer + kSkipFrames);
+  const uint32_t py = python::append_python_frames(frames + native, python::kMaxPythonFrames);
+  if (native + py == 0) return 0;
+  bool inserted = false;
+  const uint32_t id = g_table->intern(frames, native + py, &inserted);
+  if (inserted && py != 0) python::remember_python_codes(frames + native, py);
+  return id;
 }
 
 void note_modules_changed() noexcept {
@@ -154,9 +159,7 @@ container::StackCaptureData capture_status() {
 
 // Writer thread: at begin(), the module map and whatever stacks exist; at
 // every poll, the module map again if the loader's list changed, and every
-// stack published since. Ids are settled out of order (an insert may still
-// be in progress on some thread), so `settled_` remembers which are done
-// above the contiguous low-water mark.
+// stack published since.
 class StackSource final : public capture::TraceSource {
  public:
   void begin(capture::ChunkBuilder& out) override {
@@ -195,18 +198,9 @@ class StackSource final : public capture::TraceSource {
   }
 
   void emit_stacks(capture::ChunkBuilder& out) {
-    const uint32_t reserved = g_table->reserved();
-    if (settled_.size() < size_t{reserved} + 1) settled_.resize(size_t{reserved} + 1, 0);
-    for (uint32_t id = low_water_ + 1; id <= reserved; ++id) {
-      if (settled_[id] != 0) continue;
-      const EntryState state = g_table->state(id);
-      if (state == EntryState::Pending) continue;
-      settled_[id] = 1;
-      if (state != EntryState::Published) continue;
-      const auto frames = g_table->frames(id);
+    scan_.scan(*g_table, [&](uint32_t id, std::span<const uint64_t> frames) {
       out.add_stack({id, {frames.begin(), frames.end()}});
-    }
-    while (low_water_ < reserved && settled_[low_water_ + 1] != 0) ++low_water_;
+    });
   }
 
   // The status when it changed since the last one written (the counts
@@ -234,8 +228,7 @@ class StackSource final : public capture::TraceSource {
   bool noted_unwind_ = false;
   LoaderGeneration generation_;
   ModuleIds ids_;
-  std::vector<uint8_t> settled_;  // by id
-  uint32_t low_water_ = 0;        // every id up to here is settled
+  PublishedScan scan_;
 };
 
 }  // namespace

@@ -101,14 +101,15 @@ uint32_t StackTable::reserve_entry(const uint64_t* frames, uint32_t count) noexc
   return id;
 }
 
-uint32_t StackTable::intern(const uint64_t* frames, uint32_t count) noexcept {
+uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, bool* inserted) noexcept {
+  if (inserted != nullptr) *inserted = false;
   if (slots_ == nullptr || count == 0) return 0;
   const uint64_t h = hash_frames(frames, count);
   const uint32_t tag = static_cast<uint32_t>(h >> 32);
   size_t index = h & slot_mask_;
   for (size_t probes = 0; probes <= slot_mask_; ++probes, index = (index + 1) & slot_mask_) {
     const uint64_t v = slots_[index].load(std::memory_order_acquire);
-    if (v == 0) return insert_from(index, tag, frames, count);
+    if (v == 0) return insert_from(index, tag, frames, count, inserted);
     if (matches(v, tag, frames, count)) return static_cast<uint32_t>(v);
   }
   full_drops_.fetch_add(1, std::memory_order_relaxed);  // unreachable at load <= 3/4
@@ -119,7 +120,7 @@ uint32_t StackTable::intern(const uint64_t* frames, uint32_t count) noexcept {
 // newly reserved entry, unless a racing thread publishes the same stack
 // first.
 uint32_t StackTable::insert_from(size_t index, uint32_t tag, const uint64_t* frames,
-                                 uint32_t count) noexcept {
+                                 uint32_t count, bool* inserted) noexcept {
   const uint32_t id = reserve_entry(frames, count);
   if (id == 0) {
     full_drops_.fetch_add(1, std::memory_order_relaxed);
@@ -131,6 +132,7 @@ uint32_t StackTable::insert_from(size_t index, uint32_t tag, const uint64_t* fra
     if (slots_[index].compare_exchange_strong(v, mine, std::memory_order_acq_rel,
                                               std::memory_order_acquire)) {
       entries_[id].state.store(EntryState::Published, std::memory_order_release);
+      if (inserted != nullptr) *inserted = true;
       return id;
     }
     if (matches(v, tag, frames, count)) {

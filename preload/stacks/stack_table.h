@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace gpuscope::stacks {
 
@@ -52,8 +53,9 @@ class StackTable {
   bool ready() const noexcept { return slots_ != nullptr; }
 
   // The id of `frames` (1..), inserting it if new; 0 when the table or the
-  // arena is full (counted in full_drops()) or count is 0.
-  uint32_t intern(const uint64_t* frames, uint32_t count) noexcept;
+  // arena is full (counted in full_drops()) or count is 0. *inserted (when
+  // given) says whether this call added the entry.
+  uint32_t intern(const uint64_t* frames, uint32_t count, bool* inserted = nullptr) noexcept;
 
   // Writer side. Ids reserved so far (some may still be Pending).
   uint32_t reserved() const noexcept;
@@ -75,7 +77,7 @@ class StackTable {
                uint32_t count) const noexcept;
   uint32_t reserve_entry(const uint64_t* frames, uint32_t count) noexcept;
   uint32_t insert_from(size_t index, uint32_t tag, const uint64_t* frames,
-                       uint32_t count) noexcept;
+                       uint32_t count, bool* inserted) noexcept;
   void release_mappings() noexcept;
 
   std::atomic<uint64_t>* slots_ = nullptr;
@@ -90,6 +92,29 @@ class StackTable {
   alignas(64) std::atomic<uint64_t> arena_used_{0};
   alignas(64) std::atomic<uint32_t> next_id_{1};
   alignas(64) std::atomic<uint64_t> full_drops_{0};
+};
+
+// Writer side: each entry once, as it is published. Ids settle out of order
+// (an insert may still be in progress on some thread), so `settled_`
+// remembers which are done above the contiguous low-water mark.
+class PublishedScan {
+ public:
+  template <class Emit> void scan(const StackTable& table, Emit&& emit) {
+    const uint32_t reserved = table.reserved();
+    if (settled_.size() < size_t{reserved} + 1) settled_.resize(size_t{reserved} + 1, 0);
+    for (uint32_t id = low_water_ + 1; id <= reserved; ++id) {
+      if (settled_[id] != 0) continue;
+      const EntryState state = table.state(id);
+      if (state == EntryState::Pending) continue;
+      settled_[id] = 1;
+      if (state == EntryState::Published) emit(id, table.frames(id));
+    }
+    while (low_water_ < reserved && settled_[low_water_ + 1] != 0) ++low_water_;
+  }
+
+ private:
+  std::vector<uint8_t> settled_;  // by id
+  uint32_t low_water_ = 0;        // every id up to here is settled
 };
 
 // The hash of a frame sequence (exposed for tests).
