@@ -15,7 +15,7 @@ constexpr uint64_t kCodeUnitBytes = 2;
 
 // Lines are accumulated from deltas in 64 bits; a running line this far from
 // zero only comes from a damaged table, and stopping there keeps every sum
-// far from overflow (one delta is at most 2^36, see VarintReader).
+// far from overflow (one delta is under 2^36, see EntryReader::varint).
 constexpr int64_t kLineLimit = int64_t{1} << 31;
 
 bool line_plausible(int64_t line) { return std::llabs(line) < kLineLimit; }
