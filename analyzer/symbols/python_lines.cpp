@@ -193,7 +193,7 @@ bool is_library_component(std::string_view parent, std::string_view name) {
 }  // namespace
 
 bool is_user_file(std::string_view path) {
-  if (path.starts_with("<frozen")) return false;
+  if (path.starts_with("<frozen ")) return false;
   std::string_view parent;
   size_t start = 0;
   while (start < path.size()) {
