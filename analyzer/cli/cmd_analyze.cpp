@@ -17,14 +17,16 @@ namespace {
 
 // In a directory: gpuscope traces, and other profilers' files by their
 // usual names (rank-0.pt.trace.json.gz, report.sqlite) when their content
-// says so too (a config.json beside them is not a trace).
-bool is_trace_in_directory(const std::filesystem::path& p) {
+// says so too (a config.json beside them is not a trace): the import
+// targets of the entry, none when it is not one.
+std::vector<std::string> traces_in_directory_entry(const std::filesystem::path& p) {
   const std::string name = p.filename().string();
-  if (name.ends_with(".gpuscope")) return true;
-  if (!name.ends_with(".json") && !name.ends_with(".json.gz") && !name.ends_with(".sqlite")) return false;
-  std::string error;
-  auto source = reader::open_file_source(p.string(), &error);
-  return source != nullptr && importer::sniff_format(*source) != importer::SourceFormat::Unknown;
+  const bool native = name.ends_with(".gpuscope");
+  if (!native && !name.ends_with(".json") && !name.ends_with(".json.gz") && !name.ends_with(".sqlite")) return {};
+  importer::SourceFormat format = importer::SourceFormat::Unknown;
+  auto targets = importer::expand_foreign_inputs(p.string(), &format);  // one per process of an nsys export
+  if (!native && format == importer::SourceFormat::Unknown) return {};
+  return targets;
 }
 
 }  // namespace
@@ -40,11 +42,10 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
       continue;
     }
     std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(in, ec))
-      if (is_trace_in_directory(e.path())) {
-        const auto targets = importer::expand_foreign_inputs(e.path().string());
-        found.insert(found.end(), targets.begin(), targets.end());
-      }
+    for (const auto& e : fs::directory_iterator(in, ec)) {
+      const auto targets = traces_in_directory_entry(e.path());
+      found.insert(found.end(), targets.begin(), targets.end());
+    }
     std::sort(found.begin(), found.end());
     if (found.empty()) out.push_back(in);  // reported as unreadable below
     out.insert(out.end(), found.begin(), found.end());

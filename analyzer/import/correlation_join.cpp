@@ -41,14 +41,7 @@ void CorrelationJoin::make_room() {
     const uint64_t oldest = order_.front();
     order_.pop_front();
     auto it = pending_.find(oldest);
-    if (it == pending_.end()) continue;  // joined since
-    if (it->second.call) {
-      ++calls_without_work_;
-      joined_(oldest, *it->second.call, nullptr);
-    } else {
-      ++work_without_call_;
-    }
-    pending_.erase(it);
+    if (it != pending_.end()) give_up(it);  // else joined since
   }
   // Joined ids leave stale entries in order_; keep it from growing without
   // bound when nearly everything joins.
@@ -63,16 +56,21 @@ void CorrelationJoin::make_room() {
 void CorrelationJoin::flush() {
   for (uint64_t id : order_) {
     auto it = pending_.find(id);
-    if (it == pending_.end()) continue;
-    if (it->second.call) {
-      ++calls_without_work_;
-      joined_(id, *it->second.call, nullptr);
-    } else {
-      ++work_without_call_;
-    }
-    pending_.erase(it);
+    if (it != pending_.end()) give_up(it);
   }
   order_.clear();
+}
+
+// The entry's other half will not come: its call is handed out alone, or
+// its device record counted as having no call.
+void CorrelationJoin::give_up(Pending::iterator it) {
+  if (it->second.call) {
+    ++calls_without_work_;
+    joined_(it->first, *it->second.call, nullptr);
+  } else {
+    ++work_without_call_;
+  }
+  pending_.erase(it);
 }
 
 }  // namespace gpuscope::importer

@@ -60,11 +60,13 @@ class CorrelationJoin {
     std::optional<PendingCall> call;
     std::optional<DeviceWork> work;
   };
+  using Pending = std::unordered_map<uint64_t, Entry>;
   void make_room();
+  void give_up(Pending::iterator it);
 
   size_t capacity_;
   Joined joined_;
-  std::unordered_map<uint64_t, Entry> pending_;
+  Pending pending_;
   std::deque<uint64_t> order_;  // ids in arrival order, for evicting the oldest
   uint64_t calls_without_work_ = 0, work_without_call_ = 0;
 };

@@ -51,12 +51,14 @@ SourceFormat sniff_format(const reader::ByteSource& source) {
   return SourceFormat::Unknown;
 }
 
-ImportResult import_file(const ImportTarget& target, const std::string& out_path, bool force) {
+namespace {
+
+// `source`, the file target.path names, opened once and judged `format` by
+// its first bytes: the importer reads those very bytes (an nsys export
+// excepted: SQLite opens it again by its path).
+ImportResult import_source(const ImportTarget& target, std::unique_ptr<reader::ByteSource> source,
+                           SourceFormat format, const std::string& out_path, bool force) {
   ImportResult result;
-  auto source = reader::open_file_source(target.path, &result.error);
-  if (source == nullptr) return result;
-  const SourceFormat format = sniff_format(*source);
-  source.reset();
   ImportSourceInfo info;
   info.path = target.path;
   switch (format) {
@@ -64,9 +66,10 @@ ImportResult import_file(const ImportTarget& target, const std::string& out_path
     case SourceFormat::KinetoGzip: {
       info.format = "kineto";
       TraceBuilder builder(info, out_path, force);
-      return import_kineto(target.path, format, builder);
+      return import_kineto(target.path, std::move(source), format, builder);
     }
     case SourceFormat::NsysSqlite: {
+      source.reset();
       info.format = "nsys-sqlite";
       TraceBuilder builder(info, out_path, force);
       return import_nsys(target.path, target.pid, builder);
@@ -82,6 +85,16 @@ ImportResult import_file(const ImportTarget& target, const std::string& out_path
   return result;
 }
 
+}  // namespace
+
+ImportResult import_file(const ImportTarget& target, const std::string& out_path, bool force) {
+  ImportResult result;
+  auto source = reader::open_file_source(target.path, &result.error);
+  if (source == nullptr) return result;
+  const SourceFormat format = sniff_format(*source);
+  return import_source(target, std::move(source), format, out_path, force);
+}
+
 std::unique_ptr<reader::ByteSource> open_trace_source(const std::string& name, std::string* error,
                                                       std::string* warning) {
   const ImportTarget target = parse_target(name);
@@ -94,8 +107,7 @@ std::unique_ptr<reader::ByteSource> open_trace_source(const std::string& name, s
                     "JSON or an Nsight Systems SQLite export (judged by its first bytes)";
     return nullptr;
   }
-  source.reset();
-  ImportResult imported = import_file(target, "");
+  ImportResult imported = import_source(target, std::move(source), format, "", false);
   if (imported.fd < 0) {
     *error = imported.error;
     return nullptr;
@@ -111,10 +123,12 @@ bool open_trace(reader::TraceReader& reader, const std::string& name, std::strin
   return source != nullptr && reader.open(std::move(source), name, error);
 }
 
-std::vector<std::string> expand_foreign_inputs(const std::string& path) {
+std::vector<std::string> expand_foreign_inputs(const std::string& path, SourceFormat* format) {
   std::string error;
   auto source = reader::open_file_source(path, &error);
-  if (source == nullptr || sniff_format(*source) != SourceFormat::NsysSqlite) return {path};
+  const SourceFormat sniffed = source == nullptr ? SourceFormat::Unknown : sniff_format(*source);
+  if (format != nullptr) *format = sniffed;
+  if (sniffed != SourceFormat::NsysSqlite) return {path};
   source.reset();
   const std::vector<int> pids = nsys_processes(path, &error);
   if (pids.size() <= 1) return {path};

@@ -38,8 +38,11 @@ struct ImportResult {
   ImportCounts counts;
 };
 
-// Importers: read `path` (a foreign file) into `builder` and finish it.
-ImportResult import_kineto(const std::string& path, SourceFormat format, TraceBuilder& builder);
+// Importers: read a foreign file into `builder` and finish it. The Kineto
+// one reads `source`, the file opened and sniffed as `format` (`path` names
+// it in messages); SQLite opens an export by its path.
+ImportResult import_kineto(const std::string& path, std::unique_ptr<reader::ByteSource> source, SourceFormat format,
+                           TraceBuilder& builder);
 ImportResult import_nsys(const std::string& path, int pid, TraceBuilder& builder);
 // The processes of an nsys export that made CUDA calls or ran GPU work
 // (empty with *error set when the file cannot be read as one).
@@ -58,7 +61,8 @@ std::unique_ptr<reader::ByteSource> open_trace_source(const std::string& name, s
 bool open_trace(reader::TraceReader& reader, const std::string& name, std::string* error);
 
 // The inputs' import targets: a path names itself, except an nsys export
-// of several processes, which names each of them.
-std::vector<std::string> expand_foreign_inputs(const std::string& path);
+// of several processes, which names each of them. `format` (may be null)
+// receives what the file is (Unknown when it cannot be opened).
+std::vector<std::string> expand_foreign_inputs(const std::string& path, SourceFormat* format = nullptr);
 
 }  // namespace gpuscope::importer

@@ -20,14 +20,13 @@ void add_kineto_notes(TraceBuilder& builder) {
 
 }  // namespace
 
-ImportResult import_kineto(const std::string& path, SourceFormat format, TraceBuilder& builder) {
+ImportResult import_kineto(const std::string& path, std::unique_ptr<reader::ByteSource> source, SourceFormat format,
+                           TraceBuilder& builder) {
   ImportResult result;
   if (!builder.ok()) {
     result.error = builder.error();
     return result;
   }
-  auto source = reader::open_file_source(path, &result.error);
-  if (source == nullptr) return result;
   auto input = format == SourceFormat::KinetoGzip ? gzip_stream(std::move(source)) : plain_stream(std::move(source));
   builder.set_producer("PyTorch profiler (Kineto)");
   builder.set_mid_run(true);  // torch.profiler records a window of a running program  // the schemaVersion member, when there is one, says more

@@ -47,7 +47,10 @@ std::vector<uint8_t> gzip_compress(const uint8_t* data, size_t size) {
 void import_and_check(gpuscope::importer::SourceFormat format, bool analyze) {
   using namespace gpuscope;
   importer::TraceBuilder builder(importer::ImportSourceInfo{"kineto", input_path(), "", {}}, "");
-  const importer::ImportResult r = importer::import_kineto(input_path(), format, builder);
+  std::string open_error;
+  auto source = reader::open_file_source(input_path(), &open_error);
+  if (source == nullptr) std::abort();  // written just before
+  const importer::ImportResult r = importer::import_kineto(input_path(), std::move(source), format, builder);
   if (r.fd < 0) {
     if (r.error.empty() || r.error.find('\n') != std::string::npos) {  // one line, always
       std::fprintf(stderr, "not one line: [%s]\n", r.error.c_str());
