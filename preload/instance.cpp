@@ -159,6 +159,23 @@ const InstanceMarker* primary_instance_marker() noexcept {
 
 bool in_other_instance(const void* address) { return other_instance_at(address) != nullptr; }
 
+void* definition_in_any_object(const char* name) {
+  const OwnLookups own;
+  std::vector<LoadedObject> objects;
+  dl_iterate_phdr(collect, &objects);  // in load order
+  const link_map* self = object_of(own_address());
+  for (const LoadedObject& object : objects) {
+    if (object.name.empty() || (self != nullptr && self->l_addr == object.load_bias)) continue;
+    void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
+    if (handle == nullptr) continue;
+    void* p = capture::real_dlsym()(handle, name);
+    glibc_dlclose()(handle);  // RTLD_NOLOAD took a reference: give it back
+    // The object's scope may reach our wrapper (a preloaded library is in it) or another copy's.
+    if (p != nullptr && object_of(p) != self && other_instance_at(p) == nullptr) return p;
+  }
+  return nullptr;
+}
+
 void* next_definition(const char* name) {
   void* p = capture::next_symbol(name);
   // Bounded: each hop moves on past one more copy in the scope.

@@ -56,6 +56,13 @@ bool in_other_instance(const void* address);
 // from each copy it lands in.
 void* next_definition(const char* name);
 
+// Last resort for a hook's real function: the first loaded object, in load
+// order, that defines `name` and is no copy of gpuscope. The global scope
+// cannot see a library loaded RTLD_LOCAL as another's dependency (a Python
+// extension module or a plugin that links libcudart), yet its callers reach
+// our exported wrapper. Takes the loader's lock: first calls only.
+void* definition_in_any_object(const char* name);
+
 // Whether this copy is the primary. Decided once, on first use, from any
 // entry point and any thread (before this copy's constructors too).
 bool is_primary_instance() noexcept;

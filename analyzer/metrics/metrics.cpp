@@ -362,6 +362,23 @@ std::string stack_capture_note(const reader::TraceSummary& s) {
   return fmt::format("on, none recorded: none of the {} hooked calls is one that records its call site", calls);
 }
 
+// Python frames (format 1.6): said for a Python program only.
+std::string python_stacks_note(const reader::TraceSummary& s) {
+  if (!s.python_stacks) return "";
+  const container::PythonStacksData& p = *s.python_stacks;
+  const std::string version = fmt::format("CPython {}.{}.{}", p.version >> 24, p.version >> 16 & 0xFF, p.version >> 8 & 0xFF);
+  switch (static_cast<fb::PythonStacksState>(p.state)) {
+    case fb::PythonStacksState::NotPython: return "";
+    case fb::PythonStacksState::Unsupported: return "no Python frames (" + p.reason + "): native frames only";
+    case fb::PythonStacksState::Active: break;
+    default: return fmt::format("unknown Python stack state {}", p.state);
+  }
+  std::string out = "Python frames from " + version;
+  if (p.chains_cut != 0) out += fmt::format(", {} chains cut at {} frames (outer frames left out)", p.chains_cut, 64);
+  if (p.codes_dropped != 0) out += fmt::format(", {} code objects not copied (table full: shown as <python code>)", p.codes_dropped);
+  return out;
+}
+
 void coverage_metrics(const TraceModel& m, Metrics& x) {
   const reader::TraceSummary& s = m.summary;
   x.device_collection = device_collection_text(s);
@@ -372,6 +389,7 @@ void coverage_metrics(const TraceModel& m, Metrics& x) {
   for (const auto& p : s.problems)
     if (p.kind == reader::ProblemKind::Truncated || p.kind == reader::ProblemKind::NoTotals) x.truncated = true;
   x.stacks_note = stack_capture_note(s);
+  x.python_note = python_stacks_note(s);
 }
 
 }  // namespace

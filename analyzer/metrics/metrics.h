@@ -185,6 +185,7 @@ struct Metrics {
   // Call stacks: why the trace has none, or which calls lack one (format
   // 1.3 records it); empty when there is nothing to say.
   std::string stacks_note;
+  std::string python_note;  // Python frames in the stacks: which interpreter, or why none (Python programs only)
 
   // Implicit synchronization (analyzer/model/implicit_syncs.h): the feeding
   // thread's share of wall time blocked in calls that synchronized without

@@ -112,9 +112,17 @@ json implicit_syncs_json(const TraceModel& m) {
 
 json frames_json(const ReportInput& in, uint32_t stack_id, Symbolizer::Walk walk = Symbolizer::Walk::Unwound) {
   json frames = json::array();
-  for (const Frame& fr : in.symbols.stack(stack_id, 8, walk))
-    frames.push_back(json{{"function", fr.function}, {"file", fr.file}, {"line", fr.line},
-                          {"module", fr.module}, {"offset", fr.offset}, {"inlined", fr.inlined}});
+  // A Python program's stacks run deep through libraries and the interpreter: all of them, up to 64.
+  const size_t limit = in.symbols.has_python_frames(stack_id) ? 64 : 8;
+  for (const Frame& fr : in.symbols.stack(stack_id, limit, walk)) {
+    json frame{{"function", fr.function}, {"file", fr.file}, {"line", fr.line},
+               {"module", fr.module}, {"offset", fr.offset}, {"inlined", fr.inlined}};
+    if (fr.python) {
+      frame["python"] = true;
+      frame["user"] = fr.user;
+    }
+    frames.push_back(std::move(frame));
+  }
   return frames;
 }
 
@@ -176,6 +184,7 @@ json process_json(const reader::TraceSummary& s) {
 json coverage_json(const ReportInput& in) {
   json lines = in.analysis.coverage;
   if (const std::string samples = host_samples_coverage_line(in); !samples.empty()) lines.push_back(samples);
+  if (!in.metrics.python_note.empty()) lines.push_back("call stacks: " + in.metrics.python_note);
   return lines;
 }
 

@@ -142,7 +142,7 @@ void sites(std::string& out, const ReportInput& in, const Finding& f) {
   out += "     call sites:\n";
   for (const CallSite& s : f.sites) {
     out += fmt::format("       {} x{}, {:.3f} s\n", s.function, s.count, s.ns / 1e9);
-    const auto frames = in.symbols.stack(s.stack_id, kFramesPerSite);
+    const auto frames = in.symbols.site_frames(s.stack_id, kFramesPerSite);
     if (s.stack_id == 0) out += "           (no call stack recorded)\n";
     for (const Frame& fr : frames) out += fmt::format("           at {}\n", fr.text());
   }
@@ -225,7 +225,8 @@ void coverage(std::string& out, const ReportInput& in) {
 
 std::string stacks_coverage_line(const ReportInput& in) {
   const uint64_t unsym = in.symbols.unsymbolized(), sym = in.symbols.symbolized();
-  const std::string& note = in.metrics.stacks_note;
+  std::string note = in.metrics.stacks_note;
+  if (!in.metrics.python_note.empty()) note += (note.empty() ? "" : "; ") + in.metrics.python_note;
   if (sym + unsym > 0)
     return fmt::format("call stacks: {} frames shown symbolized, {} as module+offset{}", sym, unsym,
                        note.empty() ? "" : "; " + note);

@@ -5,12 +5,16 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "python_frame.h"
+#include "python_lines.h"
 
 namespace gpuscope::analyzer {
 std::string demangle(const char* name) {
@@ -160,24 +164,134 @@ Symbolizer::~Symbolizer() {
   if (impl_->dwfl) dwfl_end(impl_->dwfl);
 }
 
+namespace {
+
+// The Python frames of a stack, innermost first, in groups: one group per
+// native call of the interpreter loop (the last frame of each carries the
+// call-end bit).
+std::vector<std::vector<uint64_t>> python_groups(const std::vector<uint64_t>& values) {
+  std::vector<std::vector<uint64_t>> groups;
+  bool open = false;
+  for (uint64_t v : values) {
+    if (!container::is_python_frame(v)) continue;
+    if (!open) groups.emplace_back();
+    groups.back().push_back(v);
+    open = !container::python_frame_ends_call(v);
+  }
+  return groups;
+}
+
+// The native frame of CPython's interpreter loop (its .cold part included);
+// not the inline wrapper _PyEval_EvalFrame, which sits in the loop's caller.
+bool is_interpreter_loop(const std::vector<Frame>& frames) {
+  return !frames.empty() && frames.back().function.starts_with("_PyEval_EvalFrameDefault");
+}
+
+// A native frame of the interpreter itself (libpython, or a python
+// executable that links it statically).
+bool is_interpreter_frame(const Frame& f) {
+  return !f.python && (f.module.starts_with("libpython") || f.module.starts_with("python"));
+}
+
+}  // namespace
+
+Frame Symbolizer::python_frame(uint64_t value) const {
+  Frame f;
+  f.python = true;
+  f.module = "python";
+  const uint64_t key = container::python_frame_code(value);
+  f.offset = key;
+  const auto& codes = impl_->summary->python_codes;
+  const auto it = codes.find(key);
+  if (it == codes.end()) {
+    f.function = fmt::format("<python code 0x{:x}>", key);
+    ++unsymbolized_;
+    return f;
+  }
+  const container::PythonCodeDescription& code = it->second;
+  const uint32_t version = impl_->summary->python_stacks ? impl_->summary->python_stacks->version : 0;
+  const int first = static_cast<int>(code.first_line);
+  const int line = python::line_at(version, code.line_table, first, container::python_frame_index(value));
+  f.function = code.name;
+  f.file = code.file;
+  f.line = line > 0 ? line : first;  // not known: the function's first line
+  f.user = python::is_user_file(code.file) && !code.file.empty();
+  ++symbolized_;
+  return f;
+}
+
 std::vector<Frame> Symbolizer::stack(uint32_t stack_id, size_t max_frames, Walk walk) const {
   std::vector<Frame> out;
   auto it = impl_->summary->stacks.find(stack_id);
   if (it == impl_->summary->stacks.end()) return out;
+  // The Python frames of each interpreter-loop call stand where the loop's
+  // native frame does (as py-spy's native mode shows them); groups the
+  // native stack did not reach (cut at its depth) follow it.
+  const auto groups = python_groups(it->second);
+  size_t next_group = 0;
+  std::vector<Frame> at;
   for (uint64_t pc : it->second) {
+    if (container::is_python_frame(pc)) continue;
     const container::ModuleDescription* desc = impl_->module_at(pc);
     if (desc == nullptr && walk == Walk::Sampled) break;
     if (desc && is_gpuscope_module(desc->path)) continue;
     bool resolved = false;
-    impl_->frames_at(pc, out, &resolved);
+    at.clear();
+    impl_->frames_at(pc, at, &resolved);
     ++(resolved ? symbolized_ : unsymbolized_);
+    if (next_group < groups.size() && is_interpreter_loop(at))
+      for (uint64_t v : groups[next_group++]) out.push_back(python_frame(v));
+    else
+      out.insert(out.end(), at.begin(), at.end());
     if (out.size() >= max_frames) break;
   }
+  for (; next_group < groups.size() && out.size() < max_frames; ++next_group)
+    for (uint64_t v : groups[next_group]) out.push_back(python_frame(v));
   if (out.size() > max_frames) out.resize(max_frames);
   return out;
 }
 
+namespace {
+
+constexpr size_t kWholeStack = 256;
+
+// The headline frame's index: the innermost user Python frame, else the
+// innermost Python frame; npos for a stack without Python frames.
+size_t python_headline(const std::vector<Frame>& frames) {
+  size_t first_python = std::string::npos;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (!frames[i].python) continue;
+    if (frames[i].user) return i;
+    if (first_python == std::string::npos) first_python = i;
+  }
+  return first_python;
+}
+
+}  // namespace
+
+bool Symbolizer::has_python_frames(uint32_t stack_id) const {
+  const auto it = impl_->summary->stacks.find(stack_id);
+  return it != impl_->summary->stacks.end() &&
+         std::any_of(it->second.begin(), it->second.end(), container::is_python_frame);
+}
+
+std::vector<Frame> Symbolizer::site_frames(uint32_t stack_id, size_t max_frames) const {
+  if (!has_python_frames(stack_id)) return stack(stack_id, max_frames);
+  // From the headline outwards, the interpreter's own native frames left
+  // out: they sit between every two calls and say nothing about the program.
+  std::vector<Frame> frames = stack(stack_id, kWholeStack);
+  const size_t head = python_headline(frames);
+  std::vector<Frame> out;
+  for (size_t i = head == std::string::npos ? 0 : head; i < frames.size() && out.size() < max_frames; ++i)
+    if (!is_interpreter_frame(frames[i])) out.push_back(std::move(frames[i]));
+  return out;
+}
+
 std::string Symbolizer::caller_text(uint32_t stack_id) const {
+  if (has_python_frames(stack_id)) {
+    const std::vector<Frame> frames = stack(stack_id, kWholeStack);
+    if (const size_t head = python_headline(frames); head != std::string::npos) return frames[head].text();
+  }
   const std::vector<Frame> frames = stack(stack_id, 4);
   for (const Frame& f : frames)
     if (!is_toolkit_inline(f)) return f.text();

@@ -21,6 +21,8 @@ struct Frame {
   std::string module;    // basename of the module
   uint64_t offset = 0;   // address relative to the module's ELF vaddrs
   bool inlined = false;
+  bool python = false;   // a CPython frame: function is the qualified name, module "python"
+  bool user = false;     // a Python frame in the user's own code (not a library, not the stdlib)
   std::string text() const;  // "f (file.cpp:12)" or "libx.so+0x1234"
 };
 
@@ -41,14 +43,22 @@ class Symbolizer {
   // every module (what follows is not a caller).
   enum class Walk { Unwound, Sampled };
   std::vector<Frame> stack(uint32_t stack_id, size_t max_frames, Walk walk = Walk::Unwound) const;
-  // The program's frame that made the call, as text: the innermost one that
-  // is not an inline wrapper from the CUDA toolkit's headers (cudaMalloc<T>,
-  // the launch helper). Empty when the stack has no frames.
+  // The program's frame that made the call, as text: in a Python program,
+  // the innermost frame of the user's own Python code (else the innermost
+  // Python frame); otherwise the innermost frame that is not an inline
+  // wrapper from the CUDA toolkit's headers (cudaMalloc<T>, the launch
+  // helper). Empty when the stack has no frames.
   std::string caller_text(uint32_t stack_id) const;
+  // At most max_frames of the stack, from its headline frame outwards: the
+  // innermost user Python frame where the stack has one (the native frames
+  // inside libraries and the interpreter are left out), else the innermost.
+  std::vector<Frame> site_frames(uint32_t stack_id, size_t max_frames) const;
+  bool has_python_frames(uint32_t stack_id) const;
   uint64_t unsymbolized() const { return unsymbolized_; }
   uint64_t symbolized() const { return symbolized_; }
 
  private:
+  Frame python_frame(uint64_t value) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   mutable uint64_t unsymbolized_ = 0, symbolized_ = 0;

@@ -38,6 +38,7 @@ void* HookSlot::resolve_next() noexcept {
     if (handle == nullptr) break;
     p = capture::real_dlsym()(handle, name);
   }
+  if (p == nullptr || p == own) p = preload::definition_in_any_object(name);
   if (p == nullptr || p == own) return nullptr;
   adopt(p);
   return real.load(std::memory_order_acquire);

@@ -44,7 +44,8 @@ constexpr Layout kLayouts[] = {
 // libpython it links), else from a libpython loaded privately (RTLD_LOCAL,
 // as an embedding plugin does).
 struct SymbolScope {
-  void* handle = RTLD_DEFAULT;
+  bool found = false;
+  void* handle = RTLD_DEFAULT;  // which is null: `found` says whether there is an interpreter
   void* find(const char* name) const { return capture::real_dlsym()(handle, name); }
 };
 
@@ -59,14 +60,14 @@ int find_private_libpython(dl_phdr_info* info, size_t, void* out) {
 }
 
 SymbolScope interpreter_scope() {
-  if (capture::real_dlsym()(RTLD_DEFAULT, "PyGILState_GetThisThreadState") != nullptr) return {};
+  if (capture::real_dlsym()(RTLD_DEFAULT, "PyGILState_GetThisThreadState") != nullptr) return {true, RTLD_DEFAULT};
   std::string path;
   dl_iterate_phdr(find_private_libpython, &path);
-  if (path.empty()) return {nullptr};
+  if (path.empty()) return {};
   // RTLD_NOLOAD: only a handle to what is already there, never a load.
   auto* real_dlopen = capture::next<void* (*)(const char*, int)>("dlopen");
   void* handle = real_dlopen != nullptr ? real_dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD) : nullptr;
-  return {handle};
+  return {handle != nullptr, handle};
 }
 
 // PY_VERSION_HEX: Py_Version (3.11+), else parsed from Py_GetVersion()'s
@@ -90,7 +91,7 @@ const Layout* layout_for(uint32_t minor) {
 Interpreter detect_interpreter() {
   Interpreter found;
   const SymbolScope scope = interpreter_scope();
-  if (scope.handle == nullptr) return found;
+  if (!scope.found) return found;
   found.this_thread_state = reinterpret_cast<void* (*)()>(scope.find("PyGILState_GetThisThreadState"));
   found.is_initialized = reinterpret_cast<int (*)()>(scope.find("Py_IsInitialized"));
   found.code_type = scope.find("PyCode_Type");
