@@ -61,14 +61,17 @@ bool matches(const ShapePattern& p, const Frame& f) {
   return name.starts_with(p.scope) && name.ends_with(std::string("::") + p.name);
 }
 
-bool is_interpreter(const Frame& f) {
-  return f.module.starts_with("libpython") || f.module.starts_with("python") || f.function.starts_with("_Py") ||
-         f.function.starts_with("Py");
+// Frames that are nobody's call site: CPython's own (its library, its
+// executable, its C API) and the C library's start-up.
+bool is_runtime(const Frame& f) {
+  for (const char* module : {"libpython", "python", "libc.so", "ld-linux"})
+    if (f.module.starts_with(module)) return true;
+  return f.function.starts_with("_Py") || f.function.starts_with("Py");
 }
 
 std::string call_site_after(const std::vector<Frame>& frames, size_t matched) {
   for (size_t i = matched + 1; i < frames.size(); ++i)
-    if (!is_pytorch_frame(frames[i]) && !is_interpreter(frames[i]) && !frames[i].function.empty())
+    if (!is_pytorch_frame(frames[i]) && !is_runtime(frames[i]) && !frames[i].function.empty())
       return frames[i].text();
   return {};
 }
@@ -118,6 +121,7 @@ std::string unavailable_cause(const Metrics& x) {
     causes.push_back(fmt::format("{} returned {} ({})", e.function, e.name.empty() ? "an error" : e.name, e.code));
   }
   if (!x.failed_loads.empty()) causes.push_back("failed to load " + x.failed_loads.front());
+  if (x.driver_problem) causes.push_back("driver: " + *x.driver_problem);
   if (x.devices_hidden) causes.push_back(fmt::format("CUDA_VISIBLE_DEVICES='{}'", *x.visible_devices));
   return causes.empty() ? "the CUDA calls failed" : fmt::format("{}", fmt::join(causes, "; "));
 }

@@ -74,6 +74,22 @@ TEST(PyTorchShapes, CachingAllocatorEmptyCacheAndOutOfMemoryRetryDiffer) {
   EXPECT_EQ(retried->call_site, "");
 }
 
+// Without Python frames in the stack (native-only unwinding of a Python
+// process), nothing below PyTorch is the program's: no call site, rather
+// than CPython's or the C library's start-up.
+TEST(PyTorchShapes, TheInterpreterAndTheCLibraryAreNoCallSite) {
+  const auto m = match_pytorch_shape({native("c10::cuda::device_count()", "libc10_cuda.so"),
+                                      native("THCPModule_getDeviceCount_wrap(_object*, _object*)", "libtorch_python.so"),
+                                      native("cfunction_vectorcall_NOARGS", "libpython3.11.so.1.0"),
+                                      native("_PyEval_EvalFrameDefault", "libpython3.11.so.1.0"),
+                                      native("Py_BytesMain", "libpython3.11.so.1.0"), native("main", "python3.11"),
+                                      Frame{"__libc_start_call_main", "libc_start_call_main.h", 58, "libc.so.6", 0x29d90,
+                                            false}});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->shape, PyTorchShape::IsAvailable);
+  EXPECT_EQ(m->call_site, "");
+}
+
 TEST(PyTorchShapes, DeviceCountInAnAnonymousNamespaceIsIsAvailable) {
   const auto m = match_pytorch_shape({native("c10::cuda::(anonymous namespace)::device_count_impl(bool)",
                                              "libc10_cuda.so"),
