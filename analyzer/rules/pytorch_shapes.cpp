@@ -4,6 +4,7 @@
 #include "pytorch_shapes.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -97,20 +98,41 @@ std::optional<ShapeMatch> match_pytorch_shape(const std::vector<Frame>& frames) 
 
 namespace {
 
-const char* shape_words(PyTorchShape s) {
-  switch (s) {
-    case PyTorchShape::PrintTensor: return "print(tensor)";
-    case PyTorchShape::ToList: return "`.tolist()`";
-    case PyTorchShape::Item: return "`.item()`";
-    case PyTorchShape::EmptyCache: return "torch.cuda.empty_cache()";
-    case PyTorchShape::CacheFlushOnOom: return "the caching allocator's out-of-memory retry";
-    case PyTorchShape::IsAvailable: return "torch.cuda.is_available()";
-    case PyTorchShape::TensorCopy: return "a tensor copy (.to() / .cuda() / .cpu())";
-    case PyTorchShape::DataLoaderInline: return "DataLoader(num_workers=0)";
-    case PyTorchShape::DataLoader: return "the DataLoader";
-  }
-  return "?";
-}
+// Each shape's name in the evidence and its fix: the habit, " at SITE"
+// when the stack has one, then the rest. The enum's order indexes it.
+struct ShapeText {
+  const char* words;
+  const char* habit;
+  const char* fix;
+};
+
+constexpr ShapeText kTexts[] = {
+    {"print(tensor)", "print(tensor)",
+     " copies the tensor to the host and synchronizes: print every N steps, or a value accumulated on the GPU"},
+    {"`.tolist()`", "`.tolist()`",
+     " copies the tensor to the host and synchronizes: keep it on the GPU and convert it once, or every N steps"},
+    {"`.item()`", "`.item()`",
+     " in the step loop synchronizes every step: keep the value on the GPU (accumulate it in a tensor) and read it "
+     "every N steps"},
+    {"torch.cuda.empty_cache()", "torch.cuda.empty_cache()",
+     " in the loop frees the caching allocator's blocks (each cudaFree synchronizes the device, and the next step "
+     "allocates them again): remove it"},
+    {"the caching allocator's out-of-memory retry",
+     "the caching allocator ran out of memory and freed its cached blocks to retry",
+     " (fragmentation or growing shapes): keep shapes static (pad or bucket them), set "
+     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or lower the batch size"},
+    {"torch.cuda.is_available()", "torch.cuda.is_available() was False", ": "},  // + what failed
+    {"a tensor copy (.to() / .cuda() / .cpu())", "", ""},                      // worded by direction
+    {"DataLoader(num_workers=0)", "DataLoader(num_workers=0)",
+     " loads every batch on the training thread: raise num_workers, with pin_memory=True and "
+     "persistent_workers=True"},
+    {"the DataLoader", "the DataLoader",
+     " holds the GPU: raise num_workers and prefetch_factor, keep persistent_workers=True, and move decoding and "
+     "augmentation to the GPU"},
+};
+static_assert(std::size(kTexts) == static_cast<size_t>(PyTorchShape::DataLoader) + 1);
+
+const ShapeText& text_of(PyTorchShape s) { return kTexts[static_cast<size_t>(s)]; }
 
 // Why CUDA was unavailable, from the trace: the first failing call and the
 // first library that failed to load.
@@ -138,34 +160,11 @@ std::string copy_fix(const Metrics& x) {
 }
 
 std::string shape_fix(PyTorchShape s, const std::string& at, const Metrics& x) {
-  switch (s) {
-    case PyTorchShape::PrintTensor:
-      return "print(tensor)" + at + " copies the tensor to the host and synchronizes: print every N steps, or a "
-             "value accumulated on the GPU";
-    case PyTorchShape::ToList:
-      return "`.tolist()`" + at + " copies the tensor to the host and synchronizes: keep it on the GPU and convert "
-             "it once, or every N steps";
-    case PyTorchShape::Item:
-      return "`.item()`" + at + " in the step loop synchronizes every step: keep the value on the GPU (accumulate "
-             "it in a tensor) and read it every N steps";
-    case PyTorchShape::EmptyCache:
-      return "torch.cuda.empty_cache()" + at + " in the loop frees the caching allocator's blocks (each cudaFree "
-             "synchronizes the device, and the next step allocates them again): remove it";
-    case PyTorchShape::CacheFlushOnOom:
-      return "the caching allocator ran out of memory and freed its cached blocks to retry" + at +
-             " (fragmentation or growing shapes): keep shapes static (pad or bucket them), set "
-             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or lower the batch size";
-    case PyTorchShape::IsAvailable:
-      return "torch.cuda.is_available() was False" + at + ": " + unavailable_cause(x);
-    case PyTorchShape::TensorCopy: return copy_fix(x);
-    case PyTorchShape::DataLoaderInline:
-      return "DataLoader(num_workers=0) loads every batch on the training thread: raise num_workers, with "
-             "pin_memory=True and persistent_workers=True";
-    case PyTorchShape::DataLoader:
-      return "the DataLoader holds the GPU: raise num_workers and prefetch_factor, keep persistent_workers=True, "
-             "and move decoding and augmentation to the GPU";
-  }
-  return {};
+  if (s == PyTorchShape::TensorCopy) return copy_fix(x);
+  const ShapeText& t = text_of(s);
+  std::string fix = std::string(t.habit) + at + t.fix;
+  if (s == PyTorchShape::IsAvailable) fix += unavailable_cause(x);
+  return fix;
 }
 
 struct Cited {
@@ -206,7 +205,7 @@ void name_shapes_in(Finding* f, const Symbolizer& symbols, const TraceModel& m, 
   std::vector<std::string> fixes;
   for (const auto& [shape, first] : seen) {
     const auto& [match, count] = first;
-    f->evidence.push_back(fmt::format("PyTorch: {} ({}) in the stacks of {} of the {} cited {}{}", shape_words(shape),
+    f->evidence.push_back(fmt::format("PyTorch: {} ({}) in the stacks of {} of the {} cited {}{}", text_of(shape).words,
                                       match.frame, count, total, sampled_only ? "CPU samples" : "calls",
                                       match.call_site.empty() ? "" : ", called from " + match.call_site));
     fixes.push_back(shape_fix(shape, match.call_site.empty() ? "" : " at " + match.call_site, x));
