@@ -2,6 +2,7 @@
 // against the fake libtorch (fake_torch.h), one habit per --case:
 //   item         a forward op, then loss.item() every step
 //   copies       every step's batch .to(device) from pageable memory
+//   to_cpu       every step's output copied back with .cpu()
 //   empty_cache  activations from the caching allocator, freed to it, then
 //                torch.cuda.empty_cache() every step
 //   no_gpu       torch.cuda.is_available() is False: the loop runs on the
@@ -38,6 +39,12 @@ static void train_step_copies(const at::Tensor& batch) {
   at::Tensor on_gpu = batch.to(c10::Device{true});  // pageable: no pin_memory
   at::native::fill_(on_gpu, 1.0f);
   c10::cuda::CUDACachingAllocator::raw_delete(on_gpu.data());
+}
+
+static double train_step_to_cpu(at::Tensor& output) {
+  at::native::fill_(output, 2.0f);
+  const at::Tensor on_host = output.to(c10::Device{false});  // the habit: results back every step
+  return on_host.numel();
 }
 
 static void train_step_empty_cache() {
@@ -81,10 +88,13 @@ int main(int argc, char** argv) {
   } else if (which == "copies") {
     const at::Tensor batch = at::Tensor::from_host(std::vector<float>(kBatch, 1.0f));
     for (int s = 0; s < steps; ++s) train_step_copies(batch);
+  } else if (which == "to_cpu") {
+    at::Tensor output = at::Tensor::empty_cuda(kBatch);
+    for (int s = 0; s < steps; ++s) sum += train_step_to_cpu(output);
   } else if (which == "empty_cache") {
     for (int s = 0; s < steps; ++s) train_step_empty_cache();
   } else {
-    std::fprintf(stderr, "usage: torch_steps --case item|copies|empty_cache|no_gpu [--steps=N]\n");
+    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|empty_cache|no_gpu [--steps=N]\n");
     return 2;
   }
   std::printf("torch_steps: %s, %d steps, %.1f\n", which.c_str(), steps, sum);
