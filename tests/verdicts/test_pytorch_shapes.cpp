@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct Case {
   std::vector<const char*> text_has;
   std::vector<const char*> text_lacks = {};
 };
+
+// Test names in ctest's list: the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
