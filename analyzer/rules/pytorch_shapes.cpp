@@ -190,6 +190,10 @@ std::vector<Cited> cited_stacks(const Finding& f, const TraceModel& m, const Met
 }
 
 constexpr size_t kFramesSearched = 64;
+// A habit behind fewer of the cited calls than this share is not what the
+// finding is about (one .item() at the end of a loop that synchronizes
+// every step): it is not named.
+constexpr double kShapeShare = 0.10;
 
 void name_shapes_in(Finding* f, const Symbolizer& symbols, const TraceModel& m, const Metrics& x) {
   std::map<PyTorchShape, std::pair<ShapeMatch, uint64_t>> seen;  // the first match, and the calls showing it
@@ -201,16 +205,16 @@ void name_shapes_in(Finding* f, const Symbolizer& symbols, const TraceModel& m, 
     if (auto match = match_pytorch_shape(symbols.stack(c.stack_id, kFramesSearched, c.walk)))
       seen.try_emplace(match->shape, *match, 0).first->second.second += c.count;
   }
-  if (seen.empty()) return;
   std::vector<std::string> fixes;
   for (const auto& [shape, first] : seen) {
     const auto& [match, count] = first;
+    if (static_cast<double>(count) < kShapeShare * static_cast<double>(total)) continue;
     f->evidence.push_back(fmt::format("PyTorch: {} ({}) in the stacks of {} of the {} cited {}{}", text_of(shape).words,
                                       match.frame, count, total, sampled_only ? "CPU samples" : "calls",
                                       match.call_site.empty() ? "" : ", called from " + match.call_site));
     fixes.push_back(shape_fix(shape, match.call_site.empty() ? "" : " at " + match.call_site, x));
   }
-  f->fix = fmt::format("{}. {}", fmt::join(fixes, "; "), f->fix);
+  if (!fixes.empty()) f->fix = fmt::format("{}. {}", fmt::join(fixes, "; "), f->fix);
 }
 
 }  // namespace

@@ -51,6 +51,12 @@ const std::vector<Case>& cases() {
        "`.item()` at train_step_item(at::Tensor&) (torch_steps.cpp:",
        "launch work asynchronously and synchronize once per batch",
        {"in the step loop synchronizes every step: keep the value on the GPU"}},
+      // .item() every 20 steps in a loop that synchronizes every step
+      // itself: 1 in 21 of the cited calls, the finding is about the loop's
+      // synchronizes, so its fix stays general.
+      {"item_every_20_steps_in_a_synchronizing_loop", "synchronize", 10000, "", "", "sync.host_blocked_in_synchronization",
+       "cudaDeviceSynchronize: 9500 calls", "launch work asynchronously and synchronize once per batch", "",
+       {}, {"PyTorch:", "`.item()`"}},
       {"pageable_to_cuda", "copies", 1000, "", "pcie_bound", "pcie.host_blocked_in_copies",
        "PyTorch: a tensor copy (.to() / .cuda() / .cpu())",
        "`.to('cuda')` / `.cuda()` from pageable memory: DataLoader(pin_memory=True)",

@@ -3,6 +3,8 @@
 //   item         a forward op, then loss.item() every step
 //   copies       every step's batch .to(device) from pageable memory
 //   to_cpu       every step's output copied back with .cpu()
+//   synchronize  a synchronize of the whole device after every step (not a
+//                PyTorch call), but loss.item() every 20th step instead
 //   empty_cache  activations from the caching allocator, freed to it, then
 //                torch.cuda.empty_cache() every step
 //   no_gpu       torch.cuda.is_available() is False: the loop runs on the
@@ -13,6 +15,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "fake_torch.h"
 
@@ -39,6 +43,16 @@ static void train_step_copies(const at::Tensor& batch) {
   at::Tensor on_gpu = batch.to(c10::Device{true});  // pageable: no pin_memory
   at::native::fill_(on_gpu, 1.0f);
   c10::cuda::CUDACachingAllocator::raw_delete(on_gpu.data());
+}
+
+// Every 20th step reads the loss, which synchronizes; the others
+// synchronize the device outright.
+static double train_step_synchronize(at::Tensor& loss, bool read_loss) {
+  at::native::fill_(loss, 0.5f);
+  double value = 0;
+  if (read_loss) value = loss.item().value;
+  else if (cudaDeviceSynchronize() != cudaSuccess) std::exit(1);
+  return value + host_step_work() * 0;
 }
 
 static double train_step_to_cpu(at::Tensor& output) {
@@ -88,13 +102,16 @@ int main(int argc, char** argv) {
   } else if (which == "copies") {
     const at::Tensor batch = at::Tensor::from_host(std::vector<float>(kBatch, 1.0f));
     for (int s = 0; s < steps; ++s) train_step_copies(batch);
+  } else if (which == "synchronize") {
+    at::Tensor loss = at::Tensor::empty_cuda(1024);
+    for (int s = 0; s < steps; ++s) sum += train_step_synchronize(loss, s % 20 == 19);
   } else if (which == "to_cpu") {
     at::Tensor output = at::Tensor::empty_cuda(kBatch);
     for (int s = 0; s < steps; ++s) sum += train_step_to_cpu(output);
   } else if (which == "empty_cache") {
     for (int s = 0; s < steps; ++s) train_step_empty_cache();
   } else {
-    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|empty_cache|no_gpu [--steps=N]\n");
+    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|synchronize|empty_cache|no_gpu [--steps=N]\n");
     return 2;
   }
   std::printf("torch_steps: %s, %d steps, %.1f\n", which.c_str(), steps, sum);
