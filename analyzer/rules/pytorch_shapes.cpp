@@ -29,6 +29,8 @@ constexpr ShapePattern kPatterns[] = {
     {PyTorchShape::Item, "at::native::", "_local_scalar_dense_cuda"},
     {PyTorchShape::Item, "at::", "_local_scalar_dense"},
     {PyTorchShape::Item, "at::native::", "item"},
+    {PyTorchShape::Synchronize, "torch/cuda/__init__.py", "synchronize"},
+    {PyTorchShape::Synchronize, "c10::cuda::", "device_synchronize"},
     {PyTorchShape::EmptyCache, "torch/cuda/memory.py", "empty_cache"},
     {PyTorchShape::EmptyCache, "c10::cuda::CUDACachingAllocator::", "emptyCache"},
     {PyTorchShape::CacheFlushOnOom, "c10::cuda::CUDACachingAllocator::", "release_cached_blocks"},
@@ -114,6 +116,9 @@ constexpr ShapeText kTexts[] = {
     {"`.item()`", "`.item()`",
      " in the step loop synchronizes every step: keep the value on the GPU (accumulate it in a tensor) and read it "
      "every N steps"},
+    {"torch.cuda.synchronize()", "torch.cuda.synchronize()",
+     " waits for all the GPU's work: drop it from the step loop (keep it only around a timing measurement, or "
+     "wait on one stream or event)"},
     {"torch.cuda.empty_cache()", "torch.cuda.empty_cache()",
      " in the loop frees the caching allocator's blocks (each cudaFree synchronizes the device, and the next step "
      "allocates them again): remove it"},

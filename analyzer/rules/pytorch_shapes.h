@@ -20,6 +20,7 @@ enum class PyTorchShape {
   PrintTensor,      // print(tensor) / repr: torch/_tensor_str.py
   ToList,           // tensor.tolist(): torch::utils::tensor_to_list
   Item,             // tensor.item(): at::native::_local_scalar_dense_cuda
+  Synchronize,      // torch.cuda.synchronize(): c10::cuda::device_synchronize
   EmptyCache,       // torch.cuda.empty_cache(): the caching allocator's emptyCache
   CacheFlushOnOom,  // the caching allocator freeing its cache to retry an allocation
   IsAvailable,      // torch.cuda.is_available() / device_count(): c10::cuda::device_count

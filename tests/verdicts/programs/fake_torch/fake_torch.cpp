@@ -114,6 +114,8 @@ int device_count_impl(bool fail_if_no_driver) {
 
 int device_count() noexcept { return device_count_impl(false); }
 
+void device_synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
 namespace CUDACachingAllocator::Native {
 
 // Freed blocks stay cached for the next allocation of their size; only

@@ -59,6 +59,7 @@ void fill_(Tensor& self, float value);
 
 namespace c10::cuda {
 int device_count() noexcept;  // what torch.cuda.is_available() asks
+void device_synchronize();    // torch.cuda.synchronize()
 namespace CUDACachingAllocator {
 void* raw_alloc(size_t bytes);
 void raw_delete(void* p);

@@ -5,6 +5,7 @@
 //   to_cpu       every step's output copied back with .cpu()
 //   synchronize  a synchronize of the whole device after every step (not a
 //                PyTorch call), but loss.item() every 20th step instead
+//   torch_synchronize  torch.cuda.synchronize() after every step
 //   empty_cache  activations from the caching allocator, freed to it, then
 //                torch.cuda.empty_cache() every step
 //   no_gpu       torch.cuda.is_available() is False: the loop runs on the
@@ -46,11 +47,12 @@ static void train_step_copies(const at::Tensor& batch) {
 }
 
 // Every 20th step reads the loss, which synchronizes; the others
-// synchronize the device outright.
-static double train_step_synchronize(at::Tensor& loss, bool read_loss) {
+// synchronize the device outright, with CUDA's call or with PyTorch's.
+static double train_step_synchronize(at::Tensor& loss, bool read_loss, bool torch_call) {
   at::native::fill_(loss, 0.5f);
   double value = 0;
   if (read_loss) value = loss.item().value;
+  else if (torch_call) c10::cuda::device_synchronize();
   else if (cudaDeviceSynchronize() != cudaSuccess) std::exit(1);
   return value + host_step_work() * 0;
 }
@@ -104,14 +106,17 @@ int main(int argc, char** argv) {
     for (int s = 0; s < steps; ++s) train_step_copies(batch);
   } else if (which == "synchronize") {
     at::Tensor loss = at::Tensor::empty_cuda(1024);
-    for (int s = 0; s < steps; ++s) sum += train_step_synchronize(loss, s % 20 == 19);
+    for (int s = 0; s < steps; ++s) sum += train_step_synchronize(loss, s % 20 == 19, false);
+  } else if (which == "torch_synchronize") {
+    at::Tensor loss = at::Tensor::empty_cuda(1024);
+    for (int s = 0; s < steps; ++s) sum += train_step_synchronize(loss, false, true);
   } else if (which == "to_cpu") {
     at::Tensor output = at::Tensor::empty_cuda(kBatch);
     for (int s = 0; s < steps; ++s) sum += train_step_to_cpu(output);
   } else if (which == "empty_cache") {
     for (int s = 0; s < steps; ++s) train_step_empty_cache();
   } else {
-    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|synchronize|empty_cache|no_gpu [--steps=N]\n");
+    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|synchronize|torch_synchronize|empty_cache|no_gpu [--steps=N]\n");
     return 2;
   }
   std::printf("torch_steps: %s, %d steps, %.1f\n", which.c_str(), steps, sum);
