@@ -73,6 +73,8 @@ rows=()
 failed=0
 # check NAME EXPECTED ANALYSIS_JSON PYTHON_CONDITION: PYTHON_CONDITION is
 # evaluated with `doc` (the analysis) and `text` (all findings' evidence and fixes).
+# The conditions are Python, quoted so that the shell leaves them alone.
+# shellcheck disable=SC2016
 check() {
   local name=$1 expected=$2 json=$3 cond=$4 got
   got=$("$venv/bin/python" - "$json" "$cond" <<'EOF'
