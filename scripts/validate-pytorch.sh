@@ -74,7 +74,6 @@ failed=0
 # check NAME EXPECTED ANALYSIS_JSON PYTHON_CONDITION: PYTHON_CONDITION is
 # evaluated with `doc` (the analysis) and `text` (all findings' evidence and fixes).
 # The conditions are Python, quoted so that the shell leaves them alone.
-# shellcheck disable=SC2016
 check() {
   local name=$1 expected=$2 json=$3 cond=$4 got
   got=$("$venv/bin/python" - "$json" "$cond" <<'EOF'
@@ -114,6 +113,7 @@ if [ $gpu = 1 ]; then
   check "no usable GPU (CUDA_VISIBLE_DEVICES=)" "cpu_fallback; is_available() was False" "$work/fallback.json" \
     'doc["verdict"]["class"] == "cpu_fallback" and "torch.cuda.is_available() was False" in text'
   traced habits "$gs" run -q -o "$work/habits/" -- "$venv/bin/python" train.py --item --pageable
+  # shellcheck disable=SC2016  # Python's backquotes, not the shell's
   check ".item() per step" "\`.item()\` at train.py:LINE" "$work/habits.json" \
     '"`.item()` at " in text and "train.py:" in text'
   check "pageable .to('cuda')" "\`.to('cuda')\` from pageable memory" "$work/habits.json" \
