@@ -65,8 +65,11 @@ bool matches(const ShapePattern& p, const Frame& f) {
 }
 
 // Frames that are nobody's call site: CPython's own (its library, its
-// executable, its C API) and the C library's start-up.
+// executable, its C API, its frozen modules) and the C library's start-up.
+// A Python frame of a real file is the script's, whatever module it names.
 bool is_runtime(const Frame& f) {
+  if (is_python(f)) return false;
+  if (f.file.starts_with("<frozen ")) return true;
   for (const char* module : {"libpython", "python", "libc.so", "ld-linux"})
     if (f.module.starts_with(module)) return true;
   return f.function.starts_with("_Py") || f.function.starts_with("Py");

@@ -80,6 +80,15 @@ TEST(PyTorchShapes, CachingAllocatorEmptyCacheAndOutOfMemoryRetryDiffer) {
 // Without Python frames in the stack (native-only unwinding of a Python
 // process), nothing below PyTorch is the program's: no call site, rather
 // than CPython's or the C library's start-up.
+// A Python frame is the script's whatever module the Symbolizer gives it;
+// a frozen module's is the interpreter's.
+TEST(PyTorchShapes, APythonFrameIsACallSiteAFrozenOneIsNot) {
+  expect_shape({native("at::native::item(at::Tensor const&)", "libtorch_cpu.so"),
+                Frame{"<module>", "<frozen runpy>", 88, "", 0, false},
+                Frame{"step", "/home/u/train.py", 12, "python3.11", 0, false}},
+               PyTorchShape::Item, "step (train.py:12)");
+}
+
 TEST(PyTorchShapes, TheInterpreterAndTheCLibraryAreNoCallSite) {
   expect_shape({native("c10::cuda::device_count()", "libc10_cuda.so"),
                 native("THCPModule_getDeviceCount_wrap(_object*, _object*)", "libtorch_python.so"),
