@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include "host_profile.h"
+#include "pytorch_shapes.h"
 
 namespace gpuscope::analyzer {
 
@@ -90,6 +91,7 @@ void TraceAnalysis::run_rules() {
   metrics_ = compute_metrics(model_);
   analysis_ = analyze(model_, metrics_);
   attribute_findings_to_ranges(model_, &analysis_);
+  name_pytorch_shapes(*symbols_, model_, metrics_, &analysis_);
 }
 
 PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const std::string& name,

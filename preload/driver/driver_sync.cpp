@@ -28,8 +28,8 @@ constexpr uint8_t DP = gpuscope::hooks::kDriverApi | gpuscope::hooks::kPerThread
   X(CUresult, cuStreamQuery, D, (CUstream s), (s), (poll_of(SyncKind::StreamQuery, s)))                          \
   X(CUresult, cuStreamQuery_ptsz, DP, (CUstream s), (s), (poll_of(SyncKind::StreamQuery, s)))                    \
   X(CUresult, cuEventQuery, D, (CUevent e), (e), (poll_of(SyncKind::EventQuery, e)))                             \
-  X(CUresult, cuInit, D, (unsigned f), (f), (plain()))                                                           \
-  X(CUresult, cuDeviceGetCount, D, (int* n), (n), (plain()))                                                    \
+  X(CUresult, cuInit, D, (unsigned f), (f), (gpuscope::hooks::availability_query()))                             \
+  X(CUresult, cuDeviceGetCount, D, (int* n), (n), (gpuscope::hooks::availability_query()))                      \
   X(CUresult, cuProfilerStart, D, (), (), (gpuscope::hooks::ProfilerStartCall{}))                                \
   X(CUresult, cuProfilerStop, D, (), (), (gpuscope::hooks::ProfilerStopCall{}))
 

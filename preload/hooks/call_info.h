@@ -204,6 +204,16 @@ inline CallInfo plain(const void* stream = nullptr) noexcept {
   return c;
 }
 
+// The calls that ask whether a GPU is there (cudaGetDeviceCount, cuInit,
+// cuDeviceGetCount): when they fail, their call site is what a silent CPU
+// fallback's finding names (torch.cuda.is_available(), docs/pytorch.md).
+// Programs ask once or cache the answer, so the unwind is rare.
+inline CallInfo availability_query() noexcept {
+  CallInfo c;
+  c.wants_stack = true;
+  return c;
+}
+
 // A call that only puts work on a stream (a host function, a callback): an
 // ApiCall, flagged when a stream capture took the work.
 struct StreamWorkCall : CallInfo {

@@ -51,7 +51,7 @@ StreamCreateCall stream_create(cudaStream_t* out, unsigned flags) {
 }  // namespace
 
 #define GPUSCOPE_RUNTIME_DEVICE(X)                                                                              \
-  X(cudaError_t, cudaGetDeviceCount, 0, (int* n), (n), (plain()))                                               \
+  X(cudaError_t, cudaGetDeviceCount, 0, (int* n), (n), (gpuscope::hooks::availability_query()))                 \
   X(cudaError_t, cudaSetDevice, 0, (int d), (d), (set_device(d)))                                               \
   X(cudaError_t, cudaGetDevice, 0, (int* d), (d), (plain()))                                                    \
   X(cudaError_t, cudaDriverGetVersion, 0, (int* v), (v), (plain()))                                             \
