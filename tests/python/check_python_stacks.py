@@ -24,19 +24,20 @@ SKIP = 77
 # mode -> the calls whose every headline is checked (CUDA function, site,
 # headline function), and a finding's call site (CUDA function, site, the
 # functions outwards from the headline that its frames must show in order;
-# native ones from libpykernels.so among them). The kernels are queued from
-# native code, so their launches cite native frames, then Python's.
+# native ones from libpykernels.so among them). The work is queued from
+# native code (pageable copies, then kernels), so the copies' finding cites
+# native frames, then Python's.
 EXPECTED = {
     "copies": (("cudaMemcpy", "copy", "copy_batches"),
                ("cudaMemcpy", "copy", ["copy_batches", "copies", "<module>"])),
     "sync": (("cudaDeviceSynchronize", "sync", "wait_for_device"),
-             ("__cudaLaunchKernel", "queue", ["training_step", "sync", "<module>"])),
+             ("cudaMemcpy", "queue", ["training_step", "sync", "<module>"])),
     "threads": (("cudaMemcpy", "thread", "worker"),
                 ("cudaMemcpy", "thread", ["worker"])),
     "callback": (("cudaDeviceSynchronize", "callback", "on_event"),
-                 ("__cudaLaunchKernel", "callback_queue", ["on_event", "run_callback", "callback", "<module>"])),
+                 ("cudaMemcpy", "callback_queue", ["on_event", "run_callback", "callback", "<module>"])),
 }
-NATIVE = {"queue_kernels", "run_callback"}  # libpykernels.so's functions
+NATIVE = {"queue_work", "run_callback"}  # libpykernels.so's functions
 
 
 def site_lines():
@@ -115,8 +116,8 @@ def main():
             sys.exit(f"FAIL: native frame shown as {frame}")
     if any(n in NATIVE for n in outwards) or mode in ("sync", "callback"):
         names = [short(f["function"]) for f in frames]
-        if "queue_kernels" not in names or names.index("queue_kernels") > names.index(outwards[0]):
-            sys.exit(f"FAIL: the launch's frames {names} lack the native queue_kernels inside {outwards[0]}")
+        if "queue_work" not in names or names.index("queue_work") > names.index(outwards[0]):
+            sys.exit(f"FAIL: the copy's frames {names} lack the native queue_work inside {outwards[0]}")
     print(f"ok: {mode} under {python}: {calls} headlined at {WORKLOAD.name}:{lines[site]}; "
           f"{cited} at {WORKLOAD.name}:{lines[cited_site]} in finding {finding}")
     return 0
