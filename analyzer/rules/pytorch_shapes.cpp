@@ -47,7 +47,7 @@ constexpr ShapePattern kPatterns[] = {
     {PyTorchShape::DataLoader, "torch/utils/data/dataloader.py", ""},
 };
 
-bool is_python(const Frame& f) { return f.file.ends_with(".py"); }
+bool is_python(const Frame& f) { return f.python || f.file.ends_with(".py"); }
 
 // "a::(anonymous namespace)::f(int) const" -> "a::f": the name without
 // anonymous namespaces, parameters or ABI tags.
@@ -75,7 +75,12 @@ bool is_runtime(const Frame& f) {
   return f.function.starts_with("_Py") || f.function.starts_with("Py");
 }
 
+// The user's own Python line where the stack has one (the headline rule of
+// docs/python.md), else the first frame outward that is neither PyTorch's
+// nor the runtime's.
 std::string call_site_after(const std::vector<Frame>& frames, size_t matched) {
+  for (size_t i = matched + 1; i < frames.size(); ++i)
+    if (frames[i].python && frames[i].user) return frames[i].text();
   for (size_t i = matched + 1; i < frames.size(); ++i)
     if (!is_pytorch_frame(frames[i]) && !is_runtime(frames[i]) && !frames[i].function.empty())
       return frames[i].text();

@@ -17,8 +17,9 @@ using enum EntryMark;
 
 // Offsets from each version's headers (x86-64, release, GIL build):
 // PyThreadState, PyFrameObject / _PyInterpreterFrame, PyCodeObject and the
-// compact unicode objects. scripts/python-offsets.c prints them from an
-// installed version's headers; tests/python checks every version here end to end.
+// compact unicode objects. tests/python/layout_offsets.c prints them from
+// an installed version's headers (ctest python_layout.*, every pyenv version),
+// and tests/python/check_python_stacks.py runs every version end to end.
 constexpr Layout kLayouts[] = {
     {.minor = 9, .thread_frame = 24, .frame_previous = 24, .frame_code = 32, .frame_instruction = 104,
      .instruction = LastiBytes, .entry = EveryFrame, .code_filename = 104, .code_name = 112,

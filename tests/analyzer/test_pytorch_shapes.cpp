@@ -18,6 +18,13 @@ Frame program(const std::string& function, const std::string& file, int line) {
 Frame python(const std::string& qualname, const std::string& file, int line) {
   return Frame{qualname, file, line, "", 0, false};
 }
+// A Python frame as the Symbolizer gives it from a captured stack (docs/python.md).
+Frame captured_python(const std::string& qualname, const std::string& file, int line, bool user) {
+  Frame f{qualname, file, line, "python", 0, false};
+  f.python = true;
+  f.user = user;
+  return f;
+}
 
 const std::string kSite = "/usr/lib/python3/site-packages/torch/";
 
@@ -42,6 +49,17 @@ TEST(PyTorchShapes, ItemIsNamedFromLocalScalarDenseWithTheProgramsCallSite) {
        native("THPVariable_item(_object*, _object*)", "libtorch_python.so"),
        native("_PyEval_EvalFrameDefault", "libpython3.11.so.1.0"), python("train_one_epoch", "/home/u/train.py", 42)},
       PyTorchShape::Item, "train_one_epoch (train.py:42)");
+}
+
+TEST(PyTorchShapes, TheCallSiteIsTheUsersOwnLineNotALibraryBetween) {
+  // A training framework between the user's loop and torch: its frame is a
+  // library's, so the call site is the user's line outside it.
+  expect_shape({native("at::native::_local_scalar_dense_cuda(at::Tensor const&)"),
+                captured_python("Tensor.item", kSite + "_tensor.py", 900, false),
+                captured_python("Trainer.log_metrics", "/usr/lib/python3/site-packages/lightning/trainer.py", 310, false),
+                captured_python("main.<locals>.step", "/home/u/train.py", 42, true),
+                captured_python("main", "/home/u/train.py", 60, true)},
+               PyTorchShape::Item, "main.<locals>.step (train.py:42)");
 }
 
 TEST(PyTorchShapes, TheMostSpecificShapeWins) {

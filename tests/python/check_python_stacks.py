@@ -101,11 +101,26 @@ def check_finding(gpuscope, trace, function, line, outwards):
              f"{[(f['id'], [s['function'] for s in f['call_sites']]) for f in report['findings']]}")
 
 
+def check_unsupported(gpuscope, trace, python):
+    """An interpreter without a known layout: native stacks, and the coverage says why."""
+    report = json.loads(run([gpuscope, "analyze", "--json", str(trace)]))
+    said = [line for line in report["coverage"] if "no Python frames" in line]
+    if len(said) != 1 or "no frame layout known" not in said[0]:
+        sys.exit(f"FAIL: coverage {report['coverage']} does not say why there are no Python frames")
+    frames = [f for finding in report["findings"] for site in finding["call_sites"] for f in site["frames"]]
+    if not frames or any(f.get("python") for f in frames):
+        sys.exit(f"FAIL: expected native frames only, got {frames[:6]}")
+    print(f"ok: {python}: native frames only; coverage: {said[0]}")
+    return 0
+
+
 def main():
     gpuscope, simgpu, native, python, mode, work = sys.argv[1:]
     if not os.access(python, os.X_OK):
         print(f"SKIP: {python} is not installed")
         return SKIP
+    if mode == "unsupported":
+        return check_unsupported(gpuscope, trace_of(gpuscope, simgpu, python, "copies", work, [native]), python)
     (calls, site, head), (cited, cited_site, outwards) = EXPECTED[mode]
     lines = site_lines()
     trace = trace_of(gpuscope, simgpu, python, mode, work, [native])
