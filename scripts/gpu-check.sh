@@ -159,6 +159,36 @@ for _ in range(50): x = torch.tanh(x @ x)
 h = x.cpu(); torch.cuda.synchronize(); print(float(h.sum()))'
 fi
 
+# Python call sites on real PyTorch (docs/python.md): a training loop that
+# reads the loss with .item() every step and copies each batch from pageable
+# memory; the findings must name the script's own lines (marked "# line:").
+if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo
+  echo "## Python call sites (PyTorch, gpuscope run)"
+  echo "| habit | script line | cited in the analysis | matches |"
+  echo "|---|---|---|---|"
+  cat >"$out/train_steps.py" <<'PY'
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+batches = [(torch.randn(512, 1024), torch.randint(0, 10, (512,))) for _ in range(8)]
+for step in range(300):
+    x, y = batches[step % 8]
+    x, y = x.to("cuda"), y.to("cuda")  # line: pageable
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    value = loss.item()  # line: item
+    if step % 100 == 0: print(step, value)
+PY
+  run_timed "$out/train_steps.log" "$gs" run -o "$out/train_steps.gpuscope" -- "$py" "$out/train_steps.py" >/dev/null
+  "$gs" analyze "$out/train_steps.gpuscope" >"$out/train_steps.txt" 2>&1
+  for habit in item pageable; do
+    line=$(grep -n "# line: $habit" "$out/train_steps.py" | cut -d: -f1)
+    cited=$(grep -c "train_steps.py:$line)" "$out/train_steps.txt")
+    echo "| $habit | train_steps.py:$line | $cited lines | $([ "$cited" -gt 0 ] && echo yes || echo NO) |"
+  done
+fi
+
 # The Kineto importer on a real torch.profiler trace (docs/import.md): a
 # loop whose DataLoader works on the training thread (time.sleep stands for
 # decoding), and one that only queues GPU work. Profiled by PyTorch itself,
