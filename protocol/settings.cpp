@@ -51,6 +51,8 @@ constexpr Setting kSettings[] = {
     {env::kTestBrokenLibunwind, Kind::Outside},
 };
 
+}  // namespace
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -65,8 +67,6 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   }
   return row[b.size()];
 }
-
-}  // namespace
 
 std::span<const Setting> settings() { return kSettings; }
 

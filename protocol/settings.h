@@ -4,6 +4,7 @@
 // cannot disagree on a value. A name the table does not know is a typo.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -38,6 +39,10 @@ const Setting* find_setting(std::string_view name);
 
 // The known name at most two edits away from `name` (a typo's fix), or null.
 const Setting* closest_setting(std::string_view name);
+
+// Levenshtein distance: the edits that turn `a` into `b` (also the CLI's
+// "did you mean" for a mistyped command).
+size_t edit_distance(std::string_view a, std::string_view b);
 
 bool acceptable(const Setting& setting, std::string_view value);
 

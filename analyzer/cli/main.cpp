@@ -9,6 +9,7 @@
 #include "container.h"
 #include "gpuscope_version.h"
 #include "messages.h"
+#include "settings.h"
 
 namespace {
 
@@ -27,6 +28,43 @@ std::string usage_error(const CLI::App* app, const CLI::Error& e) {
   return fmt::format("{}{} ({})\n", gpuscope::cli::kErrorPrefix, e.what(), help);
 }
 
+// The command closest to a mistyped one, at most two edits away ("anlyze"
+// -> "analyze"), or "".
+std::string nearest_command(const CLI::App& app, const std::string& typed) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (const size_t d = gpuscope::protocol::edit_distance(typed, sub->get_name()); d < best_distance) {
+      best = sub->get_name();
+      best_distance = d;
+    }
+  return best;
+}
+
+// "unknown command 'anlyze' (did you mean analyze?)", exit 2.
+int unknown_command(const CLI::App& app, const std::string& typed) {
+  const std::string nearest = nearest_command(app, typed);
+  gpuscope::cli::print_error("unknown command '{}' ({})", typed,
+                             nearest.empty() ? "gpuscope help lists the commands" : "did you mean " + nearest + "?");
+  return 2;
+}
+
+// The first argument that is not an option names the command: CLI11 would
+// only say "A subcommand is required" for a mistyped one.
+const char* typed_command(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return nullptr;
+}
+
+Subcommand add_version_command(CLI::App& app) {
+  CLI::App* version = app.add_subcommand("version", "Show the version (the same as -V, --version)");
+  return {version, [] {
+            fmt::print("{}\n", version_text());
+            return 0;
+          }};
+}
+
 Subcommand add_help_command(CLI::App& app) {
   auto topic = std::make_shared<std::string>();
   CLI::App* help = app.add_subcommand("help", "Show help for a command");
@@ -37,11 +75,10 @@ Subcommand add_help_command(CLI::App& app) {
               return 0;
             }
             try {
-              std::cout << app.get_subcommand(*topic)->help();
+              std::cout << app.get_subcommand(*topic)->help(app.get_name());
               return 0;
             } catch (const CLI::OptionNotFound&) {
-              gpuscope::cli::print_error("no command named '{}' (try: gpuscope help)", *topic);
-              return 2;
+              return unknown_command(app, *topic);
             }
           }};
 }
@@ -50,9 +87,11 @@ Subcommand add_help_command(CLI::App& app) {
 
 int main(int argc, char** argv) {
   namespace cli = gpuscope::cli;
+  // Named here, not from argv[0]: usage lines say "gpuscope run" however it was started.
   CLI::App app{"gpuscope: find out why a GPU workload is slow.\n"
-               "Wrap a program with `gpuscope run -- CMD`, then read its trace."};
-  app.set_version_flag("--version", version_text());
+               "Wrap a program with `gpuscope run -- CMD`, then read its trace.",
+               "gpuscope"};
+  app.set_version_flag("-V,--version", version_text());
   app.require_subcommand(1);
   app.failure_message(usage_error);
 
@@ -60,11 +99,14 @@ int main(int argc, char** argv) {
   static constexpr AddCommand kCommands[] = {
       cli::add_run_command,     cli::add_attach_command, cli::add_detach_command,
       cli::add_info_command,    cli::add_analyze_command, cli::add_diff_command,
-      cli::add_export_command,  cli::add_report_command, cli::add_import_command, add_help_command,
+      cli::add_export_command,  cli::add_report_command, cli::add_import_command, add_version_command,
+      add_help_command,
   };
   std::vector<Subcommand> commands;
   for (AddCommand add : kCommands) commands.push_back(add(app));
 
+  if (const char* typed = typed_command(argc, argv); typed != nullptr && nearest_command(app, typed) != typed)
+    return unknown_command(app, typed);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

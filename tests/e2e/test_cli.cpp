@@ -69,7 +69,7 @@ TEST(Cli, RunForwardsTerminationSignals) {
 TEST(Cli, RunOfAMissingProgramSaysSo) {
   const auto r = gpuscope({"run", "-q", "--", "/no/such/program"});
   EXPECT_EQ(r.exit_code(), 127);
-  EXPECT_NE(r.err.find("gpuscope: cannot run /no/such/program: No such file or directory"), std::string::npos)
+  EXPECT_NE(r.err.find("gpuscope: error: cannot run /no/such/program: No such file or directory"), std::string::npos)
       << r.err;
 }
 
@@ -134,7 +134,7 @@ TEST(Cli, InfoOnANonTraceIsOneLineAndExit2) {
   std::ofstream(dir.file("notes.txt")) << "hello, not a trace at all";
   const auto r = gpuscope({"info", dir.file("notes.txt")});
   EXPECT_EQ(r.exit_code(), 2);
-  EXPECT_EQ(r.err, "gpuscope: " + dir.file("notes.txt") +
+  EXPECT_EQ(r.err, "gpuscope: error: " + dir.file("notes.txt") +
                        " is not a gpuscope trace (no gpuscope file header at offset 0), nor PyTorch profiler (Kineto) "
                        "JSON or an Nsight Systems SQLite export (judged by its first bytes)\n");
 }

@@ -45,7 +45,7 @@ TEST(HostileInputs, AFifoIsRefusedByEveryCommandWithoutBlocking) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   for (const auto& [command, r] : every_command_on(fifo, dir, good)) {
     EXPECT_EQ(r.exit_code(), 2) << command << " (124: it hung)\n" << r.err;
-    EXPECT_NE(r.err.find("gpuscope: " + fifo + " is a FIFO (named pipe), not a trace file\n"), std::string::npos)
+    EXPECT_NE(r.err.find("gpuscope: error: " + fifo + " is a FIFO (named pipe), not a trace file\n"), std::string::npos)
         << command << ": " << r.err;
     EXPECT_EQ(count_lines_with(r.err, fifo), 1) << command << ": " << r.err;
   }
@@ -74,9 +74,9 @@ TEST(HostileInputs, DevicesDirectoriesAndLoopsAreOneLineEach) {
   const std::string loop = dir.file("loop.gpuscope");
   ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"/dev/zero", "gpuscope: /dev/zero is a character device, not a trace file\n"},
-      {dir.path(), "gpuscope: " + dir.path() + " is a directory, not a trace file\n"},
-      {loop, "gpuscope: cannot open " + loop + ": Too many levels of symbolic links\n"}};
+      {"/dev/zero", "gpuscope: error: /dev/zero is a character device, not a trace file\n"},
+      {dir.path(), "gpuscope: error: " + dir.path() + " is a directory, not a trace file\n"},
+      {loop, "gpuscope: error: cannot open " + loop + ": Too many levels of symbolic links\n"}};
   for (const auto& [input, line] : cases) {
     for (const char* command : {"info", "export"}) {
       const auto r = gpuscope_bounded({command, input});

@@ -27,7 +27,7 @@ TEST(RunDiagnosis, ACommandNotInPath) {
   TempDir dir;
   const auto r = gpuscope_run(dir.path(), {"gpuscope-no-such-command"});
   EXPECT_EQ(r.exit_code(), 127);
-  EXPECT_EQ(r.err, "gpuscope: cannot run gpuscope-no-such-command: command not found in PATH\n");
+  EXPECT_EQ(r.err, "gpuscope: error: cannot run gpuscope-no-such-command: command not found in PATH\n");
 }
 
 TEST(RunDiagnosis, AFileWithoutExecutePermission) {
@@ -37,7 +37,7 @@ TEST(RunDiagnosis, AFileWithoutExecutePermission) {
   chmod(script.c_str(), 0644);
   const auto r = gpuscope_run(dir.path(), {script});
   EXPECT_EQ(r.exit_code(), 126);
-  EXPECT_EQ(r.err, "gpuscope: cannot run " + script + ": Permission denied (not executable: mode 0644)\n");
+  EXPECT_EQ(r.err, "gpuscope: error: cannot run " + script + ": Permission denied (not executable: mode 0644)\n");
 }
 
 TEST(RunDiagnosis, AScriptWhoseInterpreterIsMissing) {
