@@ -8,6 +8,7 @@
 #include "import.h"
 #include "commands.h"
 #include "messages.h"
+#include "output_paths.h"
 #include "prometheus_report.h"
 #include "report.h"
 
@@ -59,10 +60,12 @@ void warn_problems(const std::string& path, const std::vector<reader::Problem>& 
 }
 
 std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
-                                                      bool warn, const analyzer::FollowingPass& following) {
+                                                      bool warn, const analyzer::FollowingPass& following,
+                                                      std::string* failure) {
   analyzer::PipelineResult result = analyzer::analyze_trace(path, scope, following);
   if (result.analysis == nullptr) {
     print_error("{}", result.error.message);
+    if (failure != nullptr) *failure = result.error.message;
     return nullptr;
   }
   if (warn) warn_problems(path, result.analysis->problems());
@@ -81,10 +84,12 @@ bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::Pro
 
 namespace {
 
-// One trace: its document. Several: the documents and the process trees
-// they form, one per run id (docs/analysis.schema.json).
-void print_json(nlohmann::ordered_json traces, const std::vector<analyzer::ProcessTree>& trees) {
-  if (traces.size() == 1) {
+// One input: its document, or when it cannot be analyzed the same shape
+// with the reason ({"schema_version", "trace", "error"}), so a script reads
+// one trace's answer either way. Several: the documents and the process
+// trees they form, one per run id (docs/analysis.schema.json).
+void print_json(size_t inputs, nlohmann::ordered_json traces, const std::vector<analyzer::ProcessTree>& trees) {
+  if (inputs == 1) {
     fmt::print("{}\n", traces[0].dump(2));
     return;
   }
@@ -107,7 +112,13 @@ int prometheus_command(const AnalyzeOptions& options, const analyzer::AnalysisSc
     auto more = analyzer::prometheus_samples(analysis->report_input(options.top), options.job);
     samples.insert(samples.end(), more.begin(), more.end());
   }
-  fmt::print("{}", analyzer::prometheus_text(samples));
+  const std::string text = analyzer::prometheus_text(samples);
+  if (options.output.empty()) {
+    fmt::print("{}", text);
+  } else if (const std::string why = write_file_atomically(options.output, text); !why.empty()) {
+    print_error("cannot write {}: {}", options.output, why);
+    return 2;
+  }
   return status;
 }
 
@@ -129,8 +140,11 @@ int text_or_json_command(const AnalyzeOptions& options, const analyzer::Analysis
   const std::vector<std::string> paths = expand_inputs(options.inputs);
   size_t reports = 0;
   for (const auto& path : paths) {
-    const auto analysis = analyze_path(path, scope, true);
+    std::string failure;
+    const auto analysis = analyze_path(path, scope, true, {}, &failure);
     if (analysis == nullptr || analysis->import_damage() != nullptr) status = 2;
+    if (analysis == nullptr && options.json && paths.size() == 1)
+      all.push_back({{"schema_version", analyzer::kJsonSchemaVersion}, {"trace", path}, {"error", failure}});
     if (analysis == nullptr) continue;
     const analyzer::ReportInput in = analysis->report_input(options.top);
     processes.push_back(analyzer::process_entry(in));
@@ -141,7 +155,7 @@ int text_or_json_command(const AnalyzeOptions& options, const analyzer::Analysis
   if (!idle.empty()) fmt::print("{}{}", reports == 0 ? "" : "\n", no_cuda_work_line(idle));
   const auto trees = analyzer::build_process_trees(std::move(processes));
   if (options.json) {
-    print_json(std::move(all), trees);
+    print_json(paths.size(), std::move(all), trees);
     return status;
   }
   // A tree section only where traces link up: a lone trace is its own report.
@@ -155,12 +169,22 @@ int text_or_json_command(const AnalyzeOptions& options, const analyzer::Analysis
 int analyze_command(const AnalyzeOptions& given) {
   AnalyzeOptions options = given;
   if (options.format == "json") options.json = true;
+  for (const auto& [given, what] : {std::pair{!options.job.empty(), "--job labels Prometheus samples"},
+                                    std::pair{!options.output.empty(), "-o writes the Prometheus exposition"}})
+    if (given && options.format != "prometheus") {
+      print_error("{}: it needs --format prometheus (gpuscope help analyze)", what);
+      return 2;
+    }
+  if (std::string error; !options.output.empty() && !claim_output_file(options.output, options.force, false, &error)) {
+    print_error("{}", error);
+    return 2;
+  }
   analyzer::AnalysisScope scope;
   if (const auto error = analyzer::parse_scope(options.window, options.range, &scope)) {
     print_error("{}", error->message);
     return 2;
   }
-  if (options.format == "prometheus" && !options.json) return prometheus_command(options, scope);
+  if (options.format == "prometheus") return prometheus_command(options, scope);
   return text_or_json_command(options, scope);
 }
 
@@ -171,11 +195,16 @@ Subcommand add_analyze_command(CLI::App& app) {
   analyze->add_option("traces", o->inputs,
                       "Trace files or directories of traces (the traces of one run also as a process tree)")
       ->required();
-  analyze->add_flag("--json", o->json, "Print the analysis as JSON (docs/analysis.schema.json)");
+  CLI::Option* json = analyze->add_flag("--json", o->json, "Print the analysis as JSON (docs/analysis.schema.json)");
   analyze->add_option("--format", o->format,
                       "text (default), json, or prometheus (text exposition for node_exporter's textfile collector)")
-      ->check(CLI::IsMember({"text", "json", "prometheus"}));
+      ->check(CLI::IsMember({"text", "json", "prometheus"}))
+      ->excludes(json);
   analyze->add_option("--job", o->job, "With --format prometheus: the value of a job label on every sample");
+  CLI::Option* output = analyze->add_option(
+      "-o,--output", o->output,
+      "With --format prometheus: the file to write, whole or not at all (a temporary file renamed over it)");
+  analyze->add_flag("-f,--force", o->force, "Replace an existing file at -o")->needs(output);
   analyze->add_option("--window", o->window,
                       "Analyze only START:END, seconds from the process start (either end may be left out)");
   analyze->add_option("--range", o->range,

@@ -258,13 +258,18 @@ int detach_command(int pid, bool quiet) {
 Subcommand add_attach_command(CLI::App& app) {
   auto o = std::make_shared<AttachOptions>();
   CLI::App* attach = app.add_subcommand("attach", "Trace a stretch of a process in standby (gpuscope run --standby)");
-  attach->add_option("pid", o->pid, "Process to attach to")->check(CLI::PositiveNumber);
-  attach->add_option("--duration", o->duration_s,
-                     "Record for SECONDS, then finalize the trace (default: until gpuscope detach)")
-      ->check(CLI::Range(0.001, control::kMaxDurationMs / 1000.0));
-  attach->add_option("-o,--output", o->output,
-                     "Trace file, or directory for it (default: the current directory, named like run's traces)");
-  attach->add_flag("--list", o->list, "List this user's processes in standby and their state");
+  CLI::Option* pid = attach->add_option("pid", o->pid, "Process to attach to")->check(CLI::PositiveNumber);
+  CLI::Option* duration =
+      attach->add_option("--duration", o->duration_s,
+                         "Record for SECONDS, then finalize the trace (default: until gpuscope detach)")
+          ->check(CLI::Range(0.001, control::kMaxDurationMs / 1000.0));
+  CLI::Option* output =
+      attach->add_option("-o,--output", o->output,
+                         "Trace file, or directory for it (default: the current directory, named like run's traces)");
+  attach->add_flag("--list", o->list, "List this user's processes in standby and their state")
+      ->excludes(pid)
+      ->excludes(duration)
+      ->excludes(output);
   attach->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
   attach->footer("Example: gpuscope attach 4242 --duration 10 -o /tmp/traces/");
   return {attach, [o] { return attach_command(*o); }};

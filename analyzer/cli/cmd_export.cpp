@@ -1,5 +1,7 @@
 // gpuscope export: a trace as Chrome trace-event JSON (ui.perfetto.dev,
 // chrome://tracing) or as a CSV events table. docs/export.md.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "chrome_trace.h"
 #include "commands.h"
 #include "messages.h"
+#include "output_paths.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -81,12 +84,28 @@ void report_damage(const std::string& path, const reader::TraceSummary& s) {
     print_warning("{}: no end-of-trace record (killed, crashed or still running)", path);
 }
 
+// -o FILE: the overwrite rule of every output (output_paths.h); a device
+// or a FIFO that is already there (/dev/null, a pipe to a viewer) is
+// written as it is. No -o: standard output, unless it is a terminal (a
+// trace's export is megabytes no one reads there); -o - insists.
+bool may_write(const std::string& output, bool force, std::string* error) {
+  std::error_code ec;
+  if (output.empty() && isatty(STDOUT_FILENO)) {
+    *error = "not writing the export to a terminal (give -o FILE, or -o - to print it anyway)";
+    return false;
+  }
+  if (output.empty() || output == "-") return true;
+  const auto status = std::filesystem::status(output, ec);
+  if (std::filesystem::is_character_file(status) || std::filesystem::is_fifo(status)) return true;
+  return claim_output_file(output, force, false, error);
+}
+
 }  // namespace
 
 int export_command(const ExportOptions& options) {
   reader::TraceReader r;
   std::string error;
-  if (!importer::open_trace(r, options.trace, &error)) {
+  if (!may_write(options.output, options.force, &error) || !importer::open_trace(r, options.trace, &error)) {
     print_error("{}", error);
     return 2;
   }
@@ -129,7 +148,9 @@ Subcommand add_export_command(CLI::App& app) {
                          "perfetto or chrome: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing); "
                          "csv: one row per record (default perfetto)")
       ->check(CLI::IsMember({"perfetto", "chrome", "csv"}));
-  export_cmd->add_option("-o,--output", o->output, "Output file, - for standard output (the default)");
+  CLI::Option* output = export_cmd->add_option("-o,--output", o->output,
+                         "Output file, - for standard output (the default, unless it is a terminal)");
+  export_cmd->add_flag("-f,--force", o->force, "Replace an existing file at -o")->needs(output);
   export_cmd->add_flag("!--no-symbols", o->symbols, "Raw call sites (module+0xoffset): skips the symbolization pass");
   export_cmd->footer("Exit status: 0 written (a damaged trace is exported as far as it reads, with a warning), "
                      "2 when the input is not a readable trace or the output cannot be written.");

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "import.h"
 #include "messages.h"
+#include "output_paths.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -35,6 +36,11 @@ int import_command(const ImportOptions& options) {
   if (at != std::string::npos && !std::filesystem::exists(options.input)) {
     target.path = options.input.substr(0, at);
     target.pid = std::atoi(options.input.c_str() + at + 5);
+  }
+  std::string error;
+  if (!claim_output_file(out, options.force, false, &error)) {  // before the conversion, not after it
+    print_error("{}", error);
+    return 2;
   }
   const importer::ImportResult r = importer::import_file(target, out, options.force);
   if (r.fd < 0) {

@@ -1,46 +1,20 @@
 // gpuscope report: the analysis of one or more traces as one self-contained
 // HTML page (a section per trace), for a browser or a ticket.
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "html_report.h"
 #include "messages.h"
+#include "output_paths.h"
 
 namespace gpuscope::cli {
-namespace {
-
-// Written next to the target and renamed over it, so an interrupted run
-// never leaves half a page where a good report was. "" or why not.
-std::string write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return std::strerror(errno);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      std::remove(tmp.c_str());
-      return why;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::remove(tmp.c_str());
-  return ec ? ec.message() : "";
-}
-
-}  // namespace
 
 int report_command(const ReportOptions& options) {
+  if (std::string error; !claim_output_file(options.output, options.force, false, &error)) {
+    print_error("{}", error);
+    return 2;
+  }
   int status = 0;
   nlohmann::ordered_json sections = nlohmann::ordered_json::array();
   for (const auto& path : expand_inputs(options.inputs)) {
@@ -63,7 +37,7 @@ int report_command(const ReportOptions& options) {
   const std::string title =
       sections.size() == 1 ? sections[0]["trace"].get<std::string>() : fmt::format("{} traces", sections.size());
   const std::string page = analyzer::html_page(sections, "gpuscope report: " + title);
-  if (const std::string why = write_file(options.output, page); !why.empty()) {
+  if (const std::string why = write_file_atomically(options.output, page); !why.empty()) {
     print_error("cannot write {}: {}", options.output, why);
     return 2;
   }
@@ -78,6 +52,7 @@ Subcommand add_report_command(CLI::App& app) {
       app.add_subcommand("report", "Write the analysis as one self-contained HTML page, with a timeline");
   report->add_option("traces", o->inputs, "Trace files or directories of traces (a section each)")->required();
   report->add_option("-o,--output", o->output, "The HTML file to write")->required();
+  report->add_flag("-f,--force", o->force, "Replace an existing file at the output path");
   report->add_option("--top", o->top, "Findings to show (default 10)")->check(CLI::Range(1, 100));
   report->footer("Example: gpuscope report traces/ -o report.html\n"
                  "Exit status: 0 written, 2 when an input is not a readable trace (the others are still in the page).");

@@ -66,7 +66,6 @@ struct OutputPlan {
 // the file, and the directory above it is made (0700) when missing.
 // Patterns expand per process in the library, so they may name the file only.
 bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
-  std::error_code ec;
   const protocol::OutputForm form = protocol::output_form(o.output);
   if (form == protocol::OutputForm::Default) {
     plan->directory = fs::current_path();
@@ -87,14 +86,7 @@ bool plan_output(const RunOptions& o, OutputPlan* plan, std::string* error) {
   }
   if (!make_private_directories(plan->directory, error)) return false;
   if (form == protocol::OutputForm::Pattern) return true;
-  const auto status = fs::symlink_status(requested, ec);
-  if (!fs::exists(status)) return true;
-  if (!o.force || !fs::is_regular_file(status)) {
-    *error = requested.string() + " already exists" +
-             (fs::is_regular_file(status) ? "; pass --force to replace it" : " and is not a regular file");
-    return false;
-  }
-  return remove_unless_live(requested, error);
+  return claim_output_file(requested, o.force, true, error);
 }
 
 std::string make_run_id() {
@@ -387,13 +379,14 @@ void add_capture_window_options(CLI::App* run, RunOptions* o) {
   run->add_option("--delay", o->delay_s, "Record nothing for the first SECONDS")->check(CLI::Range(0.0, kMaxWindowS));
   run->add_option("--duration", o->duration_s, "Record for SECONDS, then finalize the trace")
       ->check(CLI::Range(0.001, kMaxWindowS));
-  run->add_option("--capture-range", o->capture_range,
+  CLI::Option* range = run->add_option("--capture-range", o->capture_range,
                   "Record only between cudaProfilerStart and cudaProfilerStop (cudaProfilerApi), or while an "
                   "NVTX range with that message is open (nvtx:MESSAGE or nvtx:MESSAGE@DOMAIN)")
       ->check(grammar_check(protocol::is_capture_range, protocol::kCaptureRangeGrammar, "RANGE"));
   run->add_option("--capture-range-end", o->capture_range_end,
                   "After a capture range ends: stop (default; finalize the trace), repeat, or repeat:N")
-      ->check(grammar_check(protocol::is_range_end, protocol::kRangeEndGrammar, "stop|repeat|repeat:N"));
+      ->check(grammar_check(protocol::is_range_end, protocol::kRangeEndGrammar, "stop|repeat|repeat:N"))
+      ->needs(range);
 }
 
 }  // namespace
@@ -405,12 +398,13 @@ Subcommand add_run_command(CLI::App& app) {
                   "Trace directory (ending in /), file, or file-name pattern (%p pid, %h host, %n program, "
                   "%t start time, %r rank); missing directories are made (mode 0700); "
                   "default: the current directory");
-  run->add_flag("--force", o->force,
+  run->add_flag("-f,--force", o->force,
                 "Replace an existing trace file named by -o (never one a running capture is writing)");
   run->add_flag("-q,--quiet", o->quiet, "Print nothing after the program ends");
-  run->add_flag("--no-stacks", o->no_stacks, "Do not record call stacks of hooked calls");
+  CLI::Option* no_stacks = run->add_flag("--no-stacks", o->no_stacks, "Do not record call stacks of hooked calls");
   run->add_option("--stack-depth", o->stack_depth, "Frames per call stack (default 32)")
-      ->check(library_range(protocol::env::kStackDepth));
+      ->check(library_range(protocol::env::kStackDepth))
+      ->excludes(no_stacks);
   run->add_option("--cpu-sample-ms", o->cpu_sample_ms, "CPU-time sampling period, 0 = off (default 10)")
       ->check(library_range(protocol::env::kCpuSampleMs));
   run->add_option("--nvml-hz", o->nvml_hz, "GPU metric samples per second, 0 = off (default 20)")

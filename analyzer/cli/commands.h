@@ -85,6 +85,8 @@ struct AnalyzeOptions {
   bool json = false;          // --json, the same as --format json
   std::string format = "text";  // text, json, prometheus
   std::string job;            // prometheus: the job label's value
+  std::string output;         // prometheus: the file to write atomically ("": standard output)
+  bool force = false;         // replace an existing file at output
   size_t top = 5;
   std::string window;  // START:END seconds from the process start
   std::string range;   // NVTX range message: analyze only the time inside such ranges
@@ -96,10 +98,11 @@ int analyze_command(const AnalyzeOptions& options);
 
 // One trace through the analysis pipeline (pipeline.h) with `scope` (and
 // `following`, a pass that needs the analysis first); null when it cannot
-// be analyzed, the reason printed. With `warn`, the reader's problems
-// (damage) are printed as warnings.
+// be analyzed, the reason printed (and put in *failure when given). With
+// `warn`, the reader's problems (damage) are printed as warnings.
 std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
-                                                      bool warn, const analyzer::FollowingPass& following = {});
+                                                      bool warn, const analyzer::FollowingPass& following = {},
+                                                      std::string* failure = nullptr);
 
 // The reader's problems as warnings on stderr, one line each ("gpuscope:
 // warning: PATH: corrupt frame at offset N: why"); the missing end record
@@ -121,6 +124,7 @@ struct ExportOptions {
   std::string trace;
   std::string format = "perfetto";  // perfetto | chrome (the same JSON) | csv
   std::string output;               // "" or "-": standard output
+  bool force = false;               // replace an existing file at output
   bool symbols = true;              // symbolize call sites (a first pass over the trace)
 };
 
@@ -136,6 +140,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
 struct ReportOptions {
   std::vector<std::string> inputs;  // traces or directories of traces: a section each
   std::string output;               // the .html file to write
+  bool force = false;               // replace an existing file at output
   size_t top = 10;
 };
 

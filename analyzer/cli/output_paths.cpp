@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -32,7 +34,16 @@ bool make_private_directories(const std::filesystem::path& dir, std::string* err
   return true;
 }
 
-bool remove_unless_live(const std::filesystem::path& path, std::string* error) {
+bool claim_output_file(const std::filesystem::path& path, bool force, bool remove, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (!fs::exists(status)) return true;
+  if (!force || !fs::is_regular_file(status)) {
+    *error = path.string() + " already exists" +
+             (fs::is_regular_file(status) ? "; pass --force to replace it" : " and is not a regular file");
+    return false;
+  }
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   pid_t writer = 0;
   const bool live = fd >= 0 && container::trace_is_being_written(fd, &writer);
@@ -43,11 +54,30 @@ bool remove_unless_live(const std::filesystem::path& path, std::string* error) {
                          path.string(), writer > 0 ? fmt::format("pid {}", writer) : "in another pid namespace");
     return false;
   }
-  if (unlink(path.c_str()) != 0) {
+  if (remove && unlink(path.c_str()) != 0) {
     *error = fmt::format("cannot replace {}: {}", path.string(), std::strerror(errno));
     return false;
   }
   return true;
+}
+
+std::string write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return std::strerror(errno);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      std::remove(tmp.c_str());
+      return why;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::remove(tmp.c_str());
+  return ec ? ec.message() : "";
 }
 
 }  // namespace gpuscope::cli

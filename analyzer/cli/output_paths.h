@@ -1,5 +1,5 @@
-// Where `gpuscope run` and `gpuscope attach` put traces: directories made
-// private, and files replaced only when no capture is writing them.
+// Where the CLI's commands write: directories made private (run, attach),
+// and files replaced only when asked to and no capture is writing them.
 #pragma once
 
 #include <filesystem>
@@ -12,8 +12,18 @@ namespace gpuscope::cli {
 // at a trace's name); existing ones are left as they are.
 bool make_private_directories(const std::filesystem::path& dir, std::string* error);
 
-// --force: removes the regular file `path`, unless a running capture is
-// writing it (schemas/trace_lock.h); false with a sentence otherwise.
-bool remove_unless_live(const std::filesystem::path& path, std::string* error);
+// The one overwrite rule for every command's output file (run, export,
+// report and import -o): nothing may be there, or, with --force, a regular
+// file that no running capture is writing (schemas/trace_lock.h); false
+// with a sentence otherwise. With `remove` the old file is removed here
+// (run: the library creates the trace afresh); a command that writes a
+// temporary file and renames it over the old one leaves it to the rename.
+bool claim_output_file(const std::filesystem::path& path, bool force, bool remove, std::string* error);
+
+// Writes `text` to a temporary file next to `path` (PATH.tmp.PID) and
+// renames it over `path`, so a reader (a browser, node_exporter's textfile
+// collector) never sees half a file and an interrupted run never replaces
+// a good one. "" or why not.
+std::string write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace gpuscope::cli

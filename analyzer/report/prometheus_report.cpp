@@ -20,7 +20,7 @@ constexpr Family kFamilies[] = {
     {"gpuscope_process_cpu_cores", "Process CPU time over wall time."},
     {"gpuscope_copy_bytes", "Bytes copied between host and device, by direction."},
     {"gpuscope_copies", "Host<->device copy calls, by direction."},
-    {"gpuscope_copy_bandwidth_gbps", "Achieved bandwidth of synchronous host<->device copies, GB/s."},
+    {"gpuscope_copy_bandwidth_bytes_per_second", "Achieved bandwidth of synchronous host<->device copies."},
     {"gpuscope_kernels", "Kernels launched."},
     {"gpuscope_syncs", "Synchronizing CUDA calls."},
     {"gpuscope_allocations", "Device allocations."},
@@ -102,7 +102,7 @@ std::vector<PrometheusSample> prometheus_samples(const ReportInput& in, const st
   c.add("gpuscope_copy_bytes", static_cast<double>(x.d2h_bytes), {{"direction", "d2h"}});
   c.add("gpuscope_copies", static_cast<double>(x.h2d_count), {{"direction", "h2d"}});
   c.add("gpuscope_copies", static_cast<double>(x.d2h_count), {{"direction", "d2h"}});
-  c.add("gpuscope_copy_bandwidth_gbps", x.achieved_gbps);
+  if (x.achieved_gbps) c.add("gpuscope_copy_bandwidth_bytes_per_second", *x.achieved_gbps * 1e9);  // base units
   c.add("gpuscope_kernels", static_cast<double>(x.kernels));
   c.add("gpuscope_syncs", static_cast<double>(x.syncs));
   c.add("gpuscope_allocations", static_cast<double>(x.allocs));

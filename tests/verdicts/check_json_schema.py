@@ -2,7 +2,8 @@
 """Validates `gpuscope analyze --json` output against docs/analysis.schema.json.
 
 Usage: check_json_schema.py SCHEMA GPUSCOPE TRACE...
-Each trace is analyzed; every document must validate (exit 1 otherwise)."""
+Each trace is analyzed; every document must validate (exit 1 otherwise),
+also the one `analyze` prints with exit 2 for an input that is no trace."""
 import json
 import subprocess
 import sys
@@ -18,7 +19,9 @@ def main() -> int:
     validator = jsonschema.Draft202012Validator(schema)
     failures = 0
     for trace in traces:
-        out = subprocess.run([gpuscope, "analyze", "--json", trace], capture_output=True, text=True, check=True)
+        out = subprocess.run([gpuscope, "analyze", "--json", trace], capture_output=True, text=True, check=False)
+        if out.returncode not in (0, 2):
+            raise subprocess.CalledProcessError(out.returncode, out.args, out.stdout, out.stderr)
         errors = list(validator.iter_errors(json.loads(out.stdout)))
         for e in errors:
             print(f"{trace}: {'/'.join(map(str, e.absolute_path))}: {e.message}")
