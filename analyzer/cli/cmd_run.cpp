@@ -394,12 +394,13 @@ void add_capture_window_options(CLI::App* run, RunOptions* o) {
 Subcommand add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* run = app.add_subcommand("run", "Run a program under gpuscope and write its trace");
-  run->add_option("-o,--output", o->output,
+  CLI::Option* output = run->add_option("-o,--output", o->output,
                   "Trace directory (ending in /), file, or file-name pattern (%p pid, %h host, %n program, "
                   "%t start time, %r rank); missing directories are made (mode 0700); "
                   "default: the current directory");
   run->add_flag("-f,--force", o->force,
-                "Replace an existing trace file named by -o (never one a running capture is writing)");
+                "Replace an existing trace file named by -o (never one a running capture is writing)")
+      ->needs(output);
   run->add_flag("-q,--quiet", o->quiet, "Print nothing after the program ends");
   CLI::Option* no_stacks = run->add_flag("--no-stacks", o->no_stacks, "Do not record call stacks of hooked calls");
   run->add_option("--stack-depth", o->stack_depth, "Frames per call stack (default 32)")

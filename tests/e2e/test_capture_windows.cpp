@@ -316,7 +316,10 @@ TEST_F(NvtxCaptureRange, MalformedNvtxRangeIsRefused) {
 TEST(CaptureRangeGrammar, TheCliTakesWhatTheLibraryReads) {
   const std::string missing = "/nonexistent/gpuscope-no-such-program";
   const auto exit_code = [&](const char* option, const std::string& value) {
-    return run({gpuscope_exe(), "run", "-q", option, value, "--", missing}, clean_env()).exit_code();
+    std::vector<std::string> args = {gpuscope_exe(), "run", "-q", option, value, "--", missing};
+    // An end policy needs a range to end (without one it is a usage error).
+    if (option == std::string("--capture-range-end")) args.insert(args.begin() + 3, {"--capture-range", "cudaProfilerApi"});
+    return run(args, clean_env()).exit_code();
   };
   for (const std::string value : {"cudaProfilerApi", "nvtx:step", "nvtx:step@train", "nvtx:a@b@c", "nvtx:@a@b",
                                   "nvtx:a@", "nvtx:", "nvtx:@io", "nvtx", "cudaprofilerapi", "nvtx:step "})
@@ -331,7 +334,10 @@ TEST(CaptureRangeGrammar, TheCliTakesWhatTheLibraryReads) {
 TEST(CaptureRangeGrammar, TheCliBoundsAreTheLibrarys) {
   const std::string missing = "/nonexistent/gpuscope-no-such-program";
   const auto exit_code = [&](const char* option, const std::string& value) {
-    return run({gpuscope_exe(), "run", "-q", option, value, "--", missing}, clean_env()).exit_code();
+    std::vector<std::string> args = {gpuscope_exe(), "run", "-q", option, value, "--", missing};
+    // An end policy needs a range to end (without one it is a usage error).
+    if (option == std::string("--capture-range-end")) args.insert(args.begin() + 3, {"--capture-range", "cudaProfilerApi"});
+    return run(args, clean_env()).exit_code();
   };
   const std::map<std::string, const char*> options = {
       {"--stack-depth", protocol::env::kStackDepth},

@@ -97,6 +97,7 @@ TEST(CliConventions, ConflictingFlagsAreErrors) {
       {{"attach", "--list", "4242"}, "excludes"},
       {{"analyze", "-o", dir.file("x.prom"), trace}, "-o writes the Prometheus exposition: it needs --format prometheus"},
       {{"export", "--force", trace}, "--force requires --output"},
+      {{"run", "--force", "--", bin("behave"), "return:0"}, "--force requires --output"},
   };
   for (const auto& [args, what] : cases) {
     const auto r = gpuscope(args);

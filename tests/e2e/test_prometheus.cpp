@@ -68,6 +68,10 @@ TEST(Prometheus, TwoTracesMakeOneValidExposition) {
   ASSERT_FALSE(e.samples.empty());
   for (const auto& [family, n] : e.type) EXPECT_EQ(n, 1) << family << ": TYPE more than once";
   for (const auto& [family, n] : e.help) EXPECT_EQ(n, 1) << family << ": HELP more than once";
+  // Prometheus names carry base units (seconds, bytes, bytes per second).
+  static const std::regex scaled_unit(R"(_(gbps|mbps|[mun]s|[kmg]i?b|percent|milliseconds|microseconds)(_|$))");
+  for (const auto& [family, n] : e.type) EXPECT_FALSE(std::regex_search(family, scaled_unit)) << family;
+  EXPECT_EQ(e.type.count("gpuscope_copy_bandwidth_bytes_per_second"), 1u);  // sync_bound copies synchronously
   std::set<std::string> pids;
   for (const auto& [family, labels] : e.samples) {
     EXPECT_EQ(e.type.count(family), 1u) << family << " without TYPE";
