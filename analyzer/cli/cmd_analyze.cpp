@@ -169,9 +169,9 @@ int text_or_json_command(const AnalyzeOptions& options, const analyzer::Analysis
 int analyze_command(const AnalyzeOptions& given) {
   AnalyzeOptions options = given;
   if (options.format == "json") options.json = true;
-  for (const auto& [given, what] : {std::pair{!options.job.empty(), "--job labels Prometheus samples"},
+  for (const auto& [used, what] : {std::pair{!options.job.empty(), "--job labels Prometheus samples"},
                                     std::pair{!options.output.empty(), "-o writes the Prometheus exposition"}})
-    if (given && options.format != "prometheus") {
+    if (used && options.format != "prometheus") {
       print_error("{}: it needs --format prometheus (gpuscope help analyze)", what);
       return 2;
     }
