@@ -45,6 +45,7 @@ constexpr Setting kSettings[] = {
     {env::kCaptureRangeEnd, Kind::Check, 0, 0, kRangeEndGrammar, kWholeRun, is_range_end},
     {env::kCuptiPath, Kind::Text},
     {env::kLibrary, Kind::Outside},
+    {env::kProgress, Kind::Outside},
     {env::kJobs, Kind::Outside},
     {env::kUpdateGolden, Kind::Outside},
     {env::kFlipCount, Kind::Outside},

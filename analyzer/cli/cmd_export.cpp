@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "messages.h"
 #include "output_paths.h"
+#include "viewer_limits.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -100,6 +101,14 @@ bool may_write(const std::string& output, bool force, std::string* error) {
   return claim_output_file(output, force, false, error);
 }
 
+void warn_if_too_large(const ExportOptions& options, uint64_t rows) {
+  std::error_code ec;
+  const uint64_t bytes = std::filesystem::file_size(options.output, ec);
+  if (ec) return;  // a pipe or a device: the reader of it knows its limits
+  if (const std::string why = exporter::too_large_for_viewer(options.format, bytes, rows); !why.empty())
+    print_warning("{} is {}", options.output, why);
+}
+
 }  // namespace
 
 int export_command(const ExportOptions& options) {
@@ -133,6 +142,7 @@ int export_command(const ExportOptions& options) {
   }
   report_damage(options.trace, result.summary);
   if (options.output.empty() || options.output == "-") return 0;
+  warn_if_too_large(options, result.stats.events);
   fmt::print(stderr, "gpuscope: wrote {} {} from {} records to {}{}\n", result.stats.events,
              options.format == "csv" ? "rows" : "events", result.stats.records, options.output,
              options.format == "csv" ? "" : " (open it in https://ui.perfetto.dev or chrome://tracing)");

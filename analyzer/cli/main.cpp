@@ -9,6 +9,7 @@
 #include "container.h"
 #include "gpuscope_version.h"
 #include "messages.h"
+#include "progress_bar.h"
 #include "settings.h"
 
 namespace {
@@ -83,6 +84,13 @@ Subcommand add_help_command(CLI::App& app) {
           }};
 }
 
+// The commands that read whole traces draw a progress bar on a terminal;
+// -q keeps them silent but for their output and errors.
+void add_progress_flags(CLI::App& app, bool* quiet) {
+  for (const char* name : {"analyze", "diff", "export", "report", "import", "info"})
+    app.get_subcommand(name)->add_flag("-q,--quiet", *quiet, "No progress bar");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +112,8 @@ int main(int argc, char** argv) {
   };
   std::vector<Subcommand> commands;
   for (AddCommand add : kCommands) commands.push_back(add(app));
+  bool quiet = false;
+  add_progress_flags(app, &quiet);
 
   if (const char* typed = typed_command(argc, argv); typed != nullptr && nearest_command(app, typed) != typed)
     return unknown_command(app, typed);
@@ -112,6 +122,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  const auto progress = cli::install_progress_bar(quiet);
   for (const Subcommand& c : commands)
     if (c.app->parsed()) return c.run();
   return 2;

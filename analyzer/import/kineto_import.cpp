@@ -6,6 +6,7 @@
 #include "import.h"
 #include "json_stream.h"
 #include "kineto_events.h"
+#include "progress.h"
 
 namespace gpuscope::importer {
 namespace {
@@ -27,6 +28,8 @@ ImportResult import_kineto(const std::string& path, std::unique_ptr<reader::Byte
     result.error = builder.error();
     return result;
   }
+  reader::ProgressStage progress(reader::progress_label("importing", path), source->size());
+  source = reader::progress_source(std::move(source), progress);
   auto input = format == SourceFormat::KinetoGzip ? gzip_stream(std::move(source)) : plain_stream(std::move(source));
   builder.set_producer("PyTorch profiler (Kineto)");
   builder.set_mid_run(true);  // torch.profiler records a window of a running program  // the schemaVersion member, when there is one, says more

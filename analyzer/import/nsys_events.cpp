@@ -117,12 +117,14 @@ TableStream* EventMerge::next_stream() {
   return best;
 }
 
-void EventMerge::run() {
+void EventMerge::run(reader::ProgressStage& progress) {
+  uint64_t rows = 0;
   while (TableStream* s = next_stream()) {
     emit(*s);
     ++s->rows;
     any_rows_ = true;
     advance(*s);
+    if (++rows % 4096 == 0) progress.advance(rows);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "nsys_queries.h"
+#include "progress.h"
 #include "trace_builder.h"
 
 namespace gpuscope::importer::nsys {
@@ -46,8 +47,8 @@ class EventMerge {
   // Prepares a statement per table the export has. False with one line in
   // *error when a table lacks a column no event can do without.
   bool open(uint32_t pid, std::string* error);
-  // Hands every row over in time order.
-  void run();
+  // Hands every row over in time order, counting them to `progress`.
+  void run(reader::ProgressStage& progress);
 
   // "CUPTI_ACTIVITY_KIND_KERNEL: database disk image is malformed after
   // 1200 rows", one per damaged table; empty when all was read.

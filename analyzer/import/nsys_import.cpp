@@ -84,7 +84,8 @@ ImportResult import_nsys(const std::string& path, int pid, TraceBuilder& builder
     result.error = path + ": " + why + ex.version_hint();
     return result;
   }
-  merge.run();
+  reader::ProgressStage progress(reader::progress_label("importing", path), 0, reader::ProgressUnit::Events);
+  merge.run(progress);
   const std::string damage = joined(merge.damage());
   if (!merge.any_rows() && !damage.empty()) {
     result.error = path + ": " + damage;

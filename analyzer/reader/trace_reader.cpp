@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "progress.h"
 #include "record_checks.h"
 
 namespace gpuscope::reader {
@@ -141,6 +142,8 @@ void TraceReader::finish_pass() {
 void TraceReader::read(const ChunkVisitor& visit, uint32_t max_frames) {
   start_pass();
   ++passes_;
+  const std::string label = progress_label("reading", name_);
+  ProgressStage progress(passes_ == 1 ? label : label + " (pass " + std::to_string(passes_) + ")", info_.size);
   uint64_t offset = first_frame_;
   FrameHeader h{};
   bool loaded = false;  // the frame at `offset` was loaded while skipping damage
@@ -164,6 +167,7 @@ void TraceReader::read(const ChunkVisitor& visit, uint32_t max_frames) {
     deliver(offset, h, visit);
     offset = std::min<uint64_t>(offset + sizeof h + container::align8(h.payload_size), info_.size);
     stats_.end_offset = offset;
+    progress.advance(offset);
   }
   finish_pass();
 }

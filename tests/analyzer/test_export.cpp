@@ -11,6 +11,7 @@
 #include "../support/trace_event_check.h"
 #include "chrome_trace.h"
 #include "json_escape.h"
+#include "viewer_limits.h"
 
 namespace gpuscope::test {
 namespace {
@@ -294,6 +295,27 @@ TEST(Csv, OneRowPerRecordWithQuoting) {
   EXPECT_TRUE(launch);
   EXPECT_TRUE(quoted);
   EXPECT_TRUE(typed_tid) << "a typed host record takes its call's thread";
+}
+
+// Which viewer a written export is too large for: chrome://tracing past
+// ~256 MB of JSON, ui.perfetto.dev past ~512 MB of either format, a
+// spreadsheet past 1,048,576 CSV rows; nothing below those.
+TEST(ViewerLimits, EachFormatIsJudgedByItsOwnViewers) {
+  constexpr uint64_t MB = uint64_t{1} << 20;
+  using exporter::too_large_for_viewer;
+  EXPECT_EQ(too_large_for_viewer("chrome", 200 * MB, 1'000'000), "");
+  const std::string chrome = too_large_for_viewer("chrome", 300 * MB, 1'500'000);
+  EXPECT_EQ(chrome.rfind("300 MB: more than chrome://tracing loads", 0), 0u) << chrome;
+  EXPECT_NE(chrome.find("ui.perfetto.dev"), std::string::npos) << chrome;
+  for (const char* format : {"chrome", "perfetto"}) {
+    const std::string big = too_large_for_viewer(format, 600 * MB, 3'000'000);
+    EXPECT_EQ(big.rfind("600 MB: more than ui.perfetto.dev opens in the browser", 0), 0u) << big;
+    EXPECT_NE(big.find("trace_processor --httpd"), std::string::npos) << big;
+  }
+  EXPECT_EQ(too_large_for_viewer("perfetto", 300 * MB, 1'500'000), "");  // no chrome://tracing there
+  EXPECT_EQ(too_large_for_viewer("csv", 900 * MB, 1'048'576), "");
+  const std::string csv = too_large_for_viewer("csv", 10 * MB, 1'048'577);
+  EXPECT_EQ(csv.rfind("1048577 rows: more than a spreadsheet holds", 0), 0u) << csv;
 }
 
 }  // namespace

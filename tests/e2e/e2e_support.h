@@ -25,7 +25,7 @@ inline std::vector<std::string> preload_env(const std::string& output,
 
 inline std::vector<std::string> clean_env() {
   return environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID",
-                               "GPUSCOPE_PARENT_PID"});
+                               "GPUSCOPE_PARENT_PID", "GPUSCOPE_PROGRESS"});
 }
 
 inline bool simgpu_built() { return std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13"); }

@@ -222,5 +222,40 @@ TEST(CliConventions, PrometheusOutputIsReplacedWhole) {
   EXPECT_EQ(files, 1u);
 }
 
+// The progress bar: drawn on stderr only when asked for (a terminal, or
+// GPUSCOPE_PROGRESS=always), erased when done, never with -q, and never in
+// what the command prints.
+TEST(CliConventions, TheProgressBarIsDrawnOnlyWhereItBelongsAndErasedAfter) {
+  TempDir dir;
+  const std::string trace = traced_run(dir, "t.gpuscope");
+  auto with_progress = [&](const std::string& mode, std::vector<std::string> args) {
+    args.insert(args.begin(), gpuscope_exe());
+    return run(args, environment_with({"GPUSCOPE_PROGRESS=" + mode}));
+  };
+  const auto plain = gpuscope({"analyze", trace});
+  ASSERT_EQ(plain.exit_code(), 0) << plain.err;
+  EXPECT_EQ(plain.err, "");  // stderr is a pipe here: no bar in auto mode
+
+  const auto drawn = with_progress("always", {"analyze", trace});
+  EXPECT_EQ(drawn.exit_code(), 0);
+  EXPECT_EQ(drawn.out, plain.out);
+  EXPECT_EQ(drawn.err.rfind("\rreading t.gpuscope", 0), 0u) << drawn.err;
+  EXPECT_NE(drawn.err.find("t.gpuscope [--------------------]   0%  0.0 kB/"), std::string::npos) << drawn.err;
+  EXPECT_EQ(drawn.err.find('\n'), std::string::npos) << "the bar is one redrawn line";
+  ASSERT_GE(drawn.err.size(), 4u);
+  EXPECT_EQ(drawn.err.substr(drawn.err.size() - 4), "\r\033[K") << "the line is erased at the end";
+
+  for (const char* command : {"analyze", "info", "export"}) {
+    std::vector<std::string> args{command, "-q", trace};
+    if (std::string(command) == "export") args.insert(args.end(), {"-o", dir.file("q.json")});
+    const auto quiet = with_progress("always", args);
+    EXPECT_EQ(quiet.exit_code(), 0) << command << ": " << quiet.err;
+    EXPECT_EQ(quiet.err.find('\r'), std::string::npos) << command << ": " << quiet.err;
+  }
+  EXPECT_EQ(with_progress("never", {"analyze", trace}).err, "");
+  const auto bogus = with_progress("sometimes", {"analyze", trace});
+  EXPECT_EQ(bogus.err, "gpuscope: warning: GPUSCOPE_PROGRESS=sometimes: expected auto, always or never (no progress bar)\n");
+}
+
 }  // namespace
 }  // namespace gpuscope::test
