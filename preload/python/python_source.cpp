@@ -19,10 +19,14 @@ struct Detection {
   bool wanted = false;
   uint32_t version_hex = 0;
   std::string why;
+  // The loader's state when detection last ran: taken before it, so that
+  // a library loaded meanwhile makes the next poll look again.
+  stacks::LoaderGeneration generation;
 };
 Detection* g_detection = nullptr;
 
 void detect() {
+  g_detection->generation = stacks::loader_generation();
   const Interpreter found = detect_and_publish();
   g_detection->version_hex = found.version_hex;
   g_detection->why = found.why;
@@ -48,10 +52,7 @@ class PythonSource final : public capture::TraceSource {
   void poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) override {
     if (g_detection == nullptr || !g_detection->wanted) return;
     // A libpython loaded after start-up (an embedding plugin) is found here.
-    if (runtime() == nullptr && stacks::loader_generation() != generation_) {
-      generation_ = stacks::loader_generation();
-      detect();
-    }
+    if (runtime() == nullptr && stacks::loader_generation() != g_detection->generation) detect();
     container::PythonStacksData now = status();
     // Nothing to say for a program without Python, unless it says so already.
     if (now.state != static_cast<uint8_t>(fb::PythonStacksState::NotPython) || written_)
@@ -68,7 +69,6 @@ class PythonSource final : public capture::TraceSource {
 
  private:
   std::optional<container::PythonStacksData> written_;
-  stacks::LoaderGeneration generation_;
   stacks::PublishedScan scan_;
 };
 
