@@ -17,7 +17,6 @@ namespace {
 
 constexpr auto kDelay = std::chrono::milliseconds(500);
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
-constexpr size_t kBarCells = 20;
 
 std::string amount(uint64_t n, reader::ProgressUnit unit) {
   if (unit == reader::ProgressUnit::Events) {
@@ -36,11 +35,13 @@ size_t terminal_width(int fd) {
   return 80;
 }
 
-// The end of a long label, which names the file: "…traces/run-17.gpuscope".
+// A long label cut in the middle, so that both the verb and the end of the
+// file's name stay: "reading healthy-4…pt.trace.json.gz (pass 2)".
 std::string fitted(const std::string& what, size_t width) {
   if (what.size() <= width) return what;
   if (width < 2) return "";
-  return "\u2026" + what.substr(what.size() - (width - 1));
+  const size_t head = (width - 1) / 2, tail = width - 1 - head;
+  return what.substr(0, head) + "\u2026" + what.substr(what.size() - tail);
 }
 
 void write_all(int fd, const std::string& text) {
@@ -92,9 +93,11 @@ std::string TerminalProgress::line(const Stage& s, Clock::time_point now, size_t
   std::string right;
   if (s.total > 0) {
     const double fraction = std::min(1.0, static_cast<double>(s.done) / static_cast<double>(s.total));
-    const auto filled = static_cast<size_t>(fraction * kBarCells);
+    // A narrow terminal gives its room to the label.
+    const size_t cells = width >= 120 ? 30 : width >= 100 ? 20 : 10;
+    const auto filled = static_cast<size_t>(fraction * static_cast<double>(cells));
     right = fmt::format(" [{}{}] {:3.0f}%  {}/{}  {:.1f} s", std::string(filled, '#'),
-                        std::string(kBarCells - filled, '-'), fraction * 100, amount(s.done, s.unit),
+                        std::string(cells - filled, '-'), fraction * 100, amount(s.done, s.unit),
                         amount(s.total, s.unit), seconds);
   } else {
     right = fmt::format("  {} {}  {:.1f} s", amount(s.done, s.unit),

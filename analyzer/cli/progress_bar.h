@@ -1,6 +1,6 @@
 // The progress bar the offline commands (analyze, diff, export, report,
 // import, info) draw on stderr while they read a trace or import one:
-//   reading big.gpuscope (pass 2) [########--------]  52%  1.4/2.7 GB  3.1 s
+//   reading big.gpuscope (pass 2) [#####-----]  52%  1.4 GB/2.7 GB  3.1 s
 // Only on a terminal, only once the command has run half a second (a
 // quick command never flickers), redrawn at most ten times a second, and
 // erased when the stage ends, so that what the command prints is untouched.
