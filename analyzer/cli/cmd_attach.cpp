@@ -204,22 +204,22 @@ int list_standby_processes() {
 int attach_command(const AttachOptions& o) {
   if (o.list) return list_standby_processes();
   if (o.pid <= 0) {
-    print_error("attach: give a PID (or --list)");
+    print_error("no process to attach to: give a PID, or --list the ones in standby (gpuscope help attach)");
     return 2;
   }
   std::string socket, path, error;
   if (!find_socket(o.pid, &socket, &error) || !attach_output(o.output, o.pid, &path, &error)) {
-    print_error("attach: {}", error);
+    print_error("cannot attach: {}", error);
     return 2;
   }
   const auto duration_ms = static_cast<uint64_t>(o.duration_s * 1000.0 + 0.5);
   Reply reply;
   if (!call(socket, Request{control::MessageType::Attach, duration_ms, path}, &reply, &error)) {
-    print_error("attach: {}", error);
+    print_error("cannot attach: {}", error);
     return 2;
   }
   if (!reply.ok) {
-    print_error("attach: process {}: {}", o.pid, reply.text);
+    print_error("process {} did not attach: {}", o.pid, reply.text);
     return 1;
   }
   if (duration_ms == 0) {
@@ -239,16 +239,16 @@ int attach_command(const AttachOptions& o) {
 int detach_command(int pid, bool quiet) {
   std::string socket, error;
   if (!find_socket(pid, &socket, &error)) {
-    print_error("detach: {}", error);
+    print_error("cannot detach: {}", error);
     return 2;
   }
   Reply reply;
   if (!call(socket, Request{control::MessageType::Detach, 0, ""}, &reply, &error)) {
-    print_error("detach: {}", error);
+    print_error("cannot detach: {}", error);
     return 2;
   }
   if (!reply.ok) {
-    print_error("detach: process {}: {}", pid, reply.text);
+    print_error("process {} did not detach: {}", pid, reply.text);
     return 1;
   }
   if (!quiet) report_trace(reply.text);

@@ -18,7 +18,7 @@ namespace {
 int snapshot_trace(const std::string& path, analyzer::RunSnapshot* out) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    print_error("diff: {} is a directory; name one trace file of each run", path);
+    print_error("{} is a directory: diff compares one trace file of each run (gpuscope help diff)", path);
     return 2;
   }
   const auto analysis = analyze_path(path, {}, true);

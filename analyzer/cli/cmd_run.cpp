@@ -316,12 +316,12 @@ void report_trace(const std::string& path) {
 
 int run_command(const RunOptions& o) {
   if (o.command.empty()) {
-    print_error("run: no command given (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
+    print_error("no command to run (usage: gpuscope run [-o PATH] -- CMD ARGS...)");
     return 2;
   }
   if (o.standby && (o.delay_s > 0 || o.duration_s > 0 || !o.capture_range.empty())) {
-    print_error("run: --standby records only what `gpuscope attach` asks for; drop --delay, --duration "
-                "and --capture-range (attach has its own --duration)");
+    print_error("--standby records only what `gpuscope attach` asks for: drop --delay, --duration "
+                "and --capture-range (attach has its own --duration; gpuscope help run)");
     return 2;
   }
   std::string error;
