@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include "host_profile.h"
 #include "pytorch_shapes.h"
+#include "site_merge.h"
 
 namespace gpuscope::analyzer {
 
@@ -91,6 +92,7 @@ void TraceAnalysis::run_rules() {
   metrics_ = compute_metrics(model_);
   analysis_ = analyze(model_, metrics_);
   attribute_findings_to_ranges(model_, &analysis_);
+  merge_sites_shown_alike(*symbols_, &analysis_);
   name_pytorch_shapes(*symbols_, model_, metrics_, &analysis_);
 }
 

@@ -5,12 +5,13 @@
 
 #include "environment.h"
 #include "report.h"
+#include "site_merge.h"
 #include "units.h"
 
 namespace gpuscope::analyzer {
 namespace {
 
-constexpr size_t kFramesPerSite = 3;
+constexpr size_t kFramesPerSite = kSiteFramesShown;
 
 void header(std::string& out, const ReportInput& in) {
   const auto& s = in.model.summary;
