@@ -11,6 +11,7 @@
 #include "chunk_builder.h"
 #include "html_report.h"
 #include "pipeline.h"
+#include "site_merge.h"
 #include "report.h"
 
 namespace gpuscope::analyzer {
@@ -93,6 +94,7 @@ TEST(Pipeline, ItsAnalysisIsTheOneTheStepsGiveByHand) {
   Analysis analysis = analyze(model, metrics);
   attribute_findings_to_ranges(model, &analysis);
   const Symbolizer symbols(model.summary);
+  merge_sites_shown_alike(symbols, &analysis);
   const ReportInput by_hand{"t.gpuscope", model, metrics, analysis, symbols, 5};
   EXPECT_EQ(json_report(r.analysis->report_input(5)).dump(), json_report(by_hand).dump());
   EXPECT_EQ(text_report(r.analysis->report_input(5)), text_report(by_hand));
