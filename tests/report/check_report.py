@@ -2,9 +2,12 @@
 """The HTML report in a real browser: samples traced on simgpu, their reports
 (one per trace, and one for the directory of all of them) loaded by headless
 Chromium; each must draw without a console error or exception, show its
-verdict and the timeline's lanes, and label the simulated GPU. A report with
-deliberately broken JavaScript must be caught, so the check itself is known
-to work. Exit 77 (ctest: skipped) when Chromium is not installed.
+verdict and the timeline's lanes, and label the simulated GPU; its charts'
+axes, their alignment with the timeline and the lanes' full names are
+measured as laid out (check_layout.py). A report with deliberately broken
+JavaScript must be caught, and so must a report broken in each way a layout
+check is about, so the checks themselves are known to work. Exit 77 (ctest:
+skipped) when Chromium is not installed.
 
   check_report.py --bin BUILD/bin --simgpu-lib BUILD/simgpu/lib [--keep DIR] [--screenshot PNG]
 """
