@@ -174,7 +174,7 @@ MUTATIONS = [
     ("time tick labels that do not say their time", "stands at",
      "label: (ns / u[1]).toFixed(digits)", "label: (ns / u[1] * 2).toFixed(digits)"),
     ("time ticks beside the time they label", "do not map the trace",
-     "pos: timeX(view, width, ns)", "pos: timeX(view, width, ns) + 9"),
+     "const pos = timeX(view, width, ns);", "const pos = timeX(view, width, ns) + 9;"),
     ("ticks past the plotted range", "outside the plot", "k * step <= hi + step * 1e-9", "k * step <= hi + step * 2"),
     ("value ticks without a unit", "without one unit", 'label: v.toFixed(digits) + " " + u.name', "label: v.toFixed(digits)"),
     ("a value axis upside down", "do not increase upwards", "(1 - v / axis.top)", "(v / axis.top)"),
