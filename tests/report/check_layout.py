@@ -13,7 +13,8 @@ chart) and check_layout.py judges them:
     and the ticks of the whole-trace view sit where the trace's time maps
     onto the canvas;
   * every lane's full name is its label's title and is listed in the
-    lane legend.
+    lane legend;
+  * the time breakdown's stacked bars have a 0-100 % axis spanning them.
 
 Used by check_report.py; alone, it checks reports already written:
   check_layout.py REPORT.html...   (exit 1 when one is wrong)
@@ -92,6 +93,25 @@ def y_axis_problems(name, chart):
     return out
 
 
+def bar_problems(bars):
+    """The time breakdown's bars: a 0 to 100 % axis spanning each."""
+    out = []
+    for i, b in enumerate(bars):
+        ticks, box = b["x"], b["bar"]
+        labels = [re.match(r"^(\d+(?:\.\d+)?) %$", t["label"]) for t in ticks or []]
+        if len(labels) < 2 or not all(labels):
+            out.append(f"time breakdown bar {i}: no 0-100 % axis with ticks")
+            continue
+        border = 1.0  # the bar's frame
+        for m, t in zip(labels, ticks):
+            expected = box["left"] + float(m.group(1)) / 100 * box["width"]
+            if abs(t["x"] - expected) > PX + border:
+                out.append(f"time breakdown bar {i}: tick {t['label']!r} at x={t['x']:.1f}, not {expected:.1f}")
+        if float(labels[0].group(1)) != 0 or float(labels[-1].group(1)) != 100:
+            out.append(f"time breakdown bar {i}: its axis does not run from 0 % to 100 %")
+    return out
+
+
 def time_scale(chart):
     """(x of time 0, pixels per ns) from a chart's first and last tick."""
     a, b = chart["x"][0], chart["x"][-1]
@@ -154,7 +174,8 @@ def layout_problems(probe, sections):
     out = []
     for i, (whole, zoomed) in enumerate(zip(probe["whole"], probe["zoomed"])):
         where = f"section {i}: " if sections > 1 else ""
-        out += [where + m for m in section_problems(whole, True) + lane_problems(whole["lanes"])]
+        out += [where + m for m in section_problems(whole, True) + lane_problems(whole["lanes"]) +
+                bar_problems(whole["bars"])]
         out += [where + "after zoom and pan: " + m for m in section_problems(zoomed, False)]
         if whole["charts"] and zoomed["charts"] and whole["charts"][0]["x"] and zoomed["charts"][0]["x"] and \
                 whole["charts"][0]["x"] == zoomed["charts"][0]["x"]:
@@ -181,6 +202,7 @@ MUTATIONS = [
     ("lane labels without their full name as title", "title does not hold",
      'title: lane.label + " — "', 'title: lane.label.slice(0, 4) + " — "'),
     ("no lane legend", "not listed", "root.append(laneLegend(tl));", 'root.append(el("div"));'),
+    ("a share axis not spanning its bar", "time breakdown bar", 'label: v + " %"', 'label: v / 2 + " %"'),
 ]
 
 

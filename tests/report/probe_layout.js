@@ -26,6 +26,13 @@
                yAxis: chart && chart.querySelector(".y-axis") ? box(chart.querySelector(".y-axis")) : null };
     });
   }
+  // The time breakdown's stacked bars, each with its share axis.
+  function bars(section) {
+    return Array.from(section.querySelectorAll(".bar")).map(function (bar) {
+      const chart = bar.closest(".bar-chart");
+      return { bar: box(bar), x: chart ? ticks(chart.querySelector(".x-axis")) : null };
+    });
+  }
   function lanes(section, data) {
     return data.timeline.lanes.map(function (lane, i) {
       const label = section.querySelector('.lane-label[data-lane="' + i + '"]');
@@ -36,7 +43,8 @@
   }
   function measure(sections, data) {
     return sections.map(function (s, i) {
-      return { span_ns: data.sections[i].timeline.span_ns, charts: charts(s), lanes: lanes(s, data.sections[i]) };
+      return { span_ns: data.sections[i].timeline.span_ns, charts: charts(s), bars: bars(s),
+               lanes: lanes(s, data.sections[i]) };
     });
   }
   function center(node) { const r = node.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; }
