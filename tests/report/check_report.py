@@ -2,9 +2,12 @@
 """The HTML report in a real browser: samples traced on simgpu, their reports
 (one per trace, and one for the directory of all of them) loaded by headless
 Chromium; each must draw without a console error or exception, show its
-verdict and the timeline's lanes, and label the simulated GPU. A report with
-deliberately broken JavaScript must be caught, so the check itself is known
-to work. Exit 77 (ctest: skipped) when Chromium is not installed.
+verdict and the timeline's lanes, and label the simulated GPU; its charts'
+axes, their alignment with the timeline and the lanes' full names are
+measured as laid out (check_layout.py). A report with deliberately broken
+JavaScript must be caught, and so must a report broken in each way a layout
+check is about, so the checks themselves are known to work. Exit 77 (ctest:
+skipped) when Chromium is not installed.
 
   check_report.py --bin BUILD/bin --simgpu-lib BUILD/simgpu/lib [--keep DIR] [--screenshot PNG]
 """
@@ -16,6 +19,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import check_layout
 
 # sample -> the verdict class its report must show (None: any).
 SAMPLES = {"sync_bound": "sync_bound", "pcie_bound": "pcie_bound", "alloc_churn": "memory_bound",
@@ -77,6 +82,12 @@ def problems_in(dom, errors, verdict, sections):
     return out
 
 
+def check_page(chromium, html, verdict, sections):
+    """(problems, DOM) of a rendered report: its content, then its charts' layout (check_layout.py)."""
+    dom, errors, probe = check_layout.render_with_probe(render, chromium, html)
+    return problems_in(dom, errors, verdict, sections) + check_layout.layout_problems(probe, sections), dom
+
+
 def run(argv, env=None):
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
 
@@ -120,16 +131,14 @@ def main():
     for sample, verdict in SAMPLES.items():
         html = os.path.join(work, sample + ".html")
         report(args, os.path.join(traces, sample + ".gpuscope"), html)
-        dom, errors = render(chromium, html)
-        problems = problems_in(dom, errors, verdict, 1)
+        problems, dom = check_page(chromium, html, verdict, 1)
         if sample == "nvtx_phases" and 'data-kind="nvtx"' not in dom:
             problems.append("no NVTX lane")
         failures += [f"{sample}: {m}" for m in problems]
         print(f"{sample}: {os.path.getsize(html)} bytes, {'ok' if not problems else 'FAILED'}")
     all_html = os.path.join(work, "all.html")
     report(args, traces, all_html)
-    dom, errors = render(chromium, all_html)
-    failures += [f"directory report: {m}" for m in problems_in(dom, errors, None, len(SAMPLES))]
+    failures += [f"directory report: {m}" for m in check_page(chromium, all_html, None, len(SAMPLES))[0]]
 
     # The check must catch a script error: the same page with a name that does not exist.
     with open(os.path.join(work, "pcie_bound.html"), encoding="utf-8") as f:
@@ -143,6 +152,8 @@ def main():
     else:
         print("broken JavaScript caught:", errors[0][:200])
 
+    # ... and each layout check must catch the page broken in the way it is about.
+    failures += ["layout check: " + m for m in check_layout.uncaught_mutations(chromium, render, page, work)]
     if args.screenshot:
         subprocess.run(chromium_args(chromium, "--screenshot=" + os.path.abspath(args.screenshot),
                                      "--window-size=1400,1800", "--virtual-time-budget=5000", "--hide-scrollbars",
