@@ -29,7 +29,9 @@ message(STATUS "gpuscope: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_L
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)  # the analyzer's --json output; simgpu's node files
-find_package(GTest REQUIRED)
+if(GPUSCOPE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
 find_package(SQLite3 REQUIRED)          # Nsight Systems SQLite exports (analyzer/import/nsys_*)
 if(GPUSCOPE_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
@@ -55,13 +57,11 @@ pkg_check_modules(LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
 
 # Importing other profilers' traces (analyzer/import/): simdjson parses each
 # Kineto event (shared library; scripts/bundle.sh ships it), zlib inflates
-# .json.gz as it is read (the static archive, so nothing more to ship).
+# .json.gz as it is read. zlib is linked shared: libdw needs libz.so.1 anyway
+# (so the bundle and the wheel ship it already), and a static copy is an
+# embedded library, which Debian policy (lintian) refuses in the .deb.
 find_package(simdjson REQUIRED)
 find_package(ZLIB REQUIRED)
-find_library(ZLIB_STATIC_LIBRARY NAMES libz.a)
-if(NOT ZLIB_STATIC_LIBRARY)
-  set(ZLIB_STATIC_LIBRARY ZLIB::ZLIB)
-endif()
 
 # elfutils libdw: offline symbolization in the analyzer.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)

@@ -20,6 +20,9 @@ packages=(
   python3 python3-jsonschema        # small test helpers; the --json schema check
   python3-pip                       # installs lizard (below)
   chromium                          # renders the HTML report in tests/report (headless, --no-sandbox as root)
+  help2man                          # the man page, generated from the CLI's own --help at build time
+  lintian                           # tests/packaging: the .deb checked against Debian policy
+  zsh                               # tests/packaging: the generated zsh completion parses and completes
 )
 
 missing=()

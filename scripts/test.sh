@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds gpuscope and runs every test: the regular build (unit, end-to-end,
 # samples on simgpu, schema evolution, fuzz corpus replay, the conformance corpus), the
-# bundle, the same unit and fuzz tests under AddressSanitizer + UBSan with the
+# bundle, the packages (cmake --install, .deb, pip wheel), the same unit and fuzz tests under AddressSanitizer + UBSan with the
 # conformance corpus run under that build's libgpuscope.so, and bounded libFuzzer runs of
 # the trace reader, the control protocol, the Nsight Systems and the Kineto importers when
 # clang's fuzzer runtime is present.
@@ -20,6 +20,9 @@ cmake --build build -j"$jobs"
 echo "== relocatable bundle, used from an empty directory with a clean environment"
 ./scripts/bundle.sh build
 tests/bundle/check_bundle.sh dist/gpuscope-*-linux-x86_64.tar.gz
+
+echo "== packages: cmake --install, the .deb and the pip wheel, each used from a clean place"
+tests/packaging/check_packages.sh build
 
 echo "== AddressSanitizer + UBSan build (capture core, reader, fuzz replay, the conformance corpus under it)"
 # The corpus programs are the regular build's (nvcc runs once); only the
