@@ -39,17 +39,19 @@ inline size_t utf8_sequence_length(std::string_view s, size_t i) {
 // readers decode them as such).
 inline std::string valid_utf8(std::string_view s) {
   std::string out;
-  out.reserve(s.size());
+  size_t plain = 0;  // start of the run of valid bytes not yet copied
   for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
       ++i;
-    } else {
-      out.append(s.data() + i, n);
+    } else if (const size_t n = utf8_sequence_length(s, i); n != 0) {
       i += n;
+    } else {
+      out.append(s.data() + plain, i - plain);
+      out += "\xEF\xBF\xBD";
+      plain = ++i;
     }
   }
+  out.append(s.data() + plain, s.size() - plain);
   return out;
 }
 

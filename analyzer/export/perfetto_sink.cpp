@@ -1,6 +1,7 @@
 // Perfetto's native protobuf trace (schemas/perfetto_trace.proto), written
 // packet by packet from the timeline walk: memory holds one packet, the
 // interning tables and the track ids, never the trace (docs/export.md).
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,11 @@ namespace pb = gpuscope::perfetto;
 
 constexpr uint32_t kSequence = 1;  // one writer: one packet sequence
 constexpr uint32_t kTraceFieldPacket = (1 << 3) | 2;  // Trace.packet, length-delimited
+
+struct TextHash {  // lookups by string_view, without a std::string per lookup
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 class PerfettoSink final : public TimelineSink {
  public:
@@ -101,8 +107,10 @@ class PerfettoSink final : public TimelineSink {
   std::map<std::pair<int64_t, uint64_t>, uint64_t> threads_;
   std::unordered_map<std::string, uint64_t> counters_;
   std::unordered_map<uint32_t, uint64_t> names_by_id_;
-  std::unordered_map<std::string, uint64_t> names_by_text_, categories_, arg_names_, texts_;
-  uint64_t next_name_iid_ = 1, next_category_iid_ = 1, next_arg_iid_ = 1;
+  // Categories and argument names are the walk's string literals: keyed by
+  // address, as hashing their text per event was a tenth of the time.
+  std::unordered_map<const char*, uint64_t> categories_, arg_names_;
+  std::unordered_map<std::string, uint64_t, TextHash, std::equal_to<>> names_by_text_, texts_;
 };
 
 // The first packet of the sequence: clears incremental state (interning),
@@ -229,49 +237,50 @@ uint64_t PerfettoSink::counter_track(int64_t pid, std::string_view name, std::st
 
 // ---- interning: a new string goes into the packet that first uses it ----
 
+// The iid of `key` in `table`; the first time a new one, first + k * step,
+// added to the packet by `add` (so a packet gets InternedData only when
+// it brings something new).
+template <class Table, class Key, class Add>
+uint64_t intern(Table& table, const Key& key, std::string_view text, uint64_t first, uint64_t step, Add add) {
+  auto it = table.find(key);
+  if (it != table.end()) return it->second;
+  const uint64_t iid = first + table.size() * step;
+  table.emplace(key, iid);
+  pb::InternedName* n = add();
+  n->set_iid(iid);
+  n->set_name(valid_utf8(text));
+  return iid;
+}
+
 uint64_t PerfettoSink::name_iid(Label name) {
-  uint64_t* slot = nullptr;
-  if (name.id != 0) slot = &names_by_id_[name.id];
-  else slot = &names_by_text_[std::string(name.text)];
-  if (*slot != 0) return *slot;
-  *slot = next_name_iid_++;
-  pb::EventName* n = packet_.mutable_interned_data()->add_event_names();
-  n->set_iid(*slot);
-  n->set_name(valid_utf8(name.text));
-  return *slot;
+  // Names from the string table by id (even iids); made-up ones ("memset")
+  // by text (odd iids): one text may get two iids, an iid never two texts.
+  const auto add = [this] { return packet_.mutable_interned_data()->add_event_names(); };
+  if (name.id != 0) return intern(names_by_id_, name.id, name.text, 2, 2, add);
+  return intern(names_by_text_, name.text, name.text, 1, 2, add);
 }
 
 uint64_t PerfettoSink::category_iid(const char* category) {
-  uint64_t& iid = categories_[category];
-  if (iid != 0) return iid;
-  iid = next_category_iid_++;
-  pb::EventCategory* c = packet_.mutable_interned_data()->add_event_categories();
-  c->set_iid(iid);
-  c->set_name(category);
-  return iid;
+  return intern(categories_, category, category, 1, 1,
+                [this] { return packet_.mutable_interned_data()->add_event_categories(); });
 }
 
 uint64_t PerfettoSink::arg_iid(const char* key) {
-  uint64_t& iid = arg_names_[key];
-  if (iid != 0) return iid;
-  iid = next_arg_iid_++;
-  pb::DebugAnnotationName* n = packet_.mutable_interned_data()->add_debug_annotation_names();
-  n->set_iid(iid);
-  n->set_name(key);
-  return iid;
+  return intern(arg_names_, key, key, 1, 1,
+                [this] { return packet_.mutable_interned_data()->add_debug_annotation_names(); });
 }
 
-// Long argument values (call sites, kernel names) repeat from call to
-// call: they are written once and referred to. Short ones (hex addresses,
-// enum names) cost less inline than a table entry; past kMaxTexts distinct
-// values the table stops growing, so memory stays bounded.
+// Argument values (call sites, kernel names, streams, grids) repeat from
+// call to call: they are written once and referred to. Short ones (enum
+// names) cost less inline than a reference; past kMaxTexts distinct values
+// (addresses, mostly) the table stops growing, so memory stays bounded.
 void PerfettoSink::text_value(pb::DebugAnnotation* d, std::string_view text) {
-  static constexpr size_t kMinInterned = 16, kMaxTexts = size_t{1} << 20;
+  static constexpr size_t kMinInterned = 8, kMaxTexts = size_t{1} << 16;
   if (text.size() < kMinInterned) {
     d->set_string_value(valid_utf8(text));
     return;
   }
-  auto it = texts_.find(std::string(text));
+  auto it = texts_.find(text);
   if (it == texts_.end()) {
     if (texts_.size() >= kMaxTexts) {
       d->set_string_value(valid_utf8(text));
