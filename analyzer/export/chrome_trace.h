@@ -26,7 +26,7 @@ struct ExportOptions {
 // What the export did, beyond the events themselves.
 struct ExportStats {
   uint64_t records = 0;            // records read
-  uint64_t events = 0;             // events (JSON), track events (protobuf) or rows (CSV) written
+  uint64_t events = 0;             // events (JSON), slices/instants/counter values (protobuf) or rows (CSV)
   uint64_t clamped = 0;            // spans shortened to keep their track nested
   uint64_t unplaced = 0;           // spans written as instants: they could not nest
   uint64_t extra_lanes = 0;        // device records moved to another lane of their stream

@@ -148,7 +148,7 @@ void PerfettoSink::emit() {
 
 pb::TrackEvent* PerfettoSink::event(uint64_t ts, uint64_t track, pb::TrackEvent::Type type) {
   start(0);
-  ++events_;
+  if (type != pb::TrackEvent::TYPE_SLICE_END) ++events_;  // a slice is one event, as in the JSON
   packet_.set_timestamp(ts);
   packet_.set_sequence_flags(pb::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
   pb::TrackEvent* e = packet_.mutable_track_event();
