@@ -65,3 +65,13 @@ find_package(ZLIB REQUIRED)
 
 # elfutils libdw: offline symbolization in the analyzer.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
+
+# protobuf: `export --format perfetto` writes Perfetto's protobuf trace
+# through classes protoc generates at build time from
+# schemas/perfetto_trace.proto. The lite runtime is enough (no reflection);
+# its static archive keeps bin/gpuscope free of a libprotobuf to ship.
+find_package(Protobuf REQUIRED)
+find_library(PROTOBUF_LITE_STATIC_LIBRARY NAMES libprotobuf-lite.a)
+if(NOT PROTOBUF_LITE_STATIC_LIBRARY)
+  set(PROTOBUF_LITE_STATIC_LIBRARY protobuf::libprotobuf-lite)
+endif()

@@ -16,6 +16,7 @@ packages=(
   libcli11-dev                      # command line
   libsqlite3-dev                    # Nsight Systems SQLite exports (gpuscope import/analyze)
   nlohmann-json3-dev                # simgpu node descriptions, JSON reports
+  libprotobuf-dev protobuf-compiler # export --format perfetto: Perfetto's protobuf trace (protoc runs at build time)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3 python3-jsonschema        # small test helpers; the --json schema check
   python3-pip                       # installs lizard (below)

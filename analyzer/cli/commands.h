@@ -122,7 +122,7 @@ int diff_command(const DiffOptions& options);
 
 struct ExportOptions {
   std::string trace;
-  std::string format = "perfetto";  // perfetto | chrome (the same JSON) | csv
+  std::string format = "chrome";  // chrome (trace-event JSON) | perfetto (protobuf) | csv
   std::string output;               // "" or "-": standard output
   bool force = false;               // replace an existing file at output
   bool symbols = true;              // symbolize call sites (a first pass over the trace)

@@ -1,5 +1,6 @@
 // Exporters of one trace to formats other tools read: Chrome trace-event
-// JSON (ui.perfetto.dev, chrome://tracing) and a CSV events table. Both
+// JSON (ui.perfetto.dev, chrome://tracing), Perfetto's protobuf trace
+// (ui.perfetto.dev, trace_processor) and a CSV events table. All
 // stream: each chunk's records are written as the reader delivers them,
 // and memory is bounded by open state (threads, streams, open NVTX ranges,
 // live allocations), never by the number of events. docs/export.md maps
@@ -25,7 +26,7 @@ struct ExportOptions {
 // What the export did, beyond the events themselves.
 struct ExportStats {
   uint64_t records = 0;            // records read
-  uint64_t events = 0;             // events (JSON) or rows (CSV) written
+  uint64_t events = 0;             // events (JSON), slices/instants/counter values (protobuf) or rows (CSV)
   uint64_t clamped = 0;            // spans shortened to keep their track nested
   uint64_t unplaced = 0;           // spans written as instants: they could not nest
   uint64_t extra_lanes = 0;        // device records moved to another lane of their stream
@@ -41,6 +42,10 @@ struct ExportResult {
 
 // JSON Object Format: {"displayTimeUnit":"ns","traceEvents":[...],"metadata":{...}}.
 ExportResult write_chrome_trace(reader::TraceReader& reader, Output& out, ExportOptions options = {});
+
+// Perfetto's TracePacket stream (schemas/perfetto_trace.proto): the same
+// tracks, slices, counters and flows as the JSON, a fraction of its size.
+ExportResult write_perfetto_trace(reader::TraceReader& reader, Output& out, ExportOptions options = {});
 
 // One row per record, a header first; RFC 4180 quoting.
 ExportResult write_csv(reader::TraceReader& reader, Output& out, ExportOptions options = {});

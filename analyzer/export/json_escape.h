@@ -34,6 +34,27 @@ inline size_t utf8_sequence_length(std::string_view s, size_t i) {
   return n;
 }
 
+// `s` with each byte that is not part of valid UTF-8 replaced by U+FFFD,
+// as the JSON has it: protobuf strings must be UTF-8 too (Perfetto's
+// readers decode them as such).
+inline std::string valid_utf8(std::string_view s) {
+  std::string out;
+  size_t plain = 0;  // start of the run of valid bytes not yet copied
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
+      ++i;
+    } else if (const size_t n = utf8_sequence_length(s, i); n != 0) {
+      i += n;
+    } else {
+      out.append(s.data() + plain, i - plain);
+      out += "\xEF\xBF\xBD";
+      plain = ++i;
+    }
+  }
+  out.append(s.data() + plain, s.size() - plain);
+  return out;
+}
+
 // Appends `s` as a JSON string literal, quotes included.
 template <class Out> void append_json_string(Out& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -1,7 +1,7 @@
 // The exporters' throughput: a synthesized trace (the realistic mix of
 // tests/support/sample_trace.h: API calls with copies, syncs, launches and
-// allocations) read from a file and written as Chrome JSON or CSV to
-// /dev/null. Items are records read. Figures: docs/performance.md.
+// allocations) read from a file and written as Chrome JSON, Perfetto
+// protobuf or CSV to /dev/null. Items are records read. Figures: docs/performance.md.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -32,7 +32,9 @@ const std::string& trace_file(uint64_t events) {
   return path;
 }
 
-template <bool kCsv> void BM_Export(benchmark::State& state) {
+using ExportFunction = exporter::ExportResult (*)(reader::TraceReader&, exporter::Output&, exporter::ExportOptions);
+
+template <ExportFunction kWrite> void BM_Export(benchmark::State& state) {
   const std::string& path = trace_file(static_cast<uint64_t>(state.range(0)));
   std::FILE* sink = std::fopen("/dev/null", "wb");
   uint64_t records = 0, events = 0;
@@ -44,7 +46,7 @@ template <bool kCsv> void BM_Export(benchmark::State& state) {
       break;
     }
     exporter::Output out(sink);
-    const auto result = kCsv ? exporter::write_csv(r, out) : exporter::write_chrome_trace(r, out);
+    const auto result = kWrite(r, out, {});
     records = result.stats.records;
     events = result.stats.events;
   }
@@ -52,8 +54,18 @@ template <bool kCsv> void BM_Export(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * records));
   state.counters["events_out"] = static_cast<double>(events);
 }
-BENCHMARK(BM_Export<false>)->Name("BM_ExportChromeJson")->Arg(1'000'000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Export<true>)->Name("BM_ExportCsv")->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Export<exporter::write_chrome_trace>)
+    ->Name("BM_ExportChromeJson")
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Export<exporter::write_perfetto_trace>)
+    ->Name("BM_ExportPerfetto")
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Export<exporter::write_csv>)
+    ->Name("BM_ExportCsv")
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // gpuscope export on traces of the samples run on simgpu: the JSON is
 // strict, every event has the fields its phase needs, spans nest on every
-// track, and the CSV has one row per record `gpuscope info` counts. Plus
-// the failure modes: not a trace, a truncated trace, an unwritable output.
+// track; the Perfetto protobuf parses back with as many slices and flows;
+// and the CSV has one row per record `gpuscope info` counts. Plus the
+// failure modes: not a trace, a truncated trace, an unwritable output.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "../support/perfetto_read.h"
 #include "../support/trace_event_check.h"
 #include "e2e_support.h"
 
@@ -68,7 +70,31 @@ struct Sample {
 
 class ExportSamples : public ::testing::TestWithParam<Sample> {};
 
-TEST_P(ExportSamples, JsonIsStrictNestedAndCsvHasARowPerRecord) {
+// The protobuf export of `trace` parses back with a slice per JSON span,
+// an instant per JSON instant and a flow per JSON flow start.
+void expect_perfetto_matches(const TempDir& dir, const std::string& trace, const TraceEventCheck& json,
+                             size_t json_bytes) {
+  const std::string path = dir.file("out.pftrace");
+  const auto r = gpuscope({"export", "--format", "perfetto", trace, "-o", path});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_NE(r.err.find("ui.perfetto.dev"), std::string::npos) << r.err;
+  const std::string bytes = slurp(path);
+  const PfTrace t = read_perfetto(bytes);
+  ASSERT_TRUE(t.ok()) << t.errors.front();
+  size_t spans = 0, instants = 0, flows = 0;
+  for (const PfSlice& s : t.slices) {
+    if (t.tracks.at(s.track).tid < 0) continue;  // NVTX start/end ranges: async in the JSON
+    (s.instant ? instants : spans) += 1;
+    flows += s.flows_out.size();
+  }
+  const auto count = [&](const char* ph) { return json.by_phase.count(ph) ? json.by_phase.at(ph) : 0u; };
+  EXPECT_EQ(spans, count("X"));
+  EXPECT_EQ(instants, count("i"));
+  EXPECT_EQ(flows, count("s"));
+  EXPECT_LT(bytes.size(), json_bytes);
+}
+
+TEST_P(ExportSamples, JsonIsStrictNestedPerfettoParsesAndCsvHasARowPerRecord) {
   if (!simgpu_built() || !std::filesystem::exists(bin(GetParam().command.front())))
     GTEST_SKIP() << "samples or simgpu not built";
   TempDir dir;
@@ -76,7 +102,7 @@ TEST_P(ExportSamples, JsonIsStrictNestedAndCsvHasARowPerRecord) {
   ASSERT_FALSE(trace.empty());
 
   const std::string json_path = dir.file("out.json");
-  const auto r = gpuscope({"export", "--format", "perfetto", trace, "-o", json_path});
+  const auto r = gpuscope({"export", "--format", "chrome", trace, "-o", json_path});
   ASSERT_EQ(r.exit_code(), 0) << r.err;
   EXPECT_NE(r.err.find("ui.perfetto.dev"), std::string::npos) << r.err;
   const std::string json = slurp(json_path);
@@ -91,9 +117,10 @@ TEST_P(ExportSamples, JsonIsStrictNestedAndCsvHasARowPerRecord) {
                e["args"]["name"].get<std::string>().find("simulated") != std::string::npos;
   EXPECT_TRUE(labeled) << "the process says it ran on simgpu";
 
-  const auto chrome = gpuscope({"export", "--format", "chrome", trace});
+  const auto chrome = gpuscope({"export", trace});
   ASSERT_EQ(chrome.exit_code(), 0) << chrome.err;
-  EXPECT_EQ(chrome.out, json) << "chrome and perfetto are the same JSON, and stdout is the default";
+  EXPECT_EQ(chrome.out, json) << "Chrome JSON is the default format, and stdout the default output";
+  expect_perfetto_matches(dir, trace, c, json.size());
 
   const auto csv = gpuscope({"export", "--format", "csv", trace, "-o", "-"});
   ASSERT_EQ(csv.exit_code(), 0) << csv.err;

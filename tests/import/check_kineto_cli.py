@@ -137,7 +137,7 @@ def check_error(gpuscope, gen, workdir, kind, text):
 def check_commands(gpuscope, gen, workdir, workload):
     path = generate(gen, workload, os.path.join(workdir, workload + ".pt.trace.json"), [])
     timeline, page = os.path.join(workdir, "timeline.json"), os.path.join(workdir, "report.html")
-    for args in (["info", path], ["export", "--format", "perfetto", "-o", timeline, path],
+    for args in (["info", path], ["export", "--format", "chrome", "-o", timeline, path],
                  ["report", "-o", page, path]):
         run = subprocess.run([gpuscope] + args, capture_output=True, text=True, timeout=TIMEOUT)
         if run.returncode != 0:

@@ -1,5 +1,5 @@
-// A trace's bytes exported in memory (Chrome trace JSON or CSV), for
-// exporter tests.
+// A trace's bytes exported in memory (Chrome trace JSON, Perfetto protobuf
+// or CSV), for exporter tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,7 +20,9 @@ struct Exported {
   exporter::ExportResult result;
 };
 
-inline Exported export_bytes(const std::vector<uint8_t>& bytes, bool csv = false) {
+using ExportFunction = exporter::ExportResult (*)(reader::TraceReader&, exporter::Output&, exporter::ExportOptions);
+
+inline Exported export_bytes_with(const std::vector<uint8_t>& bytes, ExportFunction write) {
   reader::TraceReader r;
   std::string error;
   EXPECT_TRUE(r.open(reader::memory_source(bytes), "trace", &error)) << error;
@@ -30,12 +32,16 @@ inline Exported export_bytes(const std::vector<uint8_t>& bytes, bool csv = false
   Exported e;
   {
     exporter::Output out(f);
-    e.result = csv ? exporter::write_csv(r, out) : exporter::write_chrome_trace(r, out);
+    e.result = write(r, out, {});
   }
   std::fclose(f);
   e.text.assign(data, size);
   std::free(data);
   return e;
+}
+
+inline Exported export_bytes(const std::vector<uint8_t>& bytes, bool csv = false) {
+  return export_bytes_with(bytes, csv ? exporter::write_csv : exporter::write_chrome_trace);
 }
 
 }  // namespace gpuscope::test

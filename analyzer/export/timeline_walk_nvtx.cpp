@@ -1,22 +1,20 @@
-// Chrome trace export: NVTX ranges, capture windows, and the end of the
-// document (process names, metadata). docs/export.md.
+// The timeline walk: NVTX ranges, capture windows, process names
+// (timeline_walk.h, docs/export.md).
 #include <algorithm>
 #include <set>
 
 #include "call_sites.h"
-#include "chrome_trace_internal.h"
-#include "json_escape.h"
+#include "timeline_walk.h"
 
 namespace gpuscope::exporter {
 namespace {
 
 constexpr size_t kMaxNvtxDepth = 1024;
 constexpr size_t kMaxOpenAsync = size_t{1} << 20;
-constexpr uint64_t kIdMask = (uint64_t{1} << 53) - 1;  // exact in JavaScript numbers
 
 }  // namespace
 
-void ChromeTraceWriter::marker(const fb::Marker& m) {
+void TimelineWalk::marker(const fb::Marker& m) {
   switch (m.kind()) {
     case fb::MarkerKind::RangePush: nvtx_push(m); break;
     case fb::MarkerKind::RangePop: nvtx_pop(m); break;
@@ -28,7 +26,7 @@ void ChromeTraceWriter::marker(const fb::Marker& m) {
       break;
     }
     case fb::MarkerKind::ThreadName:
-      if (m.name_id() != 0) metadata_event("thread_name", pid_, m.tid(), summary_.current().name_of(m.name_id()));
+      if (m.name_id() != 0) sink_.thread_name({pid_, m.tid()}, name(m.name_id()).text);
       break;
     case fb::MarkerKind::Range: {  // a closed range (older writers): push and pop at once
       nvtx_push(m);
@@ -44,21 +42,16 @@ void ChromeTraceWriter::marker(const fb::Marker& m) {
       break;
     }
     default:  // Instant: a mark on the thread's own row
-      begin(name(m.name_id()), 'i', m.start_ns(), pid_, m.tid());
-      out_.put(",\"s\":\"t\",\"cat\":\"nvtx\"");
-      if (m.domain_id() != 0) {
-        out_.put(",\"args\":{\"domain\":");
-        out_.put(name(m.domain_id()));
-        out_.put('}');
-      }
-      end_event();
+      if (m.domain_id() != 0) fresh_args().add_text("domain", name(m.domain_id()).text);
+      else fresh_args();
+      sink_.instant({pid_, m.tid()}, name(m.name_id()), "nvtx", m.start_ns(), args_);
   }
 }
 
 // Push/pop ranges get a row per thread and domain next to the thread's CUDA
 // calls (as Nsight Systems shows them): pairs of one domain always nest,
 // but two domains, or a range and a call, need not.
-ChromeTraceWriter::NvtxTrack& ChromeTraceWriter::nvtx_track(uint32_t tid, uint32_t domain) {
+TimelineWalk::NvtxTrack& TimelineWalk::nvtx_track(uint32_t tid, uint32_t domain) {
   auto [it, fresh] = nvtx_.try_emplace({tid, domain});
   if (fresh) {
     const std::string d = domain == 0 ? "" : summary_.current().name_of(domain) + " ";
@@ -67,7 +60,7 @@ ChromeTraceWriter::NvtxTrack& ChromeTraceWriter::nvtx_track(uint32_t tid, uint32
   return it->second;
 }
 
-void ChromeTraceWriter::nvtx_push(const fb::Marker& m) {
+void TimelineWalk::nvtx_push(const fb::Marker& m) {
   NvtxTrack& t = nvtx_track(m.tid(), m.domain_id());
   if (t.open.size() >= kMaxNvtxDepth) {
     ++t.too_deep;  // its pop is dropped too
@@ -76,7 +69,7 @@ void ChromeTraceWriter::nvtx_push(const fb::Marker& m) {
   t.open.push_back({m.start_ns(), m.name_id()});
 }
 
-void ChromeTraceWriter::nvtx_pop(const fb::Marker& m) {
+void TimelineWalk::nvtx_pop(const fb::Marker& m) {
   NvtxTrack& t = nvtx_track(m.tid(), m.domain_id());
   if (t.too_deep != 0) {
     --t.too_deep;
@@ -91,36 +84,28 @@ void ChromeTraceWriter::nvtx_pop(const fb::Marker& m) {
   range_span(t, r, std::max(r.start_ns, m.start_ns()), m.domain_id(), false);
 }
 
-void ChromeTraceWriter::range_span(NvtxTrack& t, const OpenRange& r, uint64_t end, uint32_t domain,
-                                   bool unterminated) {
+void TimelineWalk::range_span(NvtxTrack& t, const OpenRange& r, uint64_t end, uint32_t domain, bool unterminated) {
   uint64_t start = r.start_ns;
   const auto placed = t.guard.place(&start, end);
+  Args& a = fresh_args();
+  a.add_uint("depth", t.open.size());
+  if (domain != 0) a.add_text("domain", name(domain).text);
+  if (unterminated) a.add_bool("unterminated", true);
   if (placed == NestGuard::Placed::Rejected) {
     ++stats_.unplaced;
-    begin(name(r.name_id), 'i', r.start_ns, pid_, t.tid);
-    out_.put(",\"s\":\"t\"");
-  } else {
-    if (placed == NestGuard::Placed::Clamped) ++stats_.clamped;
-    begin(name(r.name_id), 'X', start, pid_, t.tid);
-    put_dur(end - start);
+    sink_.instant({pid_, t.tid}, name(r.name_id), "nvtx", r.start_ns, a);
+    return;
   }
-  out_.put(",\"cat\":\"nvtx\",\"args\":{");
-  out_.format("\"depth\":{}", t.open.size());
-  if (domain != 0) {
-    out_.put(",\"domain\":");
-    out_.put(name(domain));
-  }
-  if (unterminated) out_.put(",\"unterminated\":true");
-  out_.put('}');
-  end_event();
+  if (placed == NestGuard::Placed::Clamped) ++stats_.clamped;
+  sink_.slice({pid_, t.tid}, name(r.name_id), "nvtx", start, end - start, a);
 }
 
-void ChromeTraceWriter::nvtx_start(const fb::Marker& m) {
+void TimelineWalk::nvtx_start(const fb::Marker& m) {
   if (async_.size() >= kMaxOpenAsync) return;
   async_[m.correlation_id()] = OpenAsync{m.start_ns(), m.name_id(), m.domain_id(), m.tid()};
 }
 
-void ChromeTraceWriter::nvtx_end(const fb::Marker& m) {
+void TimelineWalk::nvtx_end(const fb::Marker& m) {
   auto it = async_.find(m.correlation_id());
   if (it == async_.end()) {
     ++stats_.unmatched_pops;
@@ -130,28 +115,18 @@ void ChromeTraceWriter::nvtx_end(const fb::Marker& m) {
   async_.erase(it);
 }
 
-// Start/end ranges may cross threads and overlap in any way: async events
-// ("b"/"e", matched by category, id and name) on rows of their own.
-void ChromeTraceWriter::async_range(uint64_t id, const OpenAsync& r, uint64_t end, bool unterminated) {
-  for (const char phase : {'b', 'e'}) {
-    begin(name(r.name_id), phase, phase == 'b' ? r.start_ns : end, pid_, r.tid);
-    out_.format(",\"cat\":\"nvtx\",\"id\":{}", id & kIdMask);
-    if (phase == 'b') {
-      out_.format(",\"args\":{{\"range_id\":{}", id);
-      if (r.domain_id != 0) {
-        out_.put(",\"domain\":");
-        out_.put(name(r.domain_id));
-      }
-      if (unterminated) out_.put(",\"unterminated\":true");
-      out_.put('}');
-    }
-    end_event();
-  }
+// Start/end ranges may cross threads and overlap in any way: rows of their own.
+void TimelineWalk::async_range(uint64_t id, const OpenAsync& r, uint64_t end, bool unterminated) {
+  Args& a = fresh_args();
+  a.add_uint("range_id", id);
+  if (r.domain_id != 0) a.add_text("domain", name(r.domain_id).text);
+  if (unterminated) a.add_bool("unterminated", true);
+  sink_.async_range({pid_, r.tid}, name(r.name_id), "nvtx", id, r.start_ns, end, a);
 }
 
 // Ranges still open when the trace ends (the process died, or never
 // popped) end there, flagged, innermost first so they nest.
-void ChromeTraceWriter::close_nvtx(uint64_t end_ns) {
+void TimelineWalk::close_nvtx(uint64_t end_ns) {
   for (auto& [key, t] : nvtx_)
     while (!t.open.empty()) {
       const OpenRange r = t.open.back();
@@ -168,7 +143,7 @@ void ChromeTraceWriter::close_nvtx(uint64_t end_ns) {
 
 // Windows are disjoint, but a provisional window can outlast a later one
 // only through damage: merge overlapping ones.
-void ChromeTraceWriter::write_capture_windows() {
+void TimelineWalk::write_capture_windows() {
   if (capture_windows_.empty()) return;
   const uint64_t tid = synthetic_track("capture windows");
   std::vector<std::pair<uint64_t, uint64_t>> merged;
@@ -176,26 +151,22 @@ void ChromeTraceWriter::write_capture_windows() {
     if (!merged.empty() && start <= merged.back().second) merged.back().second = std::max(merged.back().second, start + dur);
     else merged.emplace_back(start, start + dur);
   }
-  for (const auto& [a, b] : merged) {
-    begin("\"capture window\"", 'X', a, pid_, tid);
-    put_dur(b - a);
-    out_.put(",\"cat\":\"gpuscope\"");
-    end_event();
-  }
+  fresh_args();
+  for (const auto& [a, b] : merged) sink_.slice({pid_, tid}, {"capture window"}, "gpuscope", a, b - a, args_);
 }
 
-void ChromeTraceWriter::write_process_names(const reader::TraceSummary& s) {
+void TimelineWalk::write_process_names(const reader::TraceSummary& s) {
   const bool simulated = s.on_simulated_gpu();
   std::string exe = s.process ? s.process->exe.substr(s.process->exe.rfind('/') + 1) : "unknown process";
   if (!s.process) exe += " (metadata lost)";
-  metadata_event("process_name", pid_, static_cast<uint64_t>(pid_), simulated ? exe + " (simulated GPU: simgpu)" : exe);
+  sink_.process_name({pid_, static_cast<uint64_t>(pid_)}, simulated ? exe + " (simulated GPU: simgpu)" : exe);
   std::set<int16_t> devices = gpu_sampled_;
   for (const auto& [device, tracks] : gpus_) devices.insert(device);
   for (const int16_t device : devices) {
     std::string label = device < 0 ? "GPU ?" : fmt::format("GPU {}", device);
     for (const auto& d : s.devices)
       if (static_cast<int>(d.index) == device && !d.name.empty()) label += " " + d.name;
-    metadata_event("process_name", gpu_pid(device), gpu_tid(device, 0), label);
+    sink_.process_name({gpu_pid(device), gpu_tid(device, 0)}, label);
   }
 }
 

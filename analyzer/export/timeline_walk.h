@@ -1,6 +1,9 @@
-// The Chrome trace writer's state, shared by chrome_trace.cpp (framing,
-// host calls, the end), chrome_trace_tracks.cpp (typed records, device,
-// counters) and chrome_trace_nvtx.cpp (NVTX, capture windows, names).
+// The walk over a trace that both timeline exporters share: which track
+// each record goes to, how spans nest, their arguments and flows. It hands
+// each event to a TimelineSink (JSON or protobuf). Split over
+// timeline_walk.cpp (chunks, host calls, the end), timeline_walk_tracks.cpp
+// (typed records, device, counters) and timeline_walk_nvtx.cpp (NVTX,
+// capture windows, names).
 #pragma once
 
 #include <iterator>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "chrome_trace.h"
+#include "timeline_sink.h"
 #include "record_flags.h"
 #include "trace_model.h"
 #include "track_nesting.h"
@@ -34,20 +38,16 @@ inline constexpr int64_t kGpuPidBase = 0x7fff0000;      // + device ordinal (0xf
 inline constexpr uint64_t kSyntheticTidBase = 0x40000000;
 inline constexpr uint64_t kGpuTidBase = 0x50000000;     // + ordinal << 16 + row (0: counters)
 
-class ChromeTraceWriter {
+class TimelineWalk {
  public:
-  ChromeTraceWriter(const reader::FileInfo& file, Output& out, ExportOptions options);
-  ~ChromeTraceWriter();
+  TimelineWalk(const reader::FileInfo& file, TimelineSink& sink, ExportOptions options);
+  ~TimelineWalk();
   void add(const reader::ChunkView& v);
   ExportResult finish(const reader::TraceReader& reader);
 
  private:
-  // framing
-  void begin(std::string_view name_json, char phase, uint64_t ns, int64_t pid, uint64_t tid);
-  void end_event();
-  void put_dur(uint64_t ns);
-  void metadata_event(const char* what, int64_t pid, uint64_t tid, std::string_view value);
-  const std::string& name(uint32_t id);
+  Label name(uint32_t id);
+  Args& fresh_args();
   analyzer::CallKind kind_of(uint32_t function_id);
   void widen(const reader::ChunkView& v);
 
@@ -56,9 +56,10 @@ class ChromeTraceWriter {
   void retire_typed();
   std::optional<TypedRecord> take_typed(uint64_t correlation);
   void typed_args(const TypedRecord& r);
+  void graph_args(const fb::GraphLaunch& g);
   void unmatched_typed(const TypedRecord& r);
   void api_call(const fb::ApiCall& c);
-  void flow(char phase, uint64_t correlation, uint64_t ns, int64_t pid, uint64_t tid);
+  void api_call_args(const fb::ApiCall& c, bool placed_ok, const std::optional<TypedRecord>& typed);
   void live_memory(const fb::Alloc& a);
   uint64_t synthetic_track(const std::string& track_name);
 
@@ -66,8 +67,9 @@ class ChromeTraceWriter {
   int64_t gpu_pid(int16_t device);
   uint64_t gpu_tid(int16_t device, uint64_t row);
   uint64_t stream_track(int16_t device, uint64_t stream, uint64_t start, uint64_t end, uint64_t* placed_start);
-  void device_span(std::string_view name_json, const char* cat, int16_t device, uint64_t stream, uint64_t start,
-                   uint64_t duration, uint64_t correlation);
+  Args& device_args(uint64_t stream, uint64_t correlation);
+  void device_span(Label name, const char* cat, int16_t device, uint64_t stream, uint64_t start, uint64_t duration,
+                   uint64_t correlation);
   void device_kernel(const fb::Kernel& k);
   void device_copy(const fb::Copy& c);
   void device_memset(const fb::Memset& m);
@@ -78,18 +80,16 @@ class ChromeTraceWriter {
   // NVTX and capture windows
   void write_capture_windows();
   void write_process_names(const reader::TraceSummary& s);
-  void write_metadata(const reader::TraceSummary& s);
 
-  Output& out_;
+  TimelineSink& sink_;
+  Args args_;  // the current event's, reused
   reader::SummaryBuilder summary_;
   std::unique_ptr<CallSites> sites_;
   ExportStats stats_;
-  uint64_t events_ = 0;
   uint64_t origin_ns_ = 0, last_ns_ = 0;
   bool origin_set_ = false, flows_ = false;
   int64_t pid_ = kUnknownPid;
-  uint64_t last_tid_ = 0, last_start_ = 0;  // of the last device span (its flow binds there)
-  std::unordered_map<uint32_t, std::string> names_;  // string id -> JSON literal
+  std::unordered_map<uint32_t, std::string> names_;  // string id -> text
   std::unordered_map<uint32_t, analyzer::CallKind> kinds_;
   std::unordered_map<uint32_t, NestGuard> threads_;
   std::unordered_map<uint64_t, TypedRecord> typed_, previous_typed_;
