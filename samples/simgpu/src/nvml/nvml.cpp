@@ -54,9 +54,16 @@ double memory_util(const nvmlDevice_st& d, const State& s) {
   return std::clamp(100.0 * bps / (d.desc->dram_gbps * 1e9), 0.0, 100.0);
 }
 
+// The processes driving the simulated GPU, then the node's other tenants.
+std::vector<simgpu::ProcessUsage> compute_processes(const nvmlDevice_st& d, const State& s) {
+  std::vector<simgpu::ProcessUsage> procs = s.shared->processes(static_cast<int>(d.index));
+  for (const simgpu::Tenant& t : d.desc->tenants) procs.push_back(simgpu::ProcessUsage{t.pid, t.memory_bytes});
+  return procs;
+}
+
 uint64_t memory_used(const nvmlDevice_st& d, const State& s) {
   uint64_t used = d.desc->reserved_bytes;
-  for (const simgpu::ProcessUsage& p : s.shared->processes(static_cast<int>(d.index))) used += p.memory_bytes;
+  for (const simgpu::ProcessUsage& p : compute_processes(d, s)) used += p.memory_bytes;
   return std::min(used, d.desc->memory_bytes);
 }
 
@@ -267,7 +274,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
   return with_device(device, [&](const nvmlDevice_st& d, const State& s) {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    const auto procs = s.shared->processes(static_cast<int>(d.index));
+    const auto procs = compute_processes(d, s);
     const unsigned capacity = *count;
     *count = static_cast<unsigned>(procs.size());
     if (capacity < procs.size() || (!infos && !procs.empty())) return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -314,7 +321,10 @@ SIMGPU_NVML_UNSIGNED(nvmlDeviceGetGpuMaxPcieLinkGeneration, d.desc->pcie.gen_max
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetMaxPcieLinkWidth, d.desc->pcie.width_max)
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPowerManagementLimit, d.desc->power_limit_w * 1000)
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetEnforcedPowerLimit, d.desc->power_limit_w * 1000)
+SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPowerManagementDefaultLimit, d.desc->power_default_limit_w * 1000)
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetNumGpuCores, d.desc->sm_count * 128)
+SIMGPU_NVML_UNSIGNED(nvmlDeviceGetMinorNumber, d.desc->minor_number)
+SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPcieReplayCounter, d.desc->pcie.replays)
 // Power (mW) follows the GPU's busy share between idle and maximum draw.
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPowerUsage,
                      std::min(d.desc->power_limit_w,
