@@ -42,6 +42,8 @@ CASES = {
     "missing_device_node": (None, {"devices": ("fail", "nvidia0 is missing")}, {"skip_nodes": ["nvidia0"]}),
     "all_devices_hidden": (None, {"devices": ("fail", "no GPU is visible to CUDA: CUDA_VISIBLE_DEVICES= hides all 1")},
                            {"env": {"CUDA_VISIBLE_DEVICES": ""}}),
+    "two_gpus_one_visible": ("two-devices.json", {"devices": ("pass", "1 of 2 GPUs visible to CUDA (CUDA_VISIBLE_DEVICES=1)")},
+                             {"env": {"CUDA_VISIBLE_DEVICES": "1"}, "gpus": 2, "skip_nodes": ["nvidia0"]}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
                                    "cuda_runtime": ("fail", "finds no driver")}, {}),
 }
@@ -69,7 +71,8 @@ def environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib):
 
 
 def device_dir(root, options):
-    for name in ("nvidiactl", "nvidia-uvm", "nvidia0"):
+    gpus = [f"nvidia{i}" for i in range(options.get("gpus", 1))]
+    for name in ["nvidiactl", "nvidia-uvm"] + gpus:
         if name not in options.get("skip_nodes", []):
             open(os.path.join(root, name), "w").close()
     return root
@@ -87,14 +90,19 @@ def expected_states(node, expect):
     return {c: expect.get(c, (default, ""))[0] for c in ALL_CHECKS}
 
 
-def check_json(out, code, schema, states, expect, want_code):
+def result_count(node, options):
+    return len(ALL_CHECKS) if node == "real toolkit" else \
+        len(NODE_CHECKS) + (len(ALL_CHECKS) - len(NODE_CHECKS)) * options.get("gpus", 1)
+
+
+def check_json(out, code, schema, states, expect, want_code, count):
     doc = json.loads(out)
     jsonschema.Draft202012Validator(schema).validate(doc)
     if doc["exit_status"] != code or code != want_code:
         fail(f"exit status {code}, JSON says {doc['exit_status']}, expected {want_code}")
     seen = {r["check"] for r in doc["checks"]}
-    if seen != set(ALL_CHECKS):
-        fail(f"JSON checks {sorted(seen)}, expected every one of {ALL_CHECKS}")
+    if seen != set(ALL_CHECKS) or len(doc["checks"]) != count:
+        fail(f"JSON: {len(doc['checks'])} results of {sorted(seen)}, expected {count} of {ALL_CHECKS}")
     for r in doc["checks"]:
         if r["state"] != states[r["check"]]:
             fail(f"JSON: {r['check']} is {r['state']} ({r['summary']}), expected {states[r['check']]}")
@@ -103,15 +111,16 @@ def check_json(out, code, schema, states, expect, want_code):
         if r["state"] in ("fail", "warn") and not r["fix"]:
             fail(f"JSON: {r['check']} is {r['state']} without a fix")
         node_wide = r["check"] in NODE_CHECKS
-        if (node_wide and r["gpu"] is not None) or (not node_wide and r["state"] != "not_checked" and r["gpu"] != 0):
+        if (node_wide and r["gpu"] is not None) or (not node_wide and r["state"] != "not_checked" and
+                                                     r["gpu"] not in range(count)):
             fail(f"JSON: {r['check']} has gpu {r['gpu']}")
     return doc
 
 
-def check_text(out, verbose_out, states, expect):
+def check_text(out, verbose_out, states, expect, count):
     lines = [l for l in out.splitlines()[1:-1]]
-    if len(lines) != len(ALL_CHECKS):
-        fail(f"text has {len(lines)} check lines, expected {len(ALL_CHECKS)}:\n{out}")
+    if len(lines) != count:
+        fail(f"text has {len(lines)} check lines, expected {count}:\n{out}")
     order = []
     for line in lines:
         label, check = line.split()[0], line.split()[1]
@@ -122,7 +131,7 @@ def check_text(out, verbose_out, states, expect):
         order.append(SEVERITY.index(states[check]))
     if order != sorted(order):
         fail(f"text is not sorted by severity:\n{out}")
-    if verbose_out.count("threshold: ") != len(ALL_CHECKS):
+    if verbose_out.count("threshold: ") != count:
         fail(f"-v shows a threshold for each check:\n{verbose_out}")
     if any(s in ("fail", "warn") for s in states.values()) and "fix: " not in verbose_out:
         fail(f"-v shows no fix:\n{verbose_out}")
@@ -131,7 +140,7 @@ def check_text(out, verbose_out, states, expect):
 SAMPLE = re.compile(r'^gpuscope_doctor_check\{host="[^"]*",gpu="(\d*)",check="(\w+)",state="(\w+)"\} ([01])$')
 
 
-def check_prometheus(out, states, code):
+def check_prometheus(out, states, code, count):
     ones = {}
     for line in out.splitlines():
         if line.startswith("#") or line.startswith("gpuscope_doctor_exit_status"):
@@ -141,13 +150,20 @@ def check_prometheus(out, states, code):
             fail(f"prometheus: malformed sample '{line}'")
         if m.group(4) == "1":
             ones.setdefault((m.group(1), m.group(2)), []).append(m.group(3))
-    if {c for _, c in ones} != set(ALL_CHECKS):
-        fail(f"prometheus: checks {sorted({c for _, c in ones})}")
+    if {c for _, c in ones} != set(ALL_CHECKS) or len(ones) != count:
+        fail(f"prometheus: {len(ones)} results of {sorted({c for _, c in ones})}, expected {count}")
     for (gpu, check), on in ones.items():
         if on != [states[check]]:
             fail(f"prometheus: {check} gpu '{gpu}' is {on}, expected [{states[check]}]")
     if not re.search(rf'^gpuscope_doctor_exit_status\{{host="[^"]*"\}} {code}$', out, re.M):
         fail(f"prometheus: no gpuscope_doctor_exit_status {code}")
+
+
+def check_usage_errors(gpuscope, env):
+    for args, what in ((["--json", "--format", "prometheus"], "excludes"), (["--format", "xml"], "--format")):
+        p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or not p.stderr.startswith("gpuscope: error: ") or what not in p.stderr or p.stdout:
+            fail(f"doctor {' '.join(args)}: exit {p.returncode}, stderr '{p.stderr.strip()}', stdout '{p.stdout}'")
 
 
 def main():
@@ -156,24 +172,28 @@ def main():
     with open(schema_path) as f:
         schema = json.load(f)
     states = expected_states(node, expect)
+    count = result_count(node, options)
     want_code = 1 if "fail" in states.values() else 3 if "warn" in states.values() else 0
     env = environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib)
     try:
         with tempfile.TemporaryDirectory() as dev:
             common = ["--dev-dir", device_dir(dev, options)]
             code, out = run(gpuscope, common + ["--json"], env)
-            check_json(out, code, schema, states, expect, want_code)
+            check_json(out, code, schema, states, expect, want_code, count)
             text_code, text = run(gpuscope, common, env)
             _, verbose = run(gpuscope, common + ["-v"], env)
-            check_text(text, verbose, states, expect)
+            check_text(text, verbose, states, expect, count)
             prom_code, prom = run(gpuscope, common + ["--format", "prometheus"], env)
-            check_prometheus(prom, states, code)
+            check_prometheus(prom, states, code, count)
             if {text_code, prom_code} != {code}:
                 fail(f"exit status differs between outputs: {code}, {text_code}, {prom_code}")
+            if case == "healthy":
+                check_usage_errors(gpuscope, env)
     finally:
         for leftover in glob.glob(f"/dev/shm/*doctor-{case}-{os.getpid()}*"):
             os.unlink(leftover)
-    print(f"ok: {case}: exit {code}, " + ", ".join(f"{c} {s}" for c, s in states.items() if s != "pass"))
+    fired = ", ".join(f"{c} {s}" for c, s in states.items() if s != "pass")
+    print(f"ok: {case}: exit {code}, {count} results, " + (fired or "all passed"))
 
 
 if __name__ == "__main__":
