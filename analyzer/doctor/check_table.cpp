@@ -23,8 +23,9 @@ struct CheckSpec {
 
 constexpr CheckSpec kChecks[] = {
     {"driver", false,
-     "fail when libnvidia-ml.so.1 cannot be loaded or initialized, or when the driver sees no GPU",
-     "NVML API reference: nvmlInit_v2, nvmlDeviceGetCount_v2", check_driver, nullptr},
+     "fail when libnvidia-ml.so.1 cannot be loaded or initialized, when the driver sees no GPU, or when it "
+     "cannot open a GPU it counts",
+     "NVML API reference: nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2", check_driver, nullptr},
     {"devices", true,
      "fail when CUDA_VISIBLE_DEVICES hides every GPU, or when /dev/nvidiactl, /dev/nvidia-uvm or a visible "
      "GPU's /dev/nvidiaN is missing or not readable and writable; warn when CUDA_VISIBLE_DEVICES holds an entry "

@@ -102,6 +102,15 @@ Finding check_driver(const NodeProbe& probe) {
                                        probe.cudart.driver_version));
     return f;
   }
+  if (!probe.unreachable_gpus.empty()) {
+    Finding f = failed(fmt::format("driver {} counts {} GPUs but cannot open {}: {}", probe.driver_version,
+                                   probe.gpus.size() + probe.unreachable_gpus.size(), probe.unreachable_gpus.size(),
+                                   probe.unreachable_gpus.front()),
+                       "a GPU that is lost has fallen off the bus (Xid 79 in the kernel log): drain the node, reset "
+                       "the GPU or reboot, and replace it if it happens again");
+    f.evidence = probe.unreachable_gpus;
+    return f;
+  }
   if (probe.gpus.empty())
     return failed(fmt::format("driver {} is loaded but sees no GPU", probe.driver_version),
                   "check that the GPU is seated and powered (lspci -d 10de:) and read the kernel log for NVRM "

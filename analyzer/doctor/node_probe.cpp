@@ -39,7 +39,10 @@ void open_nvml(NodeProbe& probe) {
   }
   for (unsigned i = 0; i < count; ++i) {
     nvml::Device handle = nullptr;
-    if (api.device_get_handle_by_index_v2(i, &handle) == nvml::kSuccess) probe.gpus.push_back(describe_gpu(api, i, handle));
+    if (const nvml::Return r = api.device_get_handle_by_index_v2(i, &handle); r == nvml::kSuccess)
+      probe.gpus.push_back(describe_gpu(api, i, handle));
+    else
+      probe.unreachable_gpus.push_back("GPU " + std::to_string(i) + ": " + nvml::describe_return(api, r));
   }
 }
 

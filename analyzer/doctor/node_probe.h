@@ -29,6 +29,8 @@ struct NodeProbe {
   nvml::Api api;
   std::string driver_version;
   std::vector<Gpu> gpus;
+  // GPUs NVML counts but cannot open ("GPU N: GPU is lost (15)": fallen off the bus).
+  std::vector<std::string> unreachable_gpus;
   CudaRuntime cudart;
 };
 

@@ -42,6 +42,7 @@ CASES = {
     "missing_device_node": (None, {"devices": ("fail", "nvidia0 is missing")}, {"skip_nodes": ["nvidia0"]}),
     "all_devices_hidden": (None, {"devices": ("fail", "no GPU is visible to CUDA: CUDA_VISIBLE_DEVICES= hides all 1")},
                            {"env": {"CUDA_VISIBLE_DEVICES": ""}}),
+    "gpu_lost": ("gpu-lost.json", {"driver": ("fail", "counts 2 GPUs but cannot open 1: GPU 1: GPU is lost (15)")}, {}),
     "two_gpus_one_visible": ("two-devices.json", {"devices": ("pass", "1 of 2 GPUs visible to CUDA (CUDA_VISIBLE_DEVICES=1)")},
                              {"env": {"CUDA_VISIBLE_DEVICES": "1"}, "gpus": 2, "skip_nodes": ["nvidia0"]}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),

@@ -83,6 +83,7 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.remapped_rows.failure = get(rows, "failure", false);
   d.mig_mode = get(j, "mig_mode", 0u);
   d.persistence_mode = get(j, "persistence_mode", 1u);
+  d.lost = get(j, "lost", false);
   for (const json& t : get(j, "tenants", json::array()))
     d.tenants.push_back(Tenant{t.at("pid").get<int>(), get<uint64_t>(t, "memory_mib", 0) << 20});
 }

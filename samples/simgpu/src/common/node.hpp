@@ -61,6 +61,7 @@ struct DeviceDesc {
   unsigned mig_mode = 0;
   unsigned persistence_mode = 1;
   unsigned minor_number = 0;  // /dev/nvidiaN (else the device's index)
+  bool lost = false;          // fallen off the bus: NVML cannot open it (GPU is lost)
   std::vector<Tenant> tenants;
 
   // A clock below its maximum (throttling) slows compute-class kernels.

@@ -99,6 +99,7 @@ const char* error_string(nvmlReturn_t r) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
     default: return "Unknown Error";
   }
@@ -175,6 +176,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* dev
   const State* s = simgpu::nvml::state();
   if (!s) return NVML_ERROR_UNINITIALIZED;
   if (!device || index >= s->devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (s->devices[index].desc->lost) return NVML_ERROR_GPU_IS_LOST;
   *device = const_cast<nvmlDevice_t>(&s->devices[index]);
   return NVML_SUCCESS;
 }
