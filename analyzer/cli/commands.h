@@ -34,6 +34,7 @@ Subcommand add_diff_command(CLI::App& app);
 Subcommand add_export_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
 Subcommand add_import_command(CLI::App& app);
+Subcommand add_doctor_command(CLI::App& app);
 
 struct RunOptions {
   std::string output;  // -o: directory, file or pattern

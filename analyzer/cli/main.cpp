@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   static constexpr AddCommand kCommands[] = {
       cli::add_run_command,     cli::add_attach_command, cli::add_detach_command,
       cli::add_info_command,    cli::add_analyze_command, cli::add_diff_command,
-      cli::add_export_command,  cli::add_report_command, cli::add_import_command, add_version_command,
+      cli::add_export_command,  cli::add_report_command, cli::add_import_command, cli::add_doctor_command, add_version_command,
       add_help_command,
   };
   std::vector<Subcommand> commands;

@@ -32,6 +32,7 @@
 #include "exit_guard.h"
 #include "gpu_source_options.h"
 #include "nvml_api.h"
+#include "real_symbol.h"
 #include "recorder.h"
 #include "signal_free_thread.h"
 
@@ -142,7 +143,7 @@ void GpuSource::probe_environment() {
     GpuCallScope scope;
     if (scope.ok()) {
       probe_driver(options_.driver_library, probe);
-      if (nvml::open_nvml(options_.nvml_library, &api_, &probe.nvml_status)) describe_devices(probe, found);
+      if (nvml::open_nvml(options_.nvml_library, capture::real_dlsym(), &api_, &probe.nvml_status)) describe_devices(probe, found);
     } else {
       probe.nvml_status = "not queried: the process was already exiting";
     }

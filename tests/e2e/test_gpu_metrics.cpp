@@ -222,7 +222,7 @@ TEST_F(GpuMetricsTest, InfoPrintsTheGpuStackCompactly) {
   EXPECT_NE(r.out.find("gpu 0:       simgpu H200 (simulated), 140.4 GiB, PCIe Gen5 x16 (max Gen5 x16)"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("not supported: nvmlDeviceGetEccMode (absent)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MIG off, ECC on (0 corrected, 0 uncorrected)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPU samples"), std::string::npos) << r.out;
 }
 

@@ -44,6 +44,7 @@ void parse_pcie(const json& j, DeviceDesc& d, double pageable_factor) {
   d.pcie.gen_max = get(p, "gen_max", d.pcie.gen_max);
   d.pcie.width_max = get(p, "width_max", d.pcie.width_max);
   d.pcie.efficiency = get(p, "efficiency", d.pcie.efficiency);
+  d.pcie.replays = get(p, "replays", 0u);
   // The copy engines see the link as negotiated, not as it could be: a GPU
   // that trained at Gen3 x8 moves bytes at Gen3 x8 speed.
   const double link = lane_gbps(d.pcie.gen_current) * d.pcie.width_current * d.pcie.efficiency;
@@ -64,6 +65,7 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.power_idle_w = get(power, "idle", d.power_idle_w);
   d.power_max_w = get(power, "max", d.power_max_w);
   d.power_limit_w = get(power, "limit", d.power_limit_w);
+  d.power_default_limit_w = get(power, "default_limit", d.power_limit_w);
   const json temp = get(j, "temperature_c", json::object());
   d.temp_idle_c = get(temp, "idle", d.temp_idle_c);
   d.temp_load_c = get(temp, "load", d.temp_load_c);
@@ -72,7 +74,18 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.ecc[0][1] = get<uint64_t>(ecc, "volatile_uncorrected", 0);
   d.ecc[1][0] = get<uint64_t>(ecc, "aggregate_corrected", 0);
   d.ecc[1][1] = get<uint64_t>(ecc, "aggregate_uncorrected", 0);
+  d.ecc_mode = get(ecc, "mode", 1u);
+  d.ecc_pending_mode = get(ecc, "pending_mode", d.ecc_mode);
+  const json rows = get(j, "remapped_rows", json::object());
+  d.remapped_rows.correctable = get(rows, "correctable", 0u);
+  d.remapped_rows.uncorrectable = get(rows, "uncorrectable", 0u);
+  d.remapped_rows.pending = get(rows, "pending", false);
+  d.remapped_rows.failure = get(rows, "failure", false);
   d.mig_mode = get(j, "mig_mode", 0u);
+  d.persistence_mode = get(j, "persistence_mode", 1u);
+  d.lost = get(j, "lost", false);
+  for (const json& t : get(j, "tenants", json::array()))
+    d.tenants.push_back(Tenant{t.at("pid").get<int>(), get<uint64_t>(t, "memory_mib", 0) << 20});
 }
 
 DeviceDesc parse_device(const json& j, size_t index) {
@@ -92,6 +105,7 @@ DeviceDesc parse_device(const json& j, size_t index) {
   parse_power_and_health(j, d);
   d.pci_domain = get_hex(j, "pci_domain", 0);
   d.pci_bus = get_hex(j, "pci_bus", kBusNumbers[index % std::size(kBusNumbers)]);
+  d.minor_number = get(j, "minor_number", static_cast<unsigned>(index));
   char buf[64];
   std::snprintf(buf, sizeof buf, "%08X:%02X:00.0", d.pci_domain, d.pci_bus);
   d.pci_bus_id = buf;

@@ -19,6 +19,21 @@ enum class KernelClass { Compute, Memory };
 struct PcieLink {
   int gen_current = 5, width_current = 16, gen_max = 5, width_max = 16;
   double efficiency = 0.85;  // payload share of the raw link rate
+  unsigned replays = 0;       // NVML's PCIe replay counter
+};
+
+// A process of another tenant that holds a context on the device: NVML
+// lists it with the processes that drive the simulated GPU.
+struct Tenant {
+  int pid = 0;
+  uint64_t memory_bytes = 0;
+};
+
+// Row remapping (Ampere and later): rows remapped for correctable and
+// uncorrectable errors, a remap waiting for the next reset, a failed one.
+struct RemappedRows {
+  unsigned correctable = 0, uncorrectable = 0;
+  bool pending = false, failure = false;
 };
 
 struct DeviceDesc {
@@ -37,10 +52,17 @@ struct DeviceDesc {
   unsigned sm_mhz = 1980, sm_max_mhz = 1980, mem_mhz = 3201, mem_max_mhz = 3201;
   uint64_t clock_event_reasons = 0;
   double power_idle_w = 90, power_max_w = 700, power_limit_w = 700;
+  double power_default_limit_w = 700;  // the board's default limit (else: the limit)
   unsigned temp_idle_c = 32, temp_load_c = 68;
   // [volatile, aggregate][corrected, uncorrected], NVML's index order.
   std::array<std::array<uint64_t, 2>, 2> ecc{};
+  unsigned ecc_mode = 1, ecc_pending_mode = 1;
+  RemappedRows remapped_rows;
   unsigned mig_mode = 0;
+  unsigned persistence_mode = 1;
+  unsigned minor_number = 0;  // /dev/nvidiaN (else the device's index)
+  bool lost = false;          // fallen off the bus: NVML cannot open it (GPU is lost)
+  std::vector<Tenant> tenants;
 
   // A clock below its maximum (throttling) slows compute-class kernels.
   double compute_clock_ratio() const {

@@ -54,9 +54,16 @@ double memory_util(const nvmlDevice_st& d, const State& s) {
   return std::clamp(100.0 * bps / (d.desc->dram_gbps * 1e9), 0.0, 100.0);
 }
 
+// The processes driving the simulated GPU, then the node's other tenants.
+std::vector<simgpu::ProcessUsage> compute_processes(const nvmlDevice_st& d, const State& s) {
+  std::vector<simgpu::ProcessUsage> procs = s.shared->processes(static_cast<int>(d.index));
+  for (const simgpu::Tenant& t : d.desc->tenants) procs.push_back(simgpu::ProcessUsage{t.pid, t.memory_bytes});
+  return procs;
+}
+
 uint64_t memory_used(const nvmlDevice_st& d, const State& s) {
   uint64_t used = d.desc->reserved_bytes;
-  for (const simgpu::ProcessUsage& p : s.shared->processes(static_cast<int>(d.index))) used += p.memory_bytes;
+  for (const simgpu::ProcessUsage& p : compute_processes(d, s)) used += p.memory_bytes;
   return std::min(used, d.desc->memory_bytes);
 }
 
@@ -92,6 +99,7 @@ const char* error_string(nvmlReturn_t r) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
     default: return "Unknown Error";
   }
@@ -168,6 +176,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* dev
   const State* s = simgpu::nvml::state();
   if (!s) return NVML_ERROR_UNINITIALIZED;
   if (!device || index >= s->devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (s->devices[index].desc->lost) return NVML_ERROR_GPU_IS_LOST;
   *device = const_cast<nvmlDevice_t>(&s->devices[index]);
   return NVML_SUCCESS;
 }
@@ -267,7 +276,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
   return with_device(device, [&](const nvmlDevice_st& d, const State& s) {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    const auto procs = s.shared->processes(static_cast<int>(d.index));
+    const auto procs = compute_processes(d, s);
     const unsigned capacity = *count;
     *count = static_cast<unsigned>(procs.size());
     if (capacity < procs.size() || (!infos && !procs.empty())) return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -314,7 +323,10 @@ SIMGPU_NVML_UNSIGNED(nvmlDeviceGetGpuMaxPcieLinkGeneration, d.desc->pcie.gen_max
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetMaxPcieLinkWidth, d.desc->pcie.width_max)
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPowerManagementLimit, d.desc->power_limit_w * 1000)
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetEnforcedPowerLimit, d.desc->power_limit_w * 1000)
+SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPowerManagementDefaultLimit, d.desc->power_default_limit_w * 1000)
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetNumGpuCores, d.desc->sm_count * 128)
+SIMGPU_NVML_UNSIGNED(nvmlDeviceGetMinorNumber, d.desc->minor_number)
+SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPcieReplayCounter, d.desc->pcie.replays)
 // Power (mW) follows the GPU's busy share between idle and maximum draw.
 SIMGPU_NVML_UNSIGNED(nvmlDeviceGetPowerUsage,
                      std::min(d.desc->power_limit_w,

@@ -14,6 +14,7 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_GPU_IS_LOST = 15,
   NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
   NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
@@ -66,6 +67,8 @@ typedef enum nvmlMemoryErrorType_enum {
   NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
   NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 } nvmlMemoryErrorType_t;
+
+typedef enum nvmlEnableState_enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
 
 typedef enum nvmlEccCounterType_enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 } nvmlEccCounterType_t;
 

@@ -4,15 +4,18 @@
 // (nvmlInit_v2, nvmlDeviceGetCount_v2, ...). Every function but the three
 // needed to enumerate devices is optional: an older driver's library may
 // lack it, and a query through a missing one answers kFunctionNotFound.
+// Shared by the library's sampler (preload/gpu) and `gpuscope doctor`
+// (analyzer/doctor), so both read a node the same way.
 #pragma once
 
 #include <string>
 
-namespace gpuscope::gpu::nvml {
+namespace gpuscope::nvml {
 
 using Return = int;  // nvmlReturn_t
 inline constexpr Return kSuccess = 0;
 inline constexpr Return kNotSupported = 3;
+inline constexpr Return kInsufficientSize = 7;
 inline constexpr Return kFunctionNotFound = 13;
 
 struct DeviceSt;
@@ -29,6 +32,11 @@ struct Utilization {
 struct Memory {
   unsigned long long total, free, used;
 };
+struct ProcessInfo {  // nvmlProcessInfo_t (the v2 layout, for _v3 queries)
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
 
 // nvmlPcieUtilCounter_t, nvmlClockType_t, nvmlTemperatureSensors_t,
 // nvmlMemoryErrorType_t, nvmlEccCounterType_t.
@@ -36,7 +44,8 @@ inline constexpr int kPcieTxBytes = 0, kPcieRxBytes = 1;
 inline constexpr int kClockSm = 1, kClockMem = 2;
 inline constexpr int kTemperatureGpu = 0;
 inline constexpr int kEccCorrected = 0, kEccUncorrected = 1;
-inline constexpr int kAggregateEcc = 1;
+inline constexpr int kVolatileEcc = 0, kAggregateEcc = 1;
+inline constexpr int kEnabled = 1;  // nvmlEnableState_t
 
 // GPM (Hopper and later).
 struct GpmSample {
@@ -86,6 +95,17 @@ struct Api {
   Return (*device_get_clock_info)(Device, int, unsigned*) = nullptr;
   Return (*device_get_clocks_event_reasons)(Device, unsigned long long*) = nullptr;
   Return (*device_get_power_usage)(Device, unsigned*) = nullptr;
+  Return (*system_get_cuda_driver_version_v2)(int*) = nullptr;
+  Return (*device_get_minor_number)(Device, unsigned*) = nullptr;
+  Return (*device_get_gpu_max_pcie_link_generation)(Device, unsigned*) = nullptr;
+  Return (*device_get_pcie_replay_counter)(Device, unsigned*) = nullptr;
+  Return (*device_get_max_clock_info)(Device, int, unsigned*) = nullptr;
+  Return (*device_get_enforced_power_limit)(Device, unsigned*) = nullptr;
+  Return (*device_get_power_management_default_limit)(Device, unsigned*) = nullptr;
+  Return (*device_get_persistence_mode)(Device, int*) = nullptr;
+  Return (*device_get_remapped_rows)(Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  Return (*device_get_retired_pages_pending_status)(Device, int*) = nullptr;
+  Return (*device_get_compute_running_processes_v3)(Device, unsigned*, ProcessInfo*) = nullptr;
   Return (*device_get_temperature)(Device, int, unsigned*) = nullptr;
   Return (*gpm_query_device_support)(Device, GpmSupport*) = nullptr;
   Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
@@ -94,12 +114,16 @@ struct Api {
   Return (*gpm_metrics_get)(GpmMetricsGet*) = nullptr;
 };
 
+// How entry points are found in the opened library: dlsym, or inside the
+// preloaded library the real dlsym behind its override.
+using SymbolLookup = void* (*)(void* handle, const char* name);
+
 // dlopens `library` (RTLD_NOW | RTLD_LOCAL, never closed), resolves the
-// entry points and calls nvmlInit_v2. False with a sentence in *status
-// when NVML is unusable; "ok" otherwise.
-bool open_nvml(const std::string& library, Api* api, std::string* status);
+// entry points through `lookup` and calls nvmlInit_v2. False with a
+// sentence in *status when NVML is unusable; "ok" otherwise.
+bool open_nvml(const std::string& library, SymbolLookup lookup, Api* api, std::string* status);
 
 // "Not Supported (3)": nvmlErrorString when the library has it.
 std::string describe_return(const Api& api, Return r);
 
-}  // namespace gpuscope::gpu::nvml
+}  // namespace gpuscope::nvml

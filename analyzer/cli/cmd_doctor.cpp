@@ -1,0 +1,49 @@
+// gpuscope doctor: the node conformance check (docs/doctor.md). The checks
+// live in analyzer/doctor/; this only declares the options and prints.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "doctor.h"
+
+namespace gpuscope::cli {
+namespace {
+
+struct DoctorCommandOptions {
+  bool verbose = false;
+  bool json = false;
+  std::string format = "text";
+  doctor::DoctorOptions checks;
+};
+
+int doctor_command(const DoctorCommandOptions& o) {
+  const doctor::DoctorReport report = doctor::run_doctor(o.checks);
+  const std::string format = o.json ? "json" : o.format;
+  if (format == "json") fmt::print("{}", doctor::render_json(report));
+  else if (format == "prometheus") fmt::print("{}", doctor::render_prometheus(report));
+  else fmt::print("{}", doctor::render_text(report, o.verbose));
+  std::fflush(stdout);
+  return doctor::exit_status(report);
+}
+
+}  // namespace
+
+Subcommand add_doctor_command(CLI::App& app) {
+  auto o = std::make_shared<DoctorCommandOptions>();
+  CLI::App* doctor = app.add_subcommand(
+      "doctor", "Check this node before a workload is blamed: driver, devices, CUDA runtime, PCIe link, clocks, "
+                "power, ECC, MIG, other tenants (exit 0 all passed, 1 a check failed, 3 warnings only)");
+  doctor->add_flag("-v,--verbose", o->verbose, "Show each check's evidence, fix and threshold");
+  CLI::Option* json = doctor->add_flag("--json", o->json, "Print the results as JSON (docs/doctor.schema.json)");
+  doctor->add_option("--format", o->format, "text (default), json, or prometheus (one gauge per check state)")
+      ->check(CLI::IsMember({"text", "json", "prometheus"}))
+      ->excludes(json);
+  doctor->add_option("--dev-dir", o->checks.dev_dir, "Where the NVIDIA device nodes are (default /dev)");
+  return {doctor, [o] { return doctor_command(*o); }};
+}
+
+}  // namespace gpuscope::cli

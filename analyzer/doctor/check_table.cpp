@@ -1,0 +1,156 @@
+// The checks, as a table: name, scope, the rule each applies and where that
+// rule comes from (docs/doctor.md repeats them), and the function. Running
+// them is one loop; degrading to "not checked" is done here once, not in
+// every check.
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "checks.h"
+
+namespace gpuscope::doctor {
+namespace {
+
+struct CheckSpec {
+  const char* name;
+  bool needs_nvml;
+  const char* threshold;
+  const char* source;
+  Finding (*node_check)(const NodeProbe&);             // one of these two
+  Finding (*gpu_check)(const NodeProbe&, const Gpu&);
+};
+
+constexpr CheckSpec kChecks[] = {
+    {"driver", false,
+     "fail when libnvidia-ml.so.1 cannot be loaded or initialized, when the driver sees no GPU, or when it "
+     "cannot open a GPU it counts",
+     "NVML API reference: nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2", check_driver, nullptr},
+    {"devices", true,
+     "fail when CUDA_VISIBLE_DEVICES hides every GPU, or when /dev/nvidiactl, /dev/nvidia-uvm or a visible "
+     "GPU's /dev/nvidiaN is missing or not readable and writable; warn when CUDA_VISIBLE_DEVICES holds an entry "
+     "that names no GPU (CUDA ignores it and every entry after it)",
+     "CUDA Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES); NVIDIA driver README, device files",
+     check_devices, nullptr},
+    {"cuda_runtime", false,
+     "fail when the CUDA runtime finds no driver, or the driver's CUDA major version is older than the runtime's; "
+     "warn when only its minor version is older",
+     "CUDA Compatibility guide (docs.nvidia.com/deploy/cuda-compatibility): minor version compatibility, "
+     "forward compatibility",
+     check_cuda_runtime, nullptr},
+    {"pcie_link", true,
+     "fail when the link runs narrower than its maximum width, or at a lower generation while the GPU is busy; "
+     "warn when it runs at a lower generation while idle, or the slot caps the GPU's generation",
+     "PCI-SIG lane rates per generation; NVML nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width; nvidia-smi -q "
+     "(the link may train down when idle)",
+     nullptr, check_pcie_link},
+    {"clocks", true,
+     "fail on a hardware slowdown, hardware thermal slowdown or hardware power brake clocks event; warn on "
+     "software thermal slowdown or software power cap",
+     "NVML API reference, Clocks Event Reasons (nvmlClocksEventReason*); nvidia-smi -q -d PERFORMANCE", nullptr,
+     check_clocks},
+    {"power", true, "warn when the enforced power limit is below the board's default limit",
+     "NVML nvmlDeviceGetEnforcedPowerLimit and nvmlDeviceGetPowerManagementDefaultLimit; nvidia-smi -pl", nullptr,
+     check_power},
+    {"persistence_mode", true, "warn when persistence mode is off",
+     "NVIDIA Driver Persistence (docs.nvidia.com/deploy/driver-persistence)", nullptr, check_persistence_mode},
+    {"ecc", true,
+     "fail on volatile (since driver load) uncorrected ECC errors; warn on aggregate (lifetime) uncorrected "
+     "errors, ECC disabled, or an ECC mode change pending a reboot",
+     "NVIDIA GPU Memory Error Management (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt); NVML "
+     "nvmlDeviceGetTotalEccErrors",
+     nullptr, check_ecc},
+    {"row_remapping", true,
+     "fail when a row remap or page retirement is pending (needs a GPU reset) or row remapping failed",
+     "NVIDIA GPU Memory Error Management (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt); NVML "
+     "nvmlDeviceGetRemappedRows, nvmlDeviceGetRetiredPagesPendingStatus",
+     nullptr, check_row_remapping},
+    {"mig", true, "warn when MIG is enabled or a MIG mode change is pending a GPU reset",
+     "NVIDIA Multi-Instance GPU User Guide (docs.nvidia.com/datacenter/tesla/mig-user-guide)", nullptr, check_mig},
+    {"tenancy", true, "warn when another process holds a compute context on the GPU",
+     "NVML nvmlDeviceGetComputeRunningProcesses_v3", nullptr, check_tenancy},
+};
+
+CheckResult result_of(const CheckSpec& spec, int gpu, Finding finding) {
+  return CheckResult{spec.name, gpu, spec.threshold, spec.source, std::move(finding)};
+}
+
+// A check that throws says so instead of ending the command.
+template <class Run> Finding guarded(Run run) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    return not_checked(std::string("the check stopped: ") + e.what());
+  }
+}
+
+void run_check(const CheckSpec& spec, const NodeProbe& probe, std::vector<CheckResult>& out) {
+  if (spec.needs_nvml && !probe.nvml_ok) {
+    out.push_back(result_of(spec, -1, not_checked("no NVML: " + probe.nvml_status)));
+  } else if (spec.node_check != nullptr) {
+    out.push_back(result_of(spec, -1, guarded([&] { return spec.node_check(probe); })));
+  } else if (probe.gpus.empty()) {
+    out.push_back(result_of(spec, -1, not_checked("the driver sees no GPU")));
+  } else {
+    for (const Gpu& gpu : probe.gpus)
+      out.push_back(result_of(spec, static_cast<int>(gpu.index), guarded([&] { return spec.gpu_check(probe, gpu); })));
+  }
+}
+
+Finding finding_of(CheckState state, std::string summary, std::string fix) {
+  Finding f;
+  f.state = state;
+  f.summary = std::move(summary);
+  f.fix = std::move(fix);
+  return f;
+}
+
+}  // namespace
+
+const char* state_name(CheckState state) {
+  switch (state) {
+    case CheckState::Fail: return "fail";
+    case CheckState::Warn: return "warn";
+    case CheckState::NotChecked: return "not_checked";
+    case CheckState::Pass: return "pass";
+  }
+  return "?";
+}
+
+Finding passed(std::string summary) { return finding_of(CheckState::Pass, std::move(summary), ""); }
+Finding warned(std::string summary, std::string fix) { return finding_of(CheckState::Warn, std::move(summary), std::move(fix)); }
+Finding failed(std::string summary, std::string fix) { return finding_of(CheckState::Fail, std::move(summary), std::move(fix)); }
+Finding not_checked(std::string why) { return finding_of(CheckState::NotChecked, std::move(why), ""); }
+
+Finding worse(Finding a, Finding b) {
+  Finding& keep = b.state < a.state ? b : a;
+  const Finding& other = &keep == &a ? b : a;
+  keep.evidence.insert(keep.evidence.end(), other.evidence.begin(), other.evidence.end());
+  return std::move(keep);
+}
+
+DoctorReport run_doctor(const DoctorOptions& options) {
+  DoctorReport report;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) report.host = host;
+  const NodeProbe probe = probe_node(options);
+  for (const CheckSpec& spec : kChecks) run_check(spec, probe, report.results);
+  return report;
+}
+
+int exit_status(const DoctorReport& report) {
+  const auto any = [&](CheckState s) {
+    return std::any_of(report.results.begin(), report.results.end(),
+                       [s](const CheckResult& r) { return r.finding.state == s; });
+  };
+  return any(CheckState::Fail) ? 1 : any(CheckState::Warn) ? 3 : 0;
+}
+
+std::vector<CheckResult> by_severity(const DoctorReport& report) {
+  std::vector<CheckResult> sorted = report.results;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const CheckResult& a, const CheckResult& b) { return a.finding.state < b.finding.state; });
+  return sorted;
+}
+
+}  // namespace gpuscope::doctor

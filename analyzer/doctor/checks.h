@@ -1,0 +1,35 @@
+// The check functions the table in check_table.cpp names. A node check
+// judges the node as a whole; a GPU check one GPU. Each returns its finding
+// (a query NVML cannot answer makes it "not checked", NvmlReads); the table
+// adds the name, the threshold and its source.
+#pragma once
+
+#include "doctor.h"
+#include "node_probe.h"
+
+namespace gpuscope::doctor {
+
+Finding check_driver(const NodeProbe& probe);
+Finding check_devices(const NodeProbe& probe);
+Finding check_cuda_runtime(const NodeProbe& probe);
+
+Finding check_pcie_link(const NodeProbe& probe, const Gpu& gpu);
+Finding check_clocks(const NodeProbe& probe, const Gpu& gpu);
+Finding check_power(const NodeProbe& probe, const Gpu& gpu);
+Finding check_persistence_mode(const NodeProbe& probe, const Gpu& gpu);
+Finding check_ecc(const NodeProbe& probe, const Gpu& gpu);
+Finding check_row_remapping(const NodeProbe& probe, const Gpu& gpu);
+Finding check_mig(const NodeProbe& probe, const Gpu& gpu);
+Finding check_tenancy(const NodeProbe& probe, const Gpu& gpu);
+
+// Shorthands for building findings.
+Finding passed(std::string summary);
+Finding warned(std::string summary, std::string fix);
+Finding failed(std::string summary, std::string fix);
+Finding not_checked(std::string why);
+
+// The more severe of two findings (the first when equal), so a check that
+// judges several things reports the worst with all their evidence.
+Finding worse(Finding a, Finding b);
+
+}  // namespace gpuscope::doctor

@@ -1,0 +1,109 @@
+#include "node_probe.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
+
+namespace gpuscope::doctor {
+namespace {
+
+template <size_t N, class Fn, class... Args> std::string read_string(Fn fn, Args... args) {
+  char buf[N] = {};
+  if (fn == nullptr || fn(args..., buf, static_cast<unsigned>(N)) != nvml::kSuccess) return {};
+  return std::string(buf, strnlen(buf, N));
+}
+
+Gpu describe_gpu(const nvml::Api& api, unsigned index, nvml::Device handle) {
+  Gpu gpu;
+  gpu.index = index;
+  gpu.handle = handle;
+  gpu.name = read_string<96>(api.device_get_name, handle);
+  gpu.uuid = read_string<96>(api.device_get_uuid, handle);
+  nvml::PciInfo pci{};
+  if (api.device_get_pci_info_v3 != nullptr && api.device_get_pci_info_v3(handle, &pci) == nvml::kSuccess)
+    gpu.bus_id.assign(pci.bus_id, strnlen(pci.bus_id, sizeof pci.bus_id));
+  return gpu;
+}
+
+void open_nvml(NodeProbe& probe) {
+  probe.nvml_ok = nvml::open_nvml(probe.options.nvml_library, dlsym, &probe.api, &probe.nvml_status);
+  if (!probe.nvml_ok) return;
+  const nvml::Api& api = probe.api;
+  probe.driver_version = read_string<96>(api.system_get_driver_version);
+  unsigned count = 0;
+  if (const nvml::Return r = api.device_get_count_v2(&count); r != nvml::kSuccess) {
+    probe.nvml_ok = false;
+    probe.nvml_status = "nvmlDeviceGetCount_v2 failed: " + nvml::describe_return(api, r);
+    return;
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    nvml::Device handle = nullptr;
+    if (const nvml::Return r = api.device_get_handle_by_index_v2(i, &handle); r == nvml::kSuccess)
+      probe.gpus.push_back(describe_gpu(api, i, handle));
+    else
+      probe.unreachable_gpus.push_back("GPU " + std::to_string(i) + ": " + nvml::describe_return(api, r));
+  }
+}
+
+std::string loaded_path(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name)
+    return map->l_name;
+  return fallback;
+}
+
+// Loads the first CUDA runtime the library path offers and asks it for its
+// own version and the driver's (0 when no driver is installed). Neither call
+// initializes CUDA or creates a context.
+void probe_cudart(NodeProbe& probe) {
+  CudaRuntime& rt = probe.cudart;
+  void* handle = nullptr;
+  std::string tried;
+  for (const std::string& name : probe.options.cudart_libraries) {
+    handle = dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL);  // kept loaded: the process ends soon
+    if (handle != nullptr) {
+      rt.path = loaded_path(handle, name);
+      break;
+    }
+    tried += (tried.empty() ? "" : ", ") + name;
+  }
+  if (handle == nullptr) {
+    rt.error = "no CUDA runtime on the library path (tried " + tried + ")";
+    return;
+  }
+  using GetVersion = int (*)(int*);
+  auto runtime_version = reinterpret_cast<GetVersion>(dlsym(handle, "cudaRuntimeGetVersion"));
+  auto driver_version = reinterpret_cast<GetVersion>(dlsym(handle, "cudaDriverGetVersion"));
+  if (runtime_version == nullptr || driver_version == nullptr) {
+    rt.error = rt.path + " has no cudaRuntimeGetVersion or cudaDriverGetVersion";
+    return;
+  }
+  if (const int r = runtime_version(&rt.runtime_version); r != 0)
+    rt.error = "cudaRuntimeGetVersion returned " + std::to_string(r);
+  else if (const int d = driver_version(&rt.driver_version); d != 0)
+    rt.error = "cudaDriverGetVersion returned " + std::to_string(d);
+}
+
+}  // namespace
+
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+Finding NvmlReads::not_checked() const {
+  Finding f;
+  f.state = CheckState::NotChecked;
+  f.summary = failed_ + ": " + nvml::describe_return(probe_.api, result_);
+  return f;
+}
+
+NodeProbe probe_node(const DoctorOptions& options) {
+  NodeProbe probe;
+  probe.options = options;
+  open_nvml(probe);
+  probe_cudart(probe);
+  return probe;
+}
+
+}  // namespace gpuscope::doctor

@@ -1,0 +1,92 @@
+// Per-GPU checks of who else gets the GPU: MIG partitioning and other
+// processes holding a compute context.
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "checks.h"
+
+namespace gpuscope::doctor {
+namespace {
+
+// NVML_VALUE_NOT_AVAILABLE: the memory of a process NVML may not show
+// (another container's, without privileges).
+constexpr unsigned long long kValueNotAvailable = ~0ull;
+
+// The process's command name, or why it is not known here: a process of
+// another container has a pid of another PID namespace.
+std::string process_name(unsigned pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (comm && std::getline(comm, name) && !name.empty()) return name;
+  return "not visible here (another PID namespace?)";
+}
+
+std::vector<nvml::ProcessInfo> compute_processes(NvmlReads& read, const nvml::Api& api, const Gpu& gpu) {
+  const auto query = api.device_get_compute_running_processes_v3;
+  std::vector<nvml::ProcessInfo> infos(64);
+  unsigned count = 0;
+  nvml::Return r = nvml::kFunctionNotFound;
+  // Insufficient Size answers how many there are; more may start before the next call.
+  for (int attempt = 0; attempt < 3 && query != nullptr; ++attempt) {
+    count = static_cast<unsigned>(infos.size());
+    r = query(gpu.handle, &count, infos.data());
+    if (r != nvml::kInsufficientSize) break;
+    infos.resize(count + 8);
+  }
+  if (!read.record("nvmlDeviceGetComputeRunningProcesses_v3", r)) return {};
+  infos.resize(count);
+  return infos;
+}
+
+std::string memory_text(unsigned long long bytes) {
+  return bytes == kValueNotAvailable ? "memory not available" : fmt::format("{:.0f} MiB", bytes / 1048576.0);
+}
+
+}  // namespace
+
+Finding check_mig(const NodeProbe& probe, const Gpu& gpu) {
+  unsigned current = 0, pending = 0;
+  NvmlReads read(probe);
+  if (!read("nvmlDeviceGetMigMode", probe.api.device_get_mig_mode, gpu.handle, &current, &pending)) {
+    if (read.result() == nvml::kNotSupported) return passed("this GPU has no MIG mode: processes get the whole GPU");
+    return read.not_checked();
+  }
+  Finding f = current != pending
+                  ? warned(fmt::format("MIG mode change pending: {} now, {} after a GPU reset", current ? "on" : "off",
+                                       pending ? "on" : "off"),
+                           "reset the GPU (nvidia-smi -r) to apply it, or revert it")
+              : current != 0 ? warned("MIG is enabled: CUDA processes get a MIG slice (a share of the SMs and memory), "
+                                      "not the whole GPU, and NVML reports no utilization for it",
+                                      "if the workload expects the whole GPU, disable MIG (nvidia-smi -mig 0) or "
+                                      "schedule it on a MIG slice sized for it")
+                             : passed("MIG disabled: processes get the whole GPU");
+  f.evidence.push_back(fmt::format("MIG mode current {}, pending {}", current, pending));
+  return f;
+}
+
+Finding check_tenancy(const NodeProbe& probe, const Gpu& gpu) {
+  NvmlReads read(probe);
+  const std::vector<nvml::ProcessInfo> processes = compute_processes(read, probe.api, gpu);
+  if (!read.ok()) return read.not_checked();
+  std::vector<std::string> others;
+  unsigned long long other_bytes = 0;
+  for (const nvml::ProcessInfo& p : processes) {
+    if (p.pid == static_cast<unsigned>(getpid())) continue;
+    others.push_back(fmt::format("pid {} ({}): {}", p.pid, process_name(p.pid), memory_text(p.used_gpu_memory)));
+    if (p.used_gpu_memory != kValueNotAvailable) other_bytes += p.used_gpu_memory;
+  }
+  if (others.empty()) return passed("no other process holds a compute context on this GPU");
+  Finding f = warned(fmt::format("{} other process{} on this GPU, holding {}", others.size(),
+                                 others.size() == 1 ? "" : "es", memory_text(other_bytes)),
+                     "without MIG or MPS the GPU time-slices between processes: move the workload to a GPU of its "
+                     "own, or partition this one (MIG) if sharing is intended");
+  f.evidence = std::move(others);
+  return f;
+}
+
+}  // namespace gpuscope::doctor

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""gpuscope doctor on one node, in all three outputs (docs/doctor.md).
+
+Runs `gpuscope doctor` as text (and -v), --json and --format prometheus on
+a simgpu node description (or on the real CUDA toolkit without a driver)
+and checks, in each output, that the checks named in EXPECT are in the
+state expected and every other check passed (or, without a driver, could
+not run); that the JSON validates against docs/doctor.schema.json; that the
+text is sorted by severity; and that the exit status is 1 for a failure,
+3 for warnings only, 0 otherwise.
+
+Usage: check_doctor.py CASE GPUSCOPE SIMGPU_LIB_DIR NODES_DIR SCHEMA CUDA_LIB_DIR
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+
+ALL_CHECKS = ["driver", "devices", "cuda_runtime", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
+              "row_remapping", "mig", "tenancy"]
+NODE_CHECKS = {"driver", "devices", "cuda_runtime"}
+
+# case: node file (None: the built-in default), {check: (state, text in its summary)}, options
+CASES = {
+    "healthy": (None, {}, {}),
+    "degraded_link": ("pcie-gen3-x8.json", {"pcie_link": ("fail", "link at Gen3 x8, capable of Gen5 x16")}, {}),
+    "thermal_throttle": ("throttled.json", {"clocks": ("fail", "hardware thermal slowdown")}, {}),
+    "power_cap": ("power-capped.json", {"power": ("warn", "power limit 400 W, below the board's default 700 W"),
+                                         "clocks": ("warn", "software power cap")}, {}),
+    "ecc_errors": ("ecc-errors.json", {"ecc": ("fail", "2 uncorrected ECC errors since the driver loaded"),
+                                       "row_remapping": ("fail", "a row remap is pending")}, {}),
+    "mig_enabled": ("mig-enabled.json", {"mig": ("warn", "MIG is enabled")}, {}),
+    "other_tenant": ("shared-gpu.json", {"tenancy": ("warn", "1 other process on this GPU, holding 30720 MiB")}, {}),
+    "old_driver": ("old-driver.json", {"cuda_runtime": ("fail", "the driver supports CUDA 12.2, a major version "
+                                                                "older than the CUDA runtime 13.0")}, {}),
+    "persistence_off": ("persistence-off.json", {"persistence_mode": ("warn", "persistence mode off")}, {}),
+    "missing_device_node": (None, {"devices": ("fail", "nvidia0 is missing")}, {"skip_nodes": ["nvidia0"]}),
+    "all_devices_hidden": (None, {"devices": ("fail", "no GPU is visible to CUDA: CUDA_VISIBLE_DEVICES= hides all 1")},
+                           {"env": {"CUDA_VISIBLE_DEVICES": ""}}),
+    "gpu_lost": ("gpu-lost.json", {"driver": ("fail", "counts 2 GPUs but cannot open 1: GPU 1: GPU is lost (15)")}, {}),
+    "two_gpus_one_visible": ("two-devices.json", {"devices": ("pass", "1 of 2 GPUs visible to CUDA (CUDA_VISIBLE_DEVICES=1)")},
+                             {"env": {"CUDA_VISIBLE_DEVICES": "1"}, "gpus": 2, "skip_nodes": ["nvidia0"]}),
+    "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
+                                   "cuda_runtime": ("fail", "finds no driver")}, {}),
+}
+LABEL = {"fail": "FAIL", "warn": "WARN", "not_checked": "----", "pass": "ok"}
+SEVERITY = ["fail", "warn", "not_checked", "pass"]
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib):
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "SIMGPU_NODE", "LD_LIBRARY_PATH")}
+    if node == "real toolkit":
+        env["LD_LIBRARY_PATH"] = cuda_lib  # the real runtime, no libnvidia-ml.so.1, no driver
+    else:
+        env["LD_LIBRARY_PATH"] = simgpu_lib
+        if node:
+            env["SIMGPU_NODE"] = os.path.join(nodes_dir, node)
+        # A node state of its own: no other test's simulated processes show as tenants.
+        env["SIMGPU_SHARED_ID"] = f"doctor-{case}-{os.getpid()}"
+    env.update(options.get("env", {}))
+    return env
+
+
+def device_dir(root, options):
+    gpus = [f"nvidia{i}" for i in range(options.get("gpus", 1))]
+    for name in ["nvidiactl", "nvidia-uvm"] + gpus:
+        if name not in options.get("skip_nodes", []):
+            open(os.path.join(root, name), "w").close()
+    return root
+
+
+def run(gpuscope, args, env):
+    p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60)
+    if p.stderr.strip():
+        fail(f"doctor {' '.join(args)} wrote to stderr: {p.stderr.strip()}")
+    return p.returncode, p.stdout
+
+
+def expected_states(node, expect):
+    default = "not_checked" if node == "real toolkit" else "pass"
+    return {c: expect.get(c, (default, ""))[0] for c in ALL_CHECKS}
+
+
+def result_count(node, options):
+    return len(ALL_CHECKS) if node == "real toolkit" else \
+        len(NODE_CHECKS) + (len(ALL_CHECKS) - len(NODE_CHECKS)) * options.get("gpus", 1)
+
+
+def check_json(out, code, schema, states, expect, want_code, count):
+    doc = json.loads(out)
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    if doc["exit_status"] != code or code != want_code:
+        fail(f"exit status {code}, JSON says {doc['exit_status']}, expected {want_code}")
+    seen = {r["check"] for r in doc["checks"]}
+    if seen != set(ALL_CHECKS) or len(doc["checks"]) != count:
+        fail(f"JSON: {len(doc['checks'])} results of {sorted(seen)}, expected {count} of {ALL_CHECKS}")
+    for r in doc["checks"]:
+        if r["state"] != states[r["check"]]:
+            fail(f"JSON: {r['check']} is {r['state']} ({r['summary']}), expected {states[r['check']]}")
+        if r["check"] in expect and expect[r["check"]][1] not in r["summary"]:
+            fail(f"JSON: {r['check']} summary '{r['summary']}' lacks '{expect[r['check']][1]}'")
+        if r["state"] in ("fail", "warn") and not r["fix"]:
+            fail(f"JSON: {r['check']} is {r['state']} without a fix")
+        node_wide = r["check"] in NODE_CHECKS
+        if (node_wide and r["gpu"] is not None) or (not node_wide and r["state"] != "not_checked" and
+                                                     r["gpu"] not in range(count)):
+            fail(f"JSON: {r['check']} has gpu {r['gpu']}")
+    return doc
+
+
+def check_text(out, verbose_out, states, expect, count):
+    lines = [l for l in out.splitlines()[1:-1]]
+    if len(lines) != count:
+        fail(f"text has {len(lines)} check lines, expected {count}:\n{out}")
+    order = []
+    for line in lines:
+        label, check = line.split()[0], line.split()[1]
+        if label != LABEL[states[check]]:
+            fail(f"text: '{line}' should start with {LABEL[states[check]]}")
+        if check in expect and expect[check][1] not in line:
+            fail(f"text: '{line}' lacks '{expect[check][1]}'")
+        order.append(SEVERITY.index(states[check]))
+    if order != sorted(order):
+        fail(f"text is not sorted by severity:\n{out}")
+    if verbose_out.count("threshold: ") != count:
+        fail(f"-v shows a threshold for each check:\n{verbose_out}")
+    if any(s in ("fail", "warn") for s in states.values()) and "fix: " not in verbose_out:
+        fail(f"-v shows no fix:\n{verbose_out}")
+
+
+SAMPLE = re.compile(r'^gpuscope_doctor_check\{host="[^"]*",gpu="(\d*)",check="(\w+)",state="(\w+)"\} ([01])$')
+
+
+def check_prometheus(out, states, code, count):
+    ones = {}
+    for line in out.splitlines():
+        if line.startswith("#") or line.startswith("gpuscope_doctor_exit_status"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            fail(f"prometheus: malformed sample '{line}'")
+        if m.group(4) == "1":
+            ones.setdefault((m.group(1), m.group(2)), []).append(m.group(3))
+    if {c for _, c in ones} != set(ALL_CHECKS) or len(ones) != count:
+        fail(f"prometheus: {len(ones)} results of {sorted({c for _, c in ones})}, expected {count}")
+    for (gpu, check), on in ones.items():
+        if on != [states[check]]:
+            fail(f"prometheus: {check} gpu '{gpu}' is {on}, expected [{states[check]}]")
+    if not re.search(rf'^gpuscope_doctor_exit_status\{{host="[^"]*"\}} {code}$', out, re.M):
+        fail(f"prometheus: no gpuscope_doctor_exit_status {code}")
+
+
+def check_usage_errors(gpuscope, env):
+    for args, what in ((["--json", "--format", "prometheus"], "excludes"), (["--format", "xml"], "--format")):
+        p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or not p.stderr.startswith("gpuscope: error: ") or what not in p.stderr or p.stdout:
+            fail(f"doctor {' '.join(args)}: exit {p.returncode}, stderr '{p.stderr.strip()}', stdout '{p.stdout}'")
+
+
+def main():
+    case, gpuscope, simgpu_lib, nodes_dir, schema_path, cuda_lib = sys.argv[1:7]
+    node, expect, options = CASES[case]
+    with open(schema_path) as f:
+        schema = json.load(f)
+    states = expected_states(node, expect)
+    count = result_count(node, options)
+    want_code = 1 if "fail" in states.values() else 3 if "warn" in states.values() else 0
+    env = environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib)
+    try:
+        with tempfile.TemporaryDirectory() as dev:
+            common = ["--dev-dir", device_dir(dev, options)]
+            code, out = run(gpuscope, common + ["--json"], env)
+            check_json(out, code, schema, states, expect, want_code, count)
+            text_code, text = run(gpuscope, common, env)
+            _, verbose = run(gpuscope, common + ["-v"], env)
+            check_text(text, verbose, states, expect, count)
+            prom_code, prom = run(gpuscope, common + ["--format", "prometheus"], env)
+            check_prometheus(prom, states, code, count)
+            if {text_code, prom_code} != {code}:
+                fail(f"exit status differs between outputs: {code}, {text_code}, {prom_code}")
+            if case == "healthy":
+                check_usage_errors(gpuscope, env)
+    finally:
+        for leftover in glob.glob(f"/dev/shm/*doctor-{case}-{os.getpid()}*"):
+            os.unlink(leftover)
+    fired = ", ".join(f"{c} {s}" for c, s in states.items() if s != "pass")
+    print(f"ok: {case}: exit {code}, {count} results, " + (fired or "all passed"))
+
+
+if __name__ == "__main__":
+    main()
