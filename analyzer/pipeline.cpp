@@ -56,11 +56,27 @@ std::optional<PipelineError> empty_window(const TraceModel& m, const TimeWindow&
                                    w.start_s, to, path, span)};
 }
 
+// --requests NAME: the ranges with that message starting in the window.
+std::optional<PipelineError> select_requests(const TraceModel& m, const AnalysisScope& scope, const std::string& path,
+                                             std::vector<RangeInstance>* out) {
+  if (scope.requests.empty()) return std::nullopt;
+  for (const size_t i : ranges_named(m, scope.requests)) {
+    const RangeInstance& r = m.ranges.ranges[i];
+    if (r.start_ns >= m.begin_ns && r.start_ns < m.end_ns) out->push_back(r);
+  }
+  if (out->empty())
+    return PipelineError{"--requests " + scope.requests + ": " + path + " has no NVTX range with that message" +
+                         (whole_trace(scope.window) ? "" : " starting in the window")};
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& scope, const FollowingPass& following) {
   model_ = analyzer::build_model(*reader_, scope.window);
   if (auto error = empty_window(model_, scope.window, path_)) return error;
+  std::vector<RangeInstance> requests;
+  if (auto error = select_requests(model_, scope, path_, &requests)) return error;
   const std::vector<std::pair<uint64_t, uint64_t>> captured = model_.capture_windows;
   if (model_.ranges.empty() && scope.range.empty() && captured.empty()) return std::nullopt;
   std::vector<std::pair<uint64_t, uint64_t>> spans = captured;
@@ -79,8 +95,18 @@ std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& sco
     first_metrics_ = std::make_unique<Metrics>(compute_metrics(*first_model_));
     riding = following(*first_model_, *first_metrics_);
   }
+  std::unique_ptr<RequestTally> tally;
+  if (!requests.empty()) {
+    const reader::TraceSummary& names = first_model_ != nullptr ? first_model_->summary : model_.summary;
+    tally = std::make_unique<RequestTally>(names, scope.requests, requests, scope.tail_quantile);
+    riding = [tally = tally.get(), riding = std::move(riding)](const reader::ChunkView& v) {
+      tally->add(v);
+      if (riding) riding(v);
+    };
+  }
   model_ = analyzer::build_model(*reader_, scope.window, &ranges, spans, riding);
   model_.scope_range = scope.range;
+  if (tally != nullptr) requests_ = tally->finish();
   return std::nullopt;
 }
 
@@ -91,6 +117,8 @@ void TraceAnalysis::run_rules() {
   profile_host_samples(*symbols_, &model_.host_samples);
   metrics_ = compute_metrics(model_);
   analysis_ = analyze(model_, metrics_);
+  analysis_.requests = std::move(requests_);
+  add_tail_finding(model_, &analysis_);
   attribute_findings_to_ranges(model_, &analysis_);
   merge_sites_shown_alike(*symbols_, &analysis_);
   name_pytorch_shapes(*symbols_, model_, metrics_, &analysis_);

@@ -21,6 +21,7 @@
 #include "byte_source.h"
 #include "metrics.h"
 #include "report.h"
+#include "request_tally.h"
 #include "rules.h"
 #include "symbolizer.h"
 #include "trace_model.h"
@@ -32,6 +33,10 @@ namespace gpuscope::analyzer {
 struct AnalysisScope {
   TimeWindow window;  // the whole trace by default
   std::string range;  // an NVTX range message: only the time inside such ranges; "" = all of it
+  // --requests: the NVTX range message each request is wrapped in ("" =
+  // none), and the quantile above which requests are the tail (--tail).
+  std::string requests;
+  double tail_quantile = kDefaultTailQuantile;
 };
 
 // Why there is no analysis, in one line that names the input or option it
@@ -98,6 +103,7 @@ class TraceAnalysis {
   TraceModel model_;
   Metrics metrics_;
   Analysis analysis_;
+  RequestLatency requests_;  // until the rules run: then analysis_.requests
   std::unique_ptr<Symbolizer> symbols_;
   // The first pass's model and metrics, when a following pass was made
   // from them: it may refer to them as long as it lives.

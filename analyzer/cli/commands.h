@@ -91,6 +91,8 @@ struct AnalyzeOptions {
   size_t top = 5;
   std::string window;  // START:END seconds from the process start
   std::string range;   // NVTX range message: analyze only the time inside such ranges
+  std::string requests;  // NVTX range message of one request: latency quantiles and the tail's cause
+  double tail_percentile = 95;  // --tail: requests above it are the tail
 };
 
 // Analyzes each trace and prints the report (or one JSON document); 0 when

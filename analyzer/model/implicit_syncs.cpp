@@ -124,6 +124,7 @@ void ImplicitSyncTally::count(ImplicitCause cause, const fb::ApiCall& c) {
   site.calls += calls;
   site.ns += c.duration_ns();
   if (implicit_cause_info(cause).counts_as_blocked) out_.blocked_ns_by_thread[c.tid()] += c.duration_ns();
+  if (on_counted_) on_counted_(cause, c);
 }
 
 bool ImplicitSyncTally::blocking_stream_queued() const {

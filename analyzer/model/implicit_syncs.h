@@ -93,6 +93,10 @@ class ImplicitSyncTally {
   explicit ImplicitSyncTally(const reader::TraceSummary& names) : names_(names) {}
   void add(const reader::ChunkView& v, const std::function<bool(uint64_t)>& keep);
   ImplicitSyncs finish() { return std::move(out_); }
+  // Called with each call counted, as it is (the request tally places
+  // them in requests: request_tally.h).
+  using CountedCall = std::function<void(ImplicitCause, const fb::ApiCall&)>;
+  void on_counted(CountedCall observer) { on_counted_ = std::move(observer); }
 
  private:
   enum class Role : uint8_t {
@@ -119,6 +123,7 @@ class ImplicitSyncTally {
   // each is blocking; the legacy default stream is kLegacy.
   std::unordered_map<uint64_t, bool> queued_;
   std::unordered_set<uint64_t> nonblocking_, blocking_used_;
+  CountedCall on_counted_;
 };
 
 }  // namespace gpuscope::analyzer

@@ -194,6 +194,27 @@ std::string range_group_name(const std::string& name) {
   return name.substr(0, digits) + "*";
 }
 
+std::vector<size_t> ranges_named(const TraceModel& model, const std::string& name) {
+  std::unordered_map<uint32_t, bool> matches;  // name id -> message equals `name`
+  std::vector<size_t> out;
+  for (size_t i = 0; i < model.ranges.ranges.size(); ++i) {
+    const RangeInstance& r = model.ranges.ranges[i];
+    auto [it, fresh] = matches.try_emplace(r.name_id, false);
+    if (fresh) it->second = r.name_id != 0 && model.summary.name_of(r.name_id) == name;
+    if (it->second) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name) {
+  IntervalSet spans;
+  for (const size_t i : ranges_named(model, name)) {
+    const RangeInstance& r = model.ranges.ranges[i];
+    spans.add(r.start_ns, std::max(r.end_ns, r.start_ns + 1));
+  }
+  return spans.spans();
+}
+
 void merge_range_stats(RangeStats& into, const RangeStats& from) {
   if (into.count == 0) {
     into = from;

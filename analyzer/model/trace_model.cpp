@@ -464,17 +464,6 @@ std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std
   return out;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name) {
-  std::unordered_map<uint32_t, bool> matches;  // name id -> message equals `name`
-  IntervalSet spans;
-  for (const RangeInstance& r : model.ranges.ranges) {
-    auto [it, fresh] = matches.try_emplace(r.name_id, false);
-    if (fresh) it->second = r.name_id != 0 && model.summary.name_of(r.name_id) == name;
-    if (it->second) spans.add(r.start_ns, std::max(r.end_ns, r.start_ns + 1));
-  }
-  return spans.spans();
-}
-
 TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window, const RangeModel* known_ranges,
                        const std::vector<std::pair<uint64_t, uint64_t>>& scope, const reader::ChunkVisitor& also) {
   reader::SummaryBuilder summary(reader.info());

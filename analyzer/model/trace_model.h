@@ -205,6 +205,9 @@ bool parse_window(const std::string& text, TimeWindow* out);
 std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std::pair<uint64_t, uint64_t>>& spans,
                                                            const std::vector<std::pair<uint64_t, uint64_t>>& windows);
 
+// The ranges with that message (any domain), by index into model.ranges:
+// what --range and --requests select.
+std::vector<size_t> ranges_named(const TraceModel& model, const std::string& name);
 // --range NAME: the spans of every range with that message (any domain),
 // merged. Empty when the trace has no such range.
 std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name);

@@ -212,6 +212,7 @@ nlohmann::ordered_json json_report(const ReportInput& in) {
               {"checks", checks},
               {"findings", findings},
               {"nvtx", nvtx_json(in)},
+              {"requests", requests_json(in)},
               {"implicit_syncs", implicit_syncs_json(in.model)},
               {"coverage", coverage_json(in)}};
 }

@@ -31,6 +31,10 @@ std::string stacks_coverage_line(const ReportInput& in);
 // The coverage line about CPU stack samples (format 1.4); empty for older traces.
 std::string host_samples_coverage_line(const ReportInput& in);
 nlohmann::ordered_json json_report(const ReportInput& in);
+// --requests (request_report.cpp): the REQUESTS section ("" without
+// --requests) and the JSON "requests" member (null without it).
+std::string requests_text(const ReportInput& in);
+nlohmann::ordered_json requests_json(const ReportInput& in);
 
 // Process trees (tree_report.cpp): what the tree needs of one analysis, and
 // the PROCESS TREE section / JSON "tree" object of one run.

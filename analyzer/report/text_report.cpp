@@ -261,6 +261,7 @@ std::string text_report(const ReportInput& in) {
   breakdown(out, in);
   checks(out, in);
   findings(out, in);
+  out += requests_text(in);
   nvtx_ranges(out, in);
   coverage(out, in);
   return out;

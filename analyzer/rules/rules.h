@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "metrics.h"
+#include "request_latency.h"
 #include "trace_model.h"
 
 namespace gpuscope::analyzer {
@@ -55,7 +57,11 @@ inline constexpr double kDropWarn = 0.01;          // dropped events lower the c
 inline constexpr double kMinJudgedSeconds = 0.2;   // wall time after context initialization
 inline constexpr uint64_t kMinWorkCalls = 20;      // launches, copies, memsets and synchronizations
 inline constexpr uint64_t kMinAllocCallsForRate = 100;  // allocations+frees before a rate means churn
-inline constexpr uint64_t kImplicitCallsWarn = 100;  // implicit syncs of one cause: repeated like a loop
+inline constexpr uint64_t kImplicitCallsWarn = 100;
+// Tail latency (--requests; docs/rules.md "Requests and tail latency").
+inline constexpr double kTailFailSlowdown = 3.0;  // ... and failing
+inline constexpr double kTailCauseShare = 0.50;   // half the tail requests grew most in one part: its cause
+inline constexpr size_t kTailSitesShown = 3;  // implicit syncs of one cause: repeated like a loop
 
 struct CallSite {
   std::string function;
@@ -108,6 +114,7 @@ struct Analysis {
   std::vector<Check> checks;      // the five, in diagnosis order
   std::vector<Finding> findings;  // ranked
   std::vector<std::string> coverage;
+  RequestLatency requests;        // --requests: latency per request and the tail's cause
 };
 
 Analysis analyze(const TraceModel& model, const Metrics& metrics);
@@ -115,5 +122,22 @@ Analysis analyze(const TraceModel& model, const Metrics& metrics);
 // Names, on each finding, the range holding most of the time of the kinds
 // of call the finding is about (its call sites' kinds, else its class's).
 void attribute_findings_to_ranges(const TraceModel& model, Analysis* analysis);
+// What the slowest requests spent their extra time on (tail_rules.cpp):
+// the part most tail requests grew most in over the median band, when they
+// are half of them or more; `differs` when it is not the median's own
+// largest part. Empty when there is no such cause, the tail is not slow
+// enough to explain, or the evidence is thin (RequestLatency::thin_evidence).
+struct TailCause {
+  RequestPart part = RequestPart::OutsideCuda;  // grew most
+  RequestPart median_part = RequestPart::OutsideCuda;  // the median band's largest
+  double slowdown = 0;       // tail mean / median band mean
+  double request_share = 0;  // of the tail requests, those that grew most in `part`
+  double growth_share = 0;   // of the tail's extra time per request, in `part`
+  bool differs = false;      // `part` is not the median's largest: a finding
+};
+std::optional<TailCause> tail_cause(const RequestLatency& r);
+// The tail finding (after the verdict: it names a cause of the slowest
+// requests, not of the process's average), ranked among the others.
+void add_tail_finding(const TraceModel& model, Analysis* analysis);
 
 }  // namespace gpuscope::analyzer

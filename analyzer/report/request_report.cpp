@@ -1,0 +1,129 @@
+// The REQUESTS section and the JSON "requests" member (--requests): latency
+// quantiles per request, the slowest requests, and the tail against the
+// median band part by part (request_latency.h, rules/tail_rules.cpp).
+#include <fmt/format.h>
+
+#include "report.h"
+#include "units.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+uint64_t process_origin(const reader::TraceSummary& s) {
+  return s.process && s.process->start_monotonic_ns != 0 ? s.process->start_monotonic_ns : s.first_ns;
+}
+
+double seconds_since(uint64_t origin, uint64_t ns) { return ns >= origin ? (ns - origin) / 1e9 : 0; }
+
+std::string quantile_name(double q) { return fmt::format("p{:g}", q * 100); }
+
+std::string cause_line(const RequestLatency& r) {
+  if (!r.thin_evidence.empty()) return "evidence too thin to compare the tail: " + r.thin_evidence;
+  const auto cause = tail_cause(r);
+  if (!cause) {
+    const double slowdown = r.median_band.mean_ns() > 0 ? r.tail.mean_ns() / r.median_band.mean_ns() : 0;
+    if (slowdown < kTailSlowdown)
+      return fmt::format("no tail to explain: the tail is {:.2f}x the median band (explained from {:g}x)", slowdown,
+                         kTailSlowdown);
+    return fmt::format("no single part is where {} of the tail requests grew most", pct(kTailCauseShare));
+  }
+  if (!cause->differs)
+    return fmt::format("the tail is more of the median's own largest part, {} ({} of the tail requests grew most "
+                       "there, {:.1f}x slower)",
+                       request_part_label(cause->part), pct(cause->request_share), cause->slowdown);
+  return fmt::format("the tail's cause differs from the median's: {} ({} of the tail requests grew most there, {} of "
+                     "its extra time, {:.1f}x slower; the median band's largest part is {}): see finding "
+                     "requests.tail_cause",
+                     request_part_label(cause->part), pct(cause->request_share), pct(cause->growth_share),
+                     cause->slowdown, request_part_label(cause->median_part));
+}
+
+void comparison_table(std::string& out, const RequestLatency& r) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  out += fmt::format("  per request, tail (above {}, {} requests) against median band ({}-{}, {} requests):\n",
+                     quantile_name(r.tail_quantile), t.requests, quantile_name(kMedianBandLow),
+                     quantile_name(kMedianBandHigh), b.requests);
+  out += fmt::format("    {:<64} {:>10} {:>10}\n", "", "tail ms", "median ms");
+  out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", "whole request", t.mean_ns() / 1e6, b.mean_ns() / 1e6);
+  for (size_t p = 0; p < kRequestParts; ++p) {
+    if (t.part_ns[p] == 0 && b.part_ns[p] == 0) continue;
+    out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", request_part_label(static_cast<RequestPart>(p)),
+                       t.mean_part_ns(p) / 1e6, b.mean_part_ns(p) / 1e6);
+  }
+  const auto each = [](const RequestGroup& g, uint64_t total) { return g.requests ? double(total) / g.requests : 0; };
+  out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "KiB copied", each(t, t.copied_bytes) / 1024,
+                     each(b, b.copied_bytes) / 1024);
+  out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "kernels", each(t, t.kernels), each(b, b.kernels));
+}
+
+json group_json(const RequestGroup& g) {
+  json parts = json::object();
+  for (size_t p = 0; p < kRequestParts; ++p)
+    parts[request_part_id(static_cast<RequestPart>(p))] = g.mean_part_ns(p) / 1e9;
+  const auto each = [&](uint64_t total) { return g.requests ? double(total) / g.requests : 0.0; };
+  return json{{"requests", g.requests},     {"mean_s", g.mean_ns() / 1e9},
+              {"parts_s", parts},           {"copied_bytes", each(g.copied_bytes)},
+              {"kernels", each(g.kernels)}, {"cuda_calls", each(g.cuda_calls)}};
+}
+
+json cause_json(const RequestLatency& r) {
+  const auto cause = tail_cause(r);
+  if (!cause) return nullptr;
+  return json{{"part", request_part_id(cause->part)},
+              {"median_part", request_part_id(cause->median_part)},
+              {"slowdown", cause->slowdown},
+              {"request_share", cause->request_share},
+              {"growth_share", cause->growth_share},
+              {"differs", cause->differs}};
+}
+
+}  // namespace
+
+std::string requests_text(const ReportInput& in) {
+  const RequestLatency& r = in.analysis.requests;
+  if (!r.requested()) return "";
+  std::string out = fmt::format("REQUESTS \"{}\" ({} request(s), each an NVTX range with that message; nearest-rank "
+                                "quantiles)\n",
+                                r.name, r.count);
+  std::string line;
+  for (const RequestQuantile& q : r.quantiles) line += fmt::format("{} {:.3f} ms, ", quantile_name(q.quantile), q.ns / 1e6);
+  out += fmt::format("  {}max {:.3f} ms\n", line, r.max_ns / 1e6);
+  const uint64_t origin = process_origin(in.model.summary);
+  for (const SlowRequest& s : r.slowest)
+    out += fmt::format("  slow: {:.3f} ms at {:.6f} s (thread {})\n", s.duration_ns / 1e6, seconds_since(origin, s.start_ns),
+                       s.tid);
+  if (r.unterminated > 0)
+    out += fmt::format("  {} request(s) still open at the end of the trace were left out\n", r.unterminated);
+  if (r.thin_evidence.empty()) comparison_table(out, r);
+  out += "  " + cause_line(r) + "\n\n";
+  return out;
+}
+
+nlohmann::ordered_json requests_json(const ReportInput& in) {
+  const RequestLatency& r = in.analysis.requests;
+  if (!r.requested()) return nullptr;
+  json quantiles = json::array();
+  for (const RequestQuantile& q : r.quantiles) quantiles.push_back(json{{"quantile", q.quantile}, {"seconds", q.ns / 1e9}});
+  const uint64_t origin = process_origin(in.model.summary);
+  json slowest = json::array();
+  for (const SlowRequest& s : r.slowest)
+    slowest.push_back(json{{"start_s", seconds_since(origin, s.start_ns)}, {"seconds", s.duration_ns / 1e9}, {"tid", s.tid}});
+  return json{{"name", r.name},
+              {"count", r.count},
+              {"unterminated", r.unterminated},
+              {"quantile_method", "nearest_rank"},
+              {"quantiles", quantiles},
+              {"max_s", r.max_ns / 1e9},
+              {"slowest", slowest},
+              {"tail_quantile", r.tail_quantile},
+              {"tail_from_s", r.tail_from_ns / 1e9},
+              {"median_band", json::array({kMedianBandLow, kMedianBandHigh})},
+              {"thin_evidence", r.thin_evidence.empty() ? json(nullptr) : json(r.thin_evidence)},
+              {"tail", group_json(r.tail)},
+              {"median", group_json(r.median_band)},
+              {"tail_cause", cause_json(r)}};
+}
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,85 @@
+#include "request_latency.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace gpuscope::analyzer {
+
+namespace {
+
+struct PartName {
+  const char* id;
+  const char* label;
+};
+
+constexpr std::array<PartName, kRequestParts> kPartNames = {{
+    {"copy_to_device_pageable", "host->device copies from pageable memory"},
+    {"copy_to_device_pinned", "host->device copies from pinned memory"},
+    {"copy_to_host_pageable", "device->host copies to pageable memory"},
+    {"copy_to_host_pinned", "device->host copies to pinned memory"},
+    {"copy_other", "other copies (device->device, peer, unknown memory)"},
+    {"memset", "memsets"},
+    {"explicit_sync", "explicit synchronization"},
+    {"implicit_sync", "implicit synchronization (calls that wait without saying so)"},
+    {"launch", "kernel launches"},
+    {"alloc", "allocation"},
+    {"free", "freeing"},
+    {"other_cuda", "other CUDA calls"},
+    {"outside_cuda", "outside CUDA (host code, waiting off CPU)"},
+}};
+
+constexpr std::array<double, 5> kReportedQuantiles = {0.5, 0.9, 0.95, 0.99, 0.999};
+
+}  // namespace
+
+const char* request_part_id(RequestPart part) { return kPartNames[static_cast<size_t>(part)].id; }
+const char* request_part_label(RequestPart part) { return kPartNames[static_cast<size_t>(part)].label; }
+
+uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double quantile) {
+  if (sorted.empty()) return 0;
+  const double rank = std::ceil(quantile * static_cast<double>(sorted.size()));
+  const size_t index = rank < 1 ? 0 : std::min(sorted.size(), static_cast<size_t>(rank)) - 1;
+  return sorted[index];
+}
+
+// Ranks are by duration, ties by start time (the earlier ranks lower), so
+// the groups are the same on every read of the trace. The tail is the
+// requests ranked above ceil(q * n): the slowest n - ceil(q * n).
+std::vector<uint8_t> rank_requests(const std::vector<RangeInstance>& requests, double tail_quantile,
+                                   RequestLatency* out) {
+  std::vector<uint8_t> group(requests.size(), 0);
+  std::vector<size_t> order;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].unterminated) ++out->unterminated;
+    else order.push_back(i);
+  }
+  const auto duration = [&](size_t i) { return requests[i].end_ns - requests[i].start_ns; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return duration(a) < duration(b); });
+  std::vector<uint64_t> sorted;
+  for (const size_t i : order) sorted.push_back(duration(i));
+  const size_t n = sorted.size();
+  out->count = n;
+  out->tail_quantile = tail_quantile;
+  for (const double q : kReportedQuantiles) out->quantiles.push_back({q, nearest_rank(sorted, q)});
+  out->max_ns = n ? sorted.back() : 0;
+  for (size_t k = 0; k < std::min(n, kSlowestShown); ++k) {
+    const RangeInstance& r = requests[order[n - 1 - k]];
+    out->slowest.push_back({r.start_ns, r.end_ns - r.start_ns, r.tid});
+  }
+  const size_t tail_from = static_cast<size_t>(std::ceil(tail_quantile * static_cast<double>(n)));
+  const size_t band_from = static_cast<size_t>(std::floor(kMedianBandLow * static_cast<double>(n)));
+  const size_t band_to = static_cast<size_t>(std::ceil(kMedianBandHigh * static_cast<double>(n)));
+  for (size_t rank = tail_from; rank < n; ++rank) group[order[rank]] = 1;
+  for (size_t rank = band_from; rank < std::min(band_to, tail_from); ++rank) group[order[rank]] = 2;
+  out->tail_from_ns = tail_from < n ? sorted[tail_from] : 0;
+  if (n < kMinRequestsJudged)
+    out->thin_evidence = "only " + std::to_string(n) + " request(s); the tail is compared from " +
+                         std::to_string(kMinRequestsJudged);
+  else if (n - std::min(n, tail_from) < kMinTailRequests)
+    out->thin_evidence = "only " + std::to_string(n - std::min(n, tail_from)) + " request(s) in the tail; it is "
+                         "compared from " + std::to_string(kMinTailRequests);
+  return group;
+}
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,100 @@
+// Tail latency per request (issue 24): a request is each NVTX range with the
+// message `gpuscope analyze --requests NAME` names (any domain, push/pop or
+// start/end, other ranges nested inside allowed; the ranges are the range
+// model's, range_model.h). Durations come from the ranges alone, so the
+// quantiles and which requests are the tail are known before the records
+// are read again; that pass (RequestTally) then sums, for the tail and for
+// the band around the median only, where each request's own thread spent
+// its time. Memory grows with requests (one entry each) and call sites,
+// never with events. docs/rules.md "Requests and tail latency".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace_model.h"
+
+namespace gpuscope::analyzer {
+
+// Where a request's thread spent its time: each outermost CUDA call's host
+// time in one part (copies by direction and host memory kind, from the
+// call's Copy record), and the rest of the request's span outside CUDA.
+enum class RequestPart : uint8_t {
+  CopyToDevicePageable, CopyToDevicePinned, CopyToHostPageable, CopyToHostPinned, CopyOther, Memset,
+  ExplicitSync, ImplicitSync, Launch, Alloc, Free, OtherCuda, OutsideCuda
+};
+inline constexpr size_t kRequestParts = 13;
+const char* request_part_id(RequestPart part);     // "copy_to_device_pageable" (JSON)
+const char* request_part_label(RequestPart part);  // "host->device copies from pageable memory"
+
+inline constexpr double kDefaultTailQuantile = 0.95;
+// The band compared with the tail: the requests ranked p40-p60.
+inline constexpr double kMedianBandLow = 0.40, kMedianBandHigh = 0.60;
+// Fewer requests, or fewer in the tail, and the comparison is not judged.
+inline constexpr uint64_t kMinRequestsJudged = 20;
+inline constexpr uint64_t kMinTailRequests = 5;
+inline constexpr size_t kSlowestShown = 5;
+// A tail slower than the median band by this factor is worth explaining
+// (rules/tail_rules.cpp); a tail request that slow on its own is a slow
+// request, the only kind whose growth names a cause.
+inline constexpr double kTailSlowdown = 1.5;
+
+// The time, bytes and calls of a group of requests (the tail or the median
+// band), summed over its requests.
+struct RequestGroup {
+  uint64_t requests = 0, total_ns = 0;
+  std::array<uint64_t, kRequestParts> part_ns{};
+  uint64_t copied_bytes = 0, kernels = 0, cuda_calls = 0;
+  struct Site {
+    RequestPart part = RequestPart::OtherCuda;
+    TimeCount calls;
+  };
+  std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
+  // Per request, averaged over the group.
+  double mean_ns() const { return requests ? static_cast<double>(total_ns) / requests : 0; }
+  double mean_part_ns(size_t part) const { return requests ? static_cast<double>(part_ns[part]) / requests : 0; }
+};
+
+struct RequestQuantile {
+  double quantile = 0;  // 0.5, 0.9, 0.95, 0.99, 0.999
+  uint64_t ns = 0;
+};
+
+struct SlowRequest {
+  uint64_t start_ns = 0, duration_ns = 0;
+  uint32_t tid = 0;
+};
+
+struct RequestLatency {
+  std::string name;          // the NVTX message; empty: --requests not given
+  uint64_t count = 0;        // measured requests (closed ranges starting in the analyzed window)
+  uint64_t unterminated = 0; // still open at the end of the trace: no latency, left out
+  std::vector<RequestQuantile> quantiles;  // nearest rank over `count` durations
+  uint64_t max_ns = 0;
+  std::vector<SlowRequest> slowest;       // slowest first
+  double tail_quantile = kDefaultTailQuantile;
+  uint64_t tail_from_ns = 0;              // the fastest request of the tail
+  RequestGroup tail, median_band;
+  // Per part: the slow tail requests (kTailSlowdown x the median band's
+  // mean or more) whose own time grew most in it over the band's mean (one
+  // outlier, like a first request that starts the GPU, moves the tail's
+  // mean but is one request here; a tail request barely slower than the
+  // median grew in noise, and counts nowhere).
+  std::array<uint64_t, kRequestParts> tail_grew_most{};
+  std::string thin_evidence;              // why the tail is not compared; empty when it is
+  bool requested() const { return !name.empty(); }
+};
+
+// The nearest-rank quantile of sorted durations: the value at rank
+// ceil(q * n) (1-based), so every quantile is a duration a request took.
+uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double quantile);
+
+// The requests' groups, by index into the range model: 1 tail, 2 median
+// band, 0 neither; fills the figures that need durations only.
+std::vector<uint8_t> rank_requests(const std::vector<RangeInstance>& requests, double tail_quantile,
+                                   RequestLatency* out);
+
+}  // namespace gpuscope::analyzer

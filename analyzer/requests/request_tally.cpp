@@ -1,0 +1,158 @@
+#include "request_tally.h"
+
+#include <algorithm>
+
+#include "call_repeats.h"
+
+namespace gpuscope::analyzer {
+
+namespace {
+
+bool is_pageable(fb::MemoryKind k) { return k == fb::MemoryKind::Pageable; }
+
+RequestPart copy_part(const fb::Copy& c) {
+  const bool pageable = is_pageable(c.src_kind()) || is_pageable(c.dst_kind());
+  switch (c.direction()) {
+    case fb::CopyDirection::HostToDevice:
+      return pageable ? RequestPart::CopyToDevicePageable : RequestPart::CopyToDevicePinned;
+    case fb::CopyDirection::DeviceToHost:
+      return pageable ? RequestPart::CopyToHostPageable : RequestPart::CopyToHostPinned;
+    default: return RequestPart::CopyOther;
+  }
+}
+
+RequestPart part_of_kind(CallKind kind) {
+  switch (kind) {
+    case CallKind::Sync: return RequestPart::ExplicitSync;
+    case CallKind::Copy: return RequestPart::CopyOther;
+    case CallKind::Memset: return RequestPart::Memset;
+    case CallKind::Alloc: return RequestPart::Alloc;
+    case CallKind::Free: return RequestPart::Free;
+    case CallKind::Launch: return RequestPart::Launch;
+    default: return RequestPart::OtherCuda;
+  }
+}
+
+}  // namespace
+
+RequestTally::RequestTally(const reader::TraceSummary& names, std::string name,
+                           const std::vector<RangeInstance>& requests, double tail_quantile)
+    : names_(names), implicit_(names) {
+  out_.name = std::move(name);
+  groups_ = rank_requests(requests, tail_quantile, &out_);
+  cuda_ns_.assign(requests.size(), 0);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RangeInstance& r = requests[i];
+    durations_.push_back(r.end_ns - r.start_ns);
+    if (groups_[i] != 0) by_thread_[r.tid].push_back(Member{r.start_ns, r.end_ns, groups_[i], i});
+  }
+  for (auto& [tid, members] : by_thread_)
+    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.start_ns < b.start_ns; });
+  implicit_.on_counted([this](ImplicitCause cause, const fb::ApiCall& c) {
+    if (implicit_cause_info(cause).counts_as_blocked) implicit_calls_.insert(&c);
+  });
+}
+
+// The latest-starting request of the thread open at `ns` (requests of one
+// name rarely nest; when they do, the inner one holds the call).
+const RequestTally::Member* RequestTally::locate(uint32_t tid, uint64_t ns) const {
+  auto it = by_thread_.find(tid);
+  if (it == by_thread_.end()) return nullptr;
+  const std::vector<Member>& m = it->second;
+  auto after = std::upper_bound(m.begin(), m.end(), ns, [](uint64_t t, const Member& r) { return t < r.start_ns; });
+  for (int looked = 0; after != m.begin() && looked < 8; ++looked) {
+    --after;
+    if (ns < after->end_ns) return &*after;
+  }
+  return nullptr;
+}
+
+void RequestTally::link_typed_records(const reader::ChunkView& v) {
+  linked_before_.swap(linked_);
+  linked_.clear();
+  for (const auto& c : v.copies) {
+    if (c.source() == fb::Source::Device) continue;
+    Linked& l = linked_[c.correlation_id()];
+    l.copy = true;
+    l.copy_part = copy_part(c);
+    l.bytes += c.bytes();
+  }
+  for (const auto& k : v.kernels)
+    if (k.source() != fb::Source::Device) linked_[k.correlation_id()].kernel = true;
+}
+
+RequestTally::Linked RequestTally::linked(uint64_t correlation_id) const {
+  if (correlation_id == 0) return {};
+  if (auto it = linked_.find(correlation_id); it != linked_.end()) return it->second;
+  if (auto it = linked_before_.find(correlation_id); it != linked_before_.end()) return it->second;
+  return {};
+}
+
+RequestPart RequestTally::part_of(const fb::ApiCall& c, const Linked& link) {
+  if (implicit_calls_.count(&c) != 0) return RequestPart::ImplicitSync;
+  auto [it, fresh] = kinds_.try_emplace(c.function_id(), CallKind::Other);
+  if (fresh) it->second = classify_function(names_.name_of(c.function_id()));
+  if (it->second == CallKind::Copy && link.copy) return link.copy_part;
+  return part_of_kind(it->second);
+}
+
+void RequestTally::add_call(const fb::ApiCall& c) {
+  const Member* in = locate(c.tid(), c.start_ns());
+  if (in == nullptr) return;
+  const Linked link = linked(c.correlation_id());
+  const RequestPart part = part_of(c, link);
+  RequestGroup& g = in->group == 1 ? out_.tail : out_.median_band;
+  const uint64_t ns = std::min(c.duration_ns(), in->end_ns - c.start_ns());  // a call past the request's end
+  g.part_ns[static_cast<size_t>(part)] += ns;
+  g.copied_bytes += link.bytes;
+  g.kernels += link.kernel ? 1 : 0;
+  const uint64_t calls = reader::calls_in(c);
+  g.cuda_calls += calls;
+  RequestGroup::Site& site = g.sites[SiteKey{c.function_id(), c.stack_id()}];
+  site.part = part;
+  site.calls.add(ns, calls);
+  cuda_ns_[in->request] += ns;
+  if (in->group == 1) tail_parts_[in->request][static_cast<size_t>(part)] += ns;
+}
+
+void RequestTally::add(const reader::ChunkView& v) {
+  link_typed_records(v);
+  implicit_calls_.clear();
+  implicit_.add(v, [](uint64_t) { return true; });
+  for (const auto& c : v.api_calls)
+    if (c.depth() == 0) add_call(c);
+}
+
+// Outside CUDA: each request's span less its CUDA calls' time.
+RequestLatency RequestTally::finish() {
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i] == 0) continue;
+    RequestGroup& g = groups_[i] == 1 ? out_.tail : out_.median_band;
+    ++g.requests;
+    g.total_ns += durations_[i];
+    const uint64_t outside = durations_[i] - std::min(durations_[i], cuda_ns_[i]);
+    g.part_ns[static_cast<size_t>(RequestPart::OutsideCuda)] += outside;
+    if (groups_[i] == 1) tail_parts_[i][static_cast<size_t>(RequestPart::OutsideCuda)] = outside;
+  }
+  count_tail_growth();
+  return std::move(out_);
+}
+
+void RequestTally::count_tail_growth() {
+  const double slow_ns = kTailSlowdown * out_.median_band.mean_ns();
+  for (const auto& [request, parts] : tail_parts_) {
+    if (static_cast<double>(durations_[request]) < slow_ns) continue;
+    size_t grew = 0;
+    double most = -1e300;
+    for (size_t p = 0; p < kRequestParts; ++p) {
+      const double growth = static_cast<double>(parts[p]) - out_.median_band.mean_part_ns(p);
+      if (growth > most) {
+        most = growth;
+        grew = p;
+      }
+    }
+    ++out_.tail_grew_most[grew];
+  }
+}
+
+}  // namespace gpuscope::analyzer

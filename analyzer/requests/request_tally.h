@@ -1,0 +1,60 @@
+// The second look at a trace's records for --requests: each outermost CUDA
+// call made on a request's own thread while the request was open is summed
+// into the request's group (tail or median band, request_latency.h) by part,
+// with its call site; copies take their direction and host memory kind,
+// and kernels their count, from the typed records linked to the call.
+// Implicit synchronization is what the model's ImplicitSyncTally counts as
+// blocked time (implicit_syncs.h), so both say the same of one call.
+#pragma once
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "implicit_syncs.h"
+#include "request_latency.h"
+
+namespace gpuscope::analyzer {
+
+class RequestTally {
+ public:
+  // `requests`: the ranges with the requests' name that start in the
+  // analyzed window. `names` lives as long as the tally is fed.
+  RequestTally(const reader::TraceSummary& names, std::string name, const std::vector<RangeInstance>& requests,
+               double tail_quantile);
+  void add(const reader::ChunkView& v);
+  // The figures; sites stay ids (SiteKey) for the rules to name.
+  RequestLatency finish();
+
+ private:
+  struct Member {
+    uint64_t start_ns = 0, end_ns = 0;
+    uint8_t group = 0;  // 1 tail, 2 median band
+    size_t request = 0;
+  };
+  struct Linked {  // what a call's typed records say about it
+    RequestPart copy_part = RequestPart::CopyOther;
+    uint64_t bytes = 0;
+    bool copy = false, kernel = false;
+  };
+  const Member* locate(uint32_t tid, uint64_t ns) const;
+  void link_typed_records(const reader::ChunkView& v);
+  Linked linked(uint64_t correlation_id) const;
+  RequestPart part_of(const fb::ApiCall& c, const Linked& link);
+  void add_call(const fb::ApiCall& c);
+  void count_tail_growth();
+
+  const reader::TraceSummary& names_;
+  RequestLatency out_;
+  std::unordered_map<uint32_t, std::vector<Member>> by_thread_;  // sorted by start
+  std::vector<uint64_t> cuda_ns_;  // per request: host time in outermost CUDA calls
+  std::unordered_map<size_t, std::array<uint64_t, kRequestParts>> tail_parts_;  // per tail request
+  std::vector<uint8_t> groups_;
+  std::vector<uint64_t> durations_;
+  std::unordered_map<uint64_t, Linked> linked_, linked_before_;  // by correlation id; this chunk's, the last one's
+  ImplicitSyncTally implicit_;
+  std::unordered_set<const fb::ApiCall*> implicit_calls_;  // this chunk's calls counted as blocked
+  std::unordered_map<uint32_t, CallKind> kinds_;
+};
+
+}  // namespace gpuscope::analyzer

@@ -1,0 +1,143 @@
+// Tail latency (--requests): the requests above the tail quantile against
+// the band around the median, per part of their time (request_latency.h).
+// The cause is the part most tail requests grew most in, not the largest
+// growth of the tail's mean: one outlier request does not make a cause.
+// The finding is about a cause the median does not have: a tail that is only
+// more of the median's own largest part is the same cause, which the
+// process's findings already name. docs/rules.md "Requests and tail latency".
+#include <algorithm>
+
+#include "rules_internal.h"
+
+namespace gpuscope::analyzer {
+namespace {
+
+size_t largest_part(const RequestGroup& g) {
+  size_t best = 0;
+  for (size_t p = 1; p < kRequestParts; ++p)
+    if (g.part_ns[p] > g.part_ns[best]) best = p;
+  return best;
+}
+
+Bottleneck class_of(RequestPart part) {
+  switch (part) {
+    case RequestPart::CopyToDevicePageable: case RequestPart::CopyToDevicePinned:
+    case RequestPart::CopyToHostPageable: case RequestPart::CopyToHostPinned: case RequestPart::CopyOther:
+      return Bottleneck::PcieBound;
+    case RequestPart::ExplicitSync: case RequestPart::ImplicitSync: return Bottleneck::SyncBound;
+    case RequestPart::Alloc: case RequestPart::Free: case RequestPart::Memset: return Bottleneck::MemoryBound;
+    case RequestPart::Launch: return Bottleneck::CpuBound;
+    default: return Bottleneck::Inconclusive;
+  }
+}
+
+const char* fix_for(RequestPart part) {
+  switch (class_of(part)) {
+    case Bottleneck::PcieBound:
+      return "stage the occasional large inputs and results in pinned buffers (a cudaHostAlloc pool, or "
+             "cudaHostRegister on the existing ones) and keep tensors resident between requests, so a large request "
+             "moves at pinned bandwidth without blocking its thread";
+    case Bottleneck::SyncBound:
+      return "wait only for the request's own work (cudaStreamSynchronize or an event on its stream, not "
+             "cudaDeviceSynchronize), and find what else was queued when the slow requests waited";
+    case Bottleneck::MemoryBound:
+      return "allocate outside the request path: a preallocated pool or cudaMallocAsync/cudaFreeAsync with a memory "
+             "pool (cudaFree waits for the device to drain)";
+    case Bottleneck::CpuBound: return "launch less per request: CUDA graphs for the fixed part, fused kernels";
+    default:
+      return "the slow requests' extra time is on their thread outside CUDA: look for queueing, locks or host "
+             "work that only some requests do (CPU samples show where the host time goes)";
+  }
+}
+
+double per_request(const RequestGroup& g, uint64_t total) {
+  return g.requests ? static_cast<double>(total) / g.requests : 0;
+}
+
+// The sites of the grown part, by how much more each costs per tail request.
+std::vector<CallSite> grown_sites(const TraceModel& m, const RequestLatency& r, RequestPart part) {
+  std::vector<std::pair<double, CallSite>> grown;
+  for (const auto& [key, site] : r.tail.sites) {
+    if (site.part != part) continue;
+    double median_ns = 0;
+    if (auto it = r.median_band.sites.find(key); it != r.median_band.sites.end())
+      median_ns = static_cast<double>(it->second.calls.ns) / std::max<uint64_t>(1, r.median_band.requests);
+    const double growth = static_cast<double>(site.calls.ns) / r.tail.requests - median_ns;
+    if (growth > 0)
+      grown.push_back({growth, CallSite{m.summary.name_of(key.function_id), key.stack_id, site.calls.count,
+                                        site.calls.ns}});
+  }
+  std::sort(grown.begin(), grown.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<CallSite> out;
+  for (size_t i = 0; i < grown.size() && i < kTailSitesShown; ++i) out.push_back(grown[i].second);
+  return out;
+}
+
+std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause& c) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  const auto p = static_cast<size_t>(c.part), mp = static_cast<size_t>(c.median_part);
+  std::vector<std::string> e;
+  e.push_back(fmt::format("{} \"{}\" requests: p50 {:.3f} ms, p{:g} from {:.3f} ms, max {:.3f} ms", r.count, r.name,
+                          r.quantiles.empty() ? 0 : r.quantiles[0].ns / 1e6, r.tail_quantile * 100,
+                          r.tail_from_ns / 1e6, r.max_ns / 1e6));
+  e.push_back(fmt::format("tail ({} requests): {:.3f} ms each on average; median band p{:g}-p{:g} ({} requests): "
+                          "{:.3f} ms; {:.1f}x slower",
+                          t.requests, t.mean_ns() / 1e6, kMedianBandLow * 100, kMedianBandHigh * 100, b.requests,
+                          b.mean_ns() / 1e6, c.slowdown));
+  e.push_back(fmt::format("{} of the {} tail requests grew most in {}: {:.3f} ms per tail request against {:.3f} ms "
+                          "in the median band ({} of the extra time)",
+                          r.tail_grew_most[p], t.requests, request_part_label(c.part), t.mean_part_ns(p) / 1e6,
+                          b.mean_part_ns(p) / 1e6, pct(c.growth_share)));
+  e.push_back(fmt::format("the median band's largest part is {} ({} of its time)", request_part_label(c.median_part),
+                          pct(b.total_ns ? static_cast<double>(b.part_ns[mp]) / b.total_ns : 0)));
+  e.push_back(fmt::format("per request, tail against median band: {:.1f} against {:.1f} KiB copied, {:.1f} against "
+                          "{:.1f} kernels, {:.1f} against {:.1f} CUDA calls",
+                          per_request(t, t.copied_bytes) / 1024, per_request(b, b.copied_bytes) / 1024,
+                          per_request(t, t.kernels), per_request(b, b.kernels), per_request(t, t.cuda_calls),
+                          per_request(b, b.cuda_calls)));
+  return e;
+}
+
+}  // namespace
+
+std::optional<TailCause> tail_cause(const RequestLatency& r) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  if (!r.thin_evidence.empty() || t.requests == 0 || b.requests == 0 || b.total_ns == 0) return std::nullopt;
+  TailCause c;
+  c.slowdown = t.mean_ns() / b.mean_ns();
+  const double extra = t.mean_ns() - b.mean_ns();
+  if (c.slowdown < kTailSlowdown || extra <= 0) return std::nullopt;
+  const auto& grew_most = r.tail_grew_most;
+  const size_t grew = std::max_element(grew_most.begin(), grew_most.end()) - grew_most.begin();
+  c.request_share = static_cast<double>(grew_most[grew]) / t.requests;
+  if (c.request_share < kTailCauseShare) return std::nullopt;
+  c.growth_share = (t.mean_part_ns(grew) - b.mean_part_ns(grew)) / extra;
+  c.part = static_cast<RequestPart>(grew);
+  c.median_part = static_cast<RequestPart>(largest_part(b));
+  c.differs = c.part != c.median_part;
+  return c;
+}
+
+void add_tail_finding(const TraceModel& model, Analysis* analysis) {
+  const RequestLatency& r = analysis->requests;
+  const auto cause = tail_cause(r);
+  if (!cause || !cause->differs) return;
+  Finding f;
+  f.id = "requests.tail_cause";
+  f.cls = class_of(cause->part);
+  f.severity = cause->slowdown >= kTailFailSlowdown ? Status::Fail : Status::Warn;
+  const double extra_ns = (r.tail.mean_ns() - r.median_band.mean_ns()) * r.tail.requests;
+  f.share = model.wall_ns() ? std::min(1.0, extra_ns / static_cast<double>(model.wall_ns())) : 0;
+  f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow from {}, not from what the median spends "
+                        "its time on",
+                        r.name, r.tail_quantile * 100, request_part_label(cause->part));
+  f.evidence = tail_evidence(r, *cause);
+  f.sites = grown_sites(model, r, cause->part);
+  f.fix = fix_for(cause->part);
+  auto& all = analysis->findings;
+  all.insert(std::upper_bound(all.begin(), all.end(), f,
+                              [](const Finding& a, const Finding& b) { return a.share > b.share; }),
+             std::move(f));
+}
+
+}  // namespace gpuscope::analyzer
