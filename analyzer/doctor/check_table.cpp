@@ -134,6 +134,8 @@ DoctorReport run_doctor(const DoctorOptions& options) {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) report.host = host;
   const NodeProbe probe = probe_node(options);
+  report.simulated = std::any_of(probe.gpus.begin(), probe.gpus.end(),
+                                 [](const Gpu& g) { return g.name.find("(simulated)") != std::string::npos; });
   for (const CheckSpec& spec : kChecks) run_check(spec, probe, report.results);
   return report;
 }

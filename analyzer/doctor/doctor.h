@@ -39,6 +39,9 @@ struct DoctorOptions {
 
 struct DoctorReport {
   std::string host;
+  // GPUs the driver names "(simulated)": simgpu, the project's test device
+  // model. Said in every output so no one mistakes its figures for hardware.
+  bool simulated = false;
   std::vector<CheckResult> results;  // table order; node checks, then per GPU
 };
 

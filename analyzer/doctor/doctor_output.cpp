@@ -43,7 +43,8 @@ void append_details(std::string& out, const CheckResult& r) {
 }  // namespace
 
 std::string render_text(const DoctorReport& report, bool verbose) {
-  std::string out = fmt::format("gpuscope doctor: {}\n", report.host.empty() ? "this node" : report.host);
+  std::string out = fmt::format("gpuscope doctor: {}{}\n", report.host.empty() ? "this node" : report.host,
+                                report.simulated ? " (SIMULATED GPU: simgpu, not hardware)" : "");
   for (const CheckResult& r : by_severity(report)) {
     const bool not_checked = r.finding.state == CheckState::NotChecked;
     out += fmt::format("{}  {:<17} {:<6} {}{}\n", text_label(r.finding.state), r.check, scope(r),
@@ -72,6 +73,7 @@ std::string render_json(const DoctorReport& report) {
   nlohmann::ordered_json doc = {
       {"schema_version", kSchemaVersion},
       {"host", report.host},
+      {"simulated", report.simulated},
       {"exit_status", exit_status(report)},
       {"counts", {{"fail", n[0]}, {"warn", n[1]}, {"not_checked", n[2]}, {"pass", n[3]}}},
       {"checks", std::move(checks)}};
@@ -93,6 +95,9 @@ std::string render_prometheus(const DoctorReport& report) {
   out += "# HELP gpuscope_doctor_exit_status What gpuscope doctor exited with: 0 all passed, 1 a check failed, 3 "
          "warnings only\n# TYPE gpuscope_doctor_exit_status gauge\n";
   out += fmt::format("gpuscope_doctor_exit_status{{host=\"{}\"}} {}\n", host, exit_status(report));
+  out += "# HELP gpuscope_doctor_simulated 1 when a GPU is simgpu, the project's simulated device, not hardware\n"
+         "# TYPE gpuscope_doctor_simulated gauge\n";
+  out += fmt::format("gpuscope_doctor_simulated{{host=\"{}\"}} {}\n", host, report.simulated ? 1 : 0);
   return out;
 }
 

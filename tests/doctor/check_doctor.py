@@ -144,7 +144,7 @@ SAMPLE = re.compile(r'^gpuscope_doctor_check\{host="[^"]*",gpu="(\d*)",check="(\
 def check_prometheus(out, states, code, count):
     ones = {}
     for line in out.splitlines():
-        if line.startswith("#") or line.startswith("gpuscope_doctor_exit_status"):
+        if line.startswith(("#", "gpuscope_doctor_exit_status", "gpuscope_doctor_simulated")):
             continue
         m = SAMPLE.match(line)
         if not m:
@@ -158,6 +158,15 @@ def check_prometheus(out, states, code, count):
             fail(f"prometheus: {check} gpu '{gpu}' is {on}, expected [{states[check]}]")
     if not re.search(rf'^gpuscope_doctor_exit_status\{{host="[^"]*"\}} {code}$', out, re.M):
         fail(f"prometheus: no gpuscope_doctor_exit_status {code}")
+
+
+def check_simulated(doc, text, prom, simulated):
+    """simgpu is never taken for hardware: every output says so, and only then."""
+    header = text.splitlines()[0]
+    if doc["simulated"] != simulated or ("SIMULATED GPU" in header) != simulated:
+        fail(f"simulated should be {simulated}: JSON {doc['simulated']}, text header '{header}'")
+    if not re.search(rf'^gpuscope_doctor_simulated\{{host="[^"]*"\}} {int(simulated)}$', prom, re.M):
+        fail(f"prometheus: no gpuscope_doctor_simulated {int(simulated)}")
 
 
 def check_usage_errors(gpuscope, env):
@@ -180,12 +189,13 @@ def main():
         with tempfile.TemporaryDirectory() as dev:
             common = ["--dev-dir", device_dir(dev, options)]
             code, out = run(gpuscope, common + ["--json"], env)
-            check_json(out, code, schema, states, expect, want_code, count)
+            doc = check_json(out, code, schema, states, expect, want_code, count)
             text_code, text = run(gpuscope, common, env)
             _, verbose = run(gpuscope, common + ["-v"], env)
             check_text(text, verbose, states, expect, count)
             prom_code, prom = run(gpuscope, common + ["--format", "prometheus"], env)
             check_prometheus(prom, states, code, count)
+            check_simulated(doc, text, prom, node != "real toolkit")
             if {text_code, prom_code} != {code}:
                 fail(f"exit status differs between outputs: {code}, {text_code}, {prom_code}")
             if case == "healthy":
