@@ -77,7 +77,7 @@ std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause&
   const RequestGroup &t = r.tail, &b = r.median_band;
   const auto p = static_cast<size_t>(c.part), mp = static_cast<size_t>(c.median_part);
   std::vector<std::string> e;
-  e.push_back(fmt::format("{} \"{}\" requests: p50 {:.3f} ms, p{:g} from {:.3f} ms, max {:.3f} ms", r.count, r.name,
+  e.push_back(fmt::format("{} \"{}\" requests: p50 {:.3f} ms; the tail above p{:g} starts at {:.3f} ms; max {:.3f} ms", r.count, r.name,
                           r.quantiles.empty() ? 0 : r.quantiles[0].ns / 1e6, r.tail_quantile * 100,
                           r.tail_from_ns / 1e6, r.max_ns / 1e6));
   e.push_back(fmt::format("tail ({} requests): {:.3f} ms each on average; median band p{:g}-p{:g} ({} requests): "
