@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real-GPU validation, run from an unpacked bundle (scripts/bundle.sh) on a
-# GPU node where nothing can be installed. Runs every sample and its --fixed
+# GPU node where nothing can be installed. Checks the node (gpuscope doctor),
+# then runs every sample and its --fixed
 # variant with and without gpuscope and prints one markdown table: verdict
 # and whether it is the expected one, the counts gpuscope's hooks and CUPTI recorded,
 # exit statuses and wall times. Then: a statically linked runtime, the driver
@@ -89,6 +90,14 @@ declare -A expected=(
   [pcie_bound]="PCIe-bound" [sync_bound]="sync-bound" [alloc_churn]="memory-bound"
   [memory_bound]="memory-bound" [cpu_bound]="CPU-bound" [compute_bound]="healthy: GPU-bound"
   [cpu_fallback]="silent CPU fallback")
+
+# The node first (docs/doctor.md): the real NVML's answers to every check,
+# which simgpu only models. Its JSON goes beside the logs.
+echo "## Node check (gpuscope doctor)"
+echo '```'
+"$gs" doctor; echo "(exit $?)"
+echo '```'
+"$gs" doctor --json >"$out/doctor.json" 2>"$out/doctor.err"
 
 echo
 echo "| sample | verdict | expected | ok | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | exit plain/traced | wall plain | wall traced |"
