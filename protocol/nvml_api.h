@@ -107,6 +107,9 @@ struct Api {
   Return (*device_get_retired_pages_pending_status)(Device, int*) = nullptr;
   Return (*device_get_compute_running_processes_v3)(Device, unsigned*, ProcessInfo*) = nullptr;
   Return (*device_get_temperature)(Device, int, unsigned*) = nullptr;
+  // cpuSetSize unsigned longs of CPU bit mask; the NUMA node the GPU hangs off.
+  Return (*device_get_cpu_affinity)(Device, unsigned, unsigned long*) = nullptr;
+  Return (*device_get_numa_node_id)(Device, unsigned*) = nullptr;
   Return (*gpm_query_device_support)(Device, GpmSupport*) = nullptr;
   Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
   Return (*gpm_sample_free)(GpmSample) = nullptr;

@@ -36,13 +36,22 @@ Subcommand add_doctor_command(CLI::App& app) {
   auto o = std::make_shared<DoctorCommandOptions>();
   CLI::App* doctor = app.add_subcommand(
       "doctor", "Check this node before a workload is blamed: driver, devices, CUDA runtime, PCIe link, clocks, "
-                "power, ECC, MIG, other tenants (exit 0 all passed, 1 a check failed, 3 warnings only)");
+                "power, ECC, MIG, other tenants, NUMA topology, the kernel log (Xid, AER), host CPU and I/O pressure "
+                "(exit 0 all passed, 1 a check failed, 3 warnings only)");
   doctor->add_flag("-v,--verbose", o->verbose, "Show each check's evidence, fix and threshold");
   CLI::Option* json = doctor->add_flag("--json", o->json, "Print the results as JSON (docs/doctor.schema.json)");
   doctor->add_option("--format", o->format, "text (default), json, or prometheus (one gauge per check state)")
       ->check(CLI::IsMember({"text", "json", "prometheus"}))
       ->excludes(json);
   doctor->add_option("--dev-dir", o->checks.dev_dir, "Where the NVIDIA device nodes are (default /dev)");
+  doctor->add_option("--kernel-log", o->checks.kernel_log_file,
+                     "Read this saved kernel log (dmesg, journalctl -k or /dev/kmsg text) instead of /dev/kmsg");
+  doctor->add_option("--proc-root", o->checks.proc_root,
+                     "Read stat and pressure/{cpu,io} under this directory instead of /proc (a recorded snapshot: "
+                     "stat.end, when there, is the second stat sample)");
+  doctor->add_option("--pressure-window-ms", o->checks.pressure_window_ms,
+                     "How long apart the two /proc/stat samples of host_pressure are (default 200)")
+      ->check(CLI::Range(1u, 10000u));
   return {doctor, [o] { return doctor_command(*o); }};
 }
 

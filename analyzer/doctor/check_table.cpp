@@ -38,6 +38,20 @@ constexpr CheckSpec kChecks[] = {
      "CUDA Compatibility guide (docs.nvidia.com/deploy/cuda-compatibility): minor version compatibility, "
      "forward compatibility",
      check_cuda_runtime, nullptr},
+    {"kernel_log", false,
+     "fail on an Xid whose remedy is a GPU reset, reboot or service (48, 62, 64, 74, 79, 94, 95, 119, 120), on an "
+     "NVRM message that the driver could not use a GPU, or on an uncorrected PCIe AER error; warn on any other "
+     "Xid (13, 31, 43, 45, 61, 63, 92, and codes gpuscope does not name) and on corrected PCIe AER errors",
+     "NVIDIA Xid Errors and its Xid catalog (docs.nvidia.com/deploy/xid-errors); Linux PCI Express Advanced Error "
+     "Reporting (Documentation/PCI/pcieaer-howto.rst): corrected errors are recovered by the hardware, "
+     "uncorrected ones are not",
+     check_kernel_log, nullptr},
+    {"host_pressure", false,
+     "fail when tasks waited for a CPU, or for I/O, 50% or more of the last 10 s (PSI some avg10); warn from 10%; "
+     "without PSI, warn when the CPUs were 95% busy or more, or 20% or more of CPU time was iowait, over the window",
+     "Linux PSI (Documentation/accounting/psi.rst) and /proc/stat (Documentation/filesystems/proc.rst); the "
+     "percentages are gpuscope's own (docs/doctor.md: no published limit)",
+     check_host_pressure, nullptr},
     {"pcie_link", true,
      "fail when the link runs narrower than its maximum width, or at a lower generation while the GPU is busy; "
      "warn when it runs at a lower generation while idle, or the slot caps the GPU's generation",
@@ -69,6 +83,10 @@ constexpr CheckSpec kChecks[] = {
      "NVIDIA Multi-Instance GPU User Guide (docs.nvidia.com/datacenter/tesla/mig-user-guide)", nullptr, check_mig},
     {"tenancy", true, "warn when another process holds a compute context on the GPU",
      "NVML nvmlDeviceGetComputeRunningProcesses_v3", nullptr, check_tenancy},
+    {"topology", true, "warn when none of the CPUs this process may run on is near the GPU (its NUMA node's CPUs)",
+     "NVML nvmlDeviceGetCpuAffinity and nvmlDeviceGetNumaNodeId, else sysfs local_cpulist and numa_node (the CPU "
+     "and NUMA affinity of nvidia-smi topo -m); sched_getaffinity(2), which taskset and the cgroup cpuset narrow",
+     nullptr, check_topology},
 };
 
 CheckResult result_of(const CheckSpec& spec, int gpu, Finding finding) {

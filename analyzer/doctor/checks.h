@@ -12,6 +12,8 @@ namespace gpuscope::doctor {
 Finding check_driver(const NodeProbe& probe);
 Finding check_devices(const NodeProbe& probe);
 Finding check_cuda_runtime(const NodeProbe& probe);
+Finding check_kernel_log(const NodeProbe& probe);
+Finding check_host_pressure(const NodeProbe& probe);
 
 Finding check_pcie_link(const NodeProbe& probe, const Gpu& gpu);
 Finding check_clocks(const NodeProbe& probe, const Gpu& gpu);
@@ -21,6 +23,7 @@ Finding check_ecc(const NodeProbe& probe, const Gpu& gpu);
 Finding check_row_remapping(const NodeProbe& probe, const Gpu& gpu);
 Finding check_mig(const NodeProbe& probe, const Gpu& gpu);
 Finding check_tenancy(const NodeProbe& probe, const Gpu& gpu);
+Finding check_topology(const NodeProbe& probe, const Gpu& gpu);
 
 // Shorthands for building findings.
 Finding passed(std::string summary);

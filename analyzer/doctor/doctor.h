@@ -35,6 +35,13 @@ struct DoctorOptions {
   // The CUDA runtime looked for on the library path, newest first.
   std::vector<std::string> cudart_libraries = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
   std::string dev_dir = "/dev";  // where the device nodes are
+  // A saved kernel log (dmesg, journalctl -k or /dev/kmsg text) read instead
+  // of /dev/kmsg: another host's log, or a test's.
+  std::string kernel_log_file;
+  // Where host_pressure reads stat and pressure/{cpu,io}, and how long apart
+  // its two /proc/stat samples are.
+  std::string proc_root = "/proc";
+  unsigned pressure_window_ms = 200;
 };
 
 struct DoctorReport {

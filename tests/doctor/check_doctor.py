@@ -21,9 +21,12 @@ import tempfile
 
 import jsonschema
 
-ALL_CHECKS = ["driver", "devices", "cuda_runtime", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
-              "row_remapping", "mig", "tenancy"]
-NODE_CHECKS = {"driver", "devices", "cuda_runtime"}
+ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
+              "row_remapping", "mig", "tenancy", "topology"]
+NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure"}
+# Node checks that read the host, not NVML: they run without a driver too.
+HOST_CHECKS = {"kernel_log", "host_pressure"}
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 # case: node file (None: the built-in default), {check: (state, text in its summary)}, options
 CASES = {
@@ -45,6 +48,19 @@ CASES = {
     "gpu_lost": ("gpu-lost.json", {"driver": ("fail", "counts 2 GPUs but cannot open 1: GPU 1: GPU is lost (15)")}, {}),
     "two_gpus_one_visible": ("two-devices.json", {"devices": ("pass", "1 of 2 GPUs visible to CUDA (CUDA_VISIBLE_DEVICES=1)")},
                              {"env": {"CUDA_VISIBLE_DEVICES": "1"}, "gpus": 2, "skip_nodes": ["nvidia0"]}),
+    "kernel_xid": (None, {"kernel_log": ("fail", "Xid 48 on 0000:18:00 (GPU 0, 1x): Double Bit ECC Error")}, {"kernel_log": "kernel-xid.log"}),
+    "kernel_aer_corrected": (None, {"kernel_log": ("warn", "2 corrected PCIe AER errors")},
+                             {"kernel_log": "kernel-aer-corrected.log"}),
+    "kernel_log_unreadable": (None, {"kernel_log": ("not_checked", "no-such.log: No such file or directory")},
+                              {"kernel_log": "no-such.log"}),
+    "host_cpu_saturated": (None, {"host_pressure": ("fail", "tasks waited for a CPU 72% of the last 10 s")},
+                           {"proc_root": "proc-cpu-saturated"}),
+    "host_io_wait": (None, {"host_pressure": ("warn", "tasks waited for I/O 24% of the last 10 s")},
+                     {"proc_root": "proc-io-wait"}),
+    "host_busy_without_psi": (None, {"host_pressure": ("warn", "CPUs 98% busy over the window (no PSI")},
+                              {"proc_root": "proc-no-psi-busy"}),
+    "wrong_numa": ("wrong-numa.json", {"topology": ("warn", "none of the CPUs this process may run on (0) is near "
+                                                           "GPU 0 (NUMA node 1, CPUs 64-127)")}, {}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
                                    "cuda_runtime": ("fail", "finds no driver")}, {}),
 }
@@ -79,16 +95,24 @@ def device_dir(root, options):
     return root
 
 
+def on_cpu_0():
+    """Every run may use CPU 0 only, as `taskset -c 0` would: the topology check's answer is then the same on
+    every machine (simgpu's GPUs are near every CPU unless the node says otherwise)."""
+    os.sched_setaffinity(0, {0})
+
+
 def run(gpuscope, args, env):
-    p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60,
+                       preexec_fn=on_cpu_0)
     if p.stderr.strip():
         fail(f"doctor {' '.join(args)} wrote to stderr: {p.stderr.strip()}")
     return p.returncode, p.stdout
 
 
 def expected_states(node, expect):
-    default = "not_checked" if node == "real toolkit" else "pass"
-    return {c: expect.get(c, (default, ""))[0] for c in ALL_CHECKS}
+    def default(check):
+        return "not_checked" if node == "real toolkit" and check not in HOST_CHECKS else "pass"
+    return {c: expect.get(c, (default(c), ""))[0] for c in ALL_CHECKS}
 
 
 def result_count(node, options):
@@ -176,6 +200,16 @@ def check_usage_errors(gpuscope, env):
             fail(f"doctor {' '.join(args)}: exit {p.returncode}, stderr '{p.stderr.strip()}', stdout '{p.stdout}'")
 
 
+def check_reads_host(gpuscope, env, common):
+    """Without --kernel-log and --proc-root the host checks read this host: /dev/kmsg (or say why they could
+    not) and two /proc/stat samples 200 ms apart. Their states depend on the host, so only that is checked."""
+    _, out = run(gpuscope, common + ["--json"], env)
+    results = {r["check"]: r for r in json.loads(out)["checks"]}
+    for check, said in (("kernel_log", "/dev/kmsg"), ("host_pressure", "/proc/stat over 200 ms")):
+        if said not in results[check]["summary"] + " ".join(results[check]["evidence"]):
+            fail(f"{check} on this host does not say '{said}': {results[check]}")
+
+
 def main():
     case, gpuscope, simgpu_lib, nodes_dir, schema_path, cuda_lib = sys.argv[1:7]
     node, expect, options = CASES[case]
@@ -187,7 +221,9 @@ def main():
     env = environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib)
     try:
         with tempfile.TemporaryDirectory() as dev:
-            common = ["--dev-dir", device_dir(dev, options)]
+            common = ["--dev-dir", device_dir(dev, options),
+                      "--kernel-log", os.path.join(FIXTURES, options.get("kernel_log", "kernel-clean.log")),
+                      "--proc-root", os.path.join(FIXTURES, options.get("proc_root", "proc-quiet"))]
             code, out = run(gpuscope, common + ["--json"], env)
             doc = check_json(out, code, schema, states, expect, want_code, count)
             text_code, text = run(gpuscope, common, env)
@@ -200,6 +236,7 @@ def main():
                 fail(f"exit status differs between outputs: {code}, {text_code}, {prom_code}")
             if case == "healthy":
                 check_usage_errors(gpuscope, env)
+                check_reads_host(gpuscope, env, ["--dev-dir", dev])
     finally:
         for leftover in glob.glob(f"/dev/shm/*doctor-{case}-{os.getpid()}*"):
             os.unlink(leftover)

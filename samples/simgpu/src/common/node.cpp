@@ -84,6 +84,8 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.mig_mode = get(j, "mig_mode", 0u);
   d.persistence_mode = get(j, "persistence_mode", 1u);
   d.lost = get(j, "lost", false);
+  d.numa_node = get(j, "numa_node", 0);
+  d.local_cpus = get<std::string>(j, "local_cpus", "");
   for (const json& t : get(j, "tenants", json::array()))
     d.tenants.push_back(Tenant{t.at("pid").get<int>(), get<uint64_t>(t, "memory_mib", 0) << 20});
 }

@@ -62,6 +62,10 @@ struct DeviceDesc {
   unsigned persistence_mode = 1;
   unsigned minor_number = 0;  // /dev/nvidiaN (else the device's index)
   bool lost = false;          // fallen off the bus: NVML cannot open it (GPU is lost)
+  // The NUMA node the GPU hangs off and the CPUs near it, a CPU list such as
+  // "0-63,128-191" (empty: every CPU of the machine, one NUMA node).
+  int numa_node = 0;
+  std::string local_cpus;
   std::vector<Tenant> tenants;
 
   // A clock below its maximum (throttling) slows compute-class kernels.

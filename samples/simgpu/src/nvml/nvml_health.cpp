@@ -1,6 +1,11 @@
 // simgpu's NVML answers about the device's health, as the node describes it:
 // persistence mode, ECC mode, row remapping and page retirement (what
 // `gpuscope doctor` checks; samples/README.md, Node descriptions).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "nvml_state.hpp"
 
 using simgpu::nvml::State;
@@ -9,6 +14,31 @@ using simgpu::nvml::with_device;
 namespace {
 
 nvmlEnableState_t enable_state(bool on) { return on ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED; }
+
+constexpr unsigned kBitsPerWord = 8 * sizeof(unsigned long);
+
+// Sets the bits of a CPU list ("0-63,128-191") that fit in `words` words;
+// an empty list means every CPU the machine has.
+void set_cpus(const std::string& list, unsigned words, unsigned long* mask) {
+  const auto set = [&](unsigned long cpu) {
+    if (cpu < static_cast<unsigned long>(words) * kBitsPerWord) mask[cpu / kBitsPerWord] |= 1ul << (cpu % kBitsPerWord);
+  };
+  if (list.empty()) {
+    const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    for (long cpu = 0; cpu < cpus; ++cpu) set(static_cast<unsigned long>(cpu));
+    return;
+  }
+  const char* p = list.c_str();
+  while (*p != '\0') {
+    char* end = nullptr;
+    const unsigned long first = std::strtoul(p, &end, 10);
+    unsigned long last = first;
+    if (*end == '-') last = std::strtoul(end + 1, &end, 10);
+    for (unsigned long cpu = first; cpu <= last && cpu < first + 65536; ++cpu) set(cpu);
+    p = *end == ',' ? end + 1 : end;
+    if (end == p && *p != '\0') break;  // not a CPU list: stop rather than loop
+  }
+}
 
 }  // namespace
 
@@ -49,6 +79,24 @@ nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEna
   return with_device(device, [&](const nvmlDevice_st& d, const State&) {
     if (!pending) return NVML_ERROR_INVALID_ARGUMENT;
     *pending = enable_state(d.desc->remapped_rows.pending);
+    return NVML_SUCCESS;
+  });
+}
+
+// The CPUs near the GPU, as a bit mask of cpuSetSize unsigned longs.
+nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long* cpuSet) {
+  return with_device(device, [&](const nvmlDevice_st& d, const State&) {
+    if (!cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < cpuSetSize; ++i) cpuSet[i] = 0;
+    set_cpus(d.desc->local_cpus, cpuSetSize, cpuSet);
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
+  return with_device(device, [&](const nvmlDevice_st& d, const State&) {
+    if (!node) return NVML_ERROR_INVALID_ARGUMENT;
+    *node = static_cast<unsigned>(d.desc->numa_node);
     return NVML_SUCCESS;
   });
 }

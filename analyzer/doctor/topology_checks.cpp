@@ -1,0 +1,144 @@
+// The topology check: may this process run on a CPU near the GPU? A GPU
+// hangs off one CPU socket (NUMA node); a process whose CPUs (taskset, the
+// cgroup cpuset) all sit on another socket sends every launch, copy and
+// pinned-memory access across the socket interconnect.
+#include <sched.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "checks.h"
+
+namespace gpuscope::doctor {
+namespace {
+
+using CpuSet = std::set<unsigned>;
+
+constexpr unsigned kMaxCpus = 8192;  // the widest mask asked of NVML and the kernel
+constexpr unsigned kBitsPerWord = 8 * sizeof(unsigned long);
+
+// "0-3,8,10-11" (sysfs local_cpulist, taskset -c); false when it is not one.
+bool parse_cpu_list(const std::string& text, CpuSet& cpus) {
+  size_t at = 0;
+  while (at < text.size() && !std::isspace(static_cast<unsigned char>(text[at]))) {
+    char* end = nullptr;
+    const unsigned long first = std::strtoul(text.c_str() + at, &end, 10);
+    unsigned long last = first;
+    if (end == text.c_str() + at) return false;
+    if (*end == '-') last = std::strtoul(end + 1, &end, 10);
+    if (last < first || last >= kMaxCpus) return false;
+    for (unsigned long cpu = first; cpu <= last; ++cpu) cpus.insert(static_cast<unsigned>(cpu));
+    at = static_cast<size_t>(end - text.c_str()) + (*end == ',' ? 1 : 0);
+  }
+  return !cpus.empty();
+}
+
+// The inverse: ranges joined by commas.
+std::string cpu_list_text(const CpuSet& cpus) {
+  std::string text;
+  for (auto it = cpus.begin(); it != cpus.end();) {
+    const unsigned first = *it;
+    unsigned last = first;
+    while (++it != cpus.end() && *it == last + 1) ++last;
+    text += (text.empty() ? "" : ",") + (first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
+  }
+  return text.empty() ? "none" : text;
+}
+
+// The CPUs this process may run on: taskset's mask and the cgroup cpuset
+// both show here.
+CpuSet allowed_cpus() {
+  CpuSet cpus;
+  cpu_set_t* set = CPU_ALLOC(kMaxCpus);
+  const size_t size = CPU_ALLOC_SIZE(kMaxCpus);
+  if (set != nullptr && sched_getaffinity(0, size, set) == 0)
+    for (unsigned cpu = 0; cpu < kMaxCpus; ++cpu)
+      if (CPU_ISSET_S(cpu, size, set)) cpus.insert(cpu);
+  CPU_FREE(set);
+  return cpus;
+}
+
+struct NearCpus {
+  CpuSet cpus;
+  int numa_node = -1;  // -1: not reported
+  std::string source;  // where the answer came from
+  std::string error;   // why there is none
+};
+
+bool near_cpus_from_nvml(const NodeProbe& probe, const Gpu& gpu, NearCpus& near) {
+  std::vector<unsigned long> mask(kMaxCpus / kBitsPerWord);
+  NvmlReads read(probe);
+  if (!read("nvmlDeviceGetCpuAffinity", probe.api.device_get_cpu_affinity, gpu.handle,
+            static_cast<unsigned>(mask.size()), mask.data())) {
+    near.error = read.not_checked().summary;
+    return false;
+  }
+  for (unsigned cpu = 0; cpu < kMaxCpus; ++cpu)
+    if (mask[cpu / kBitsPerWord] & (1ul << (cpu % kBitsPerWord))) near.cpus.insert(cpu);
+  near.source = "NVML nvmlDeviceGetCpuAffinity";
+  if (unsigned node = 0; NvmlReads(probe)("nvmlDeviceGetNumaNodeId", probe.api.device_get_numa_node_id, gpu.handle,
+                                          &node))
+    near.numa_node = static_cast<int>(node);
+  return true;
+}
+
+// sysfs names a PCI device "0000:18:00.0": NVML's bus id with a 4-digit domain, lowercase.
+std::string sysfs_device(const std::string& bus_id) {
+  std::string name = bus_id.size() == 16 ? bus_id.substr(4) : bus_id;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return "/sys/bus/pci/devices/" + name;
+}
+
+bool near_cpus_from_sysfs(const Gpu& gpu, NearCpus& near) {
+  const std::string dir = sysfs_device(gpu.bus_id);
+  std::string list;
+  if (std::ifstream in(dir + "/local_cpulist"); !(in >> list) || !parse_cpu_list(list, near.cpus)) {
+    near.error += "; " + dir + "/local_cpulist unreadable";
+    return false;
+  }
+  near.source = dir + "/local_cpulist";
+  if (std::ifstream in(dir + "/numa_node"); !(in >> near.numa_node)) near.numa_node = -1;
+  return true;
+}
+
+std::string numa_text(int node) { return node < 0 ? "NUMA node not reported" : fmt::format("NUMA node {}", node); }
+
+}  // namespace
+
+Finding check_topology(const NodeProbe& probe, const Gpu& gpu) {
+  NearCpus near;
+  if (!near_cpus_from_nvml(probe, gpu, near) && !near_cpus_from_sysfs(gpu, near)) return not_checked(near.error);
+  if (near.cpus.empty()) return not_checked(near.source + " names no CPU near the GPU");
+  const CpuSet allowed = allowed_cpus();
+  if (allowed.empty()) return not_checked("sched_getaffinity failed: the CPUs this process may run on are unknown");
+  CpuSet overlap;
+  std::set_intersection(allowed.begin(), allowed.end(), near.cpus.begin(), near.cpus.end(),
+                        std::inserter(overlap, overlap.end()));
+  const std::string gpu_side = fmt::format("GPU {} ({}, CPUs {})", gpu.index, numa_text(near.numa_node),
+                                           cpu_list_text(near.cpus));
+  Finding f = overlap.empty()
+                  ? warned(fmt::format("none of the CPUs this process may run on ({}) is near {}: every launch, copy "
+                                       "and pinned buffer crosses the socket interconnect",
+                                       cpu_list_text(allowed), gpu_side),
+                           fmt::format("run the GPU's feeding threads on its CPUs: taskset -c {} or numactl "
+                                       "--cpunodebind={} --membind={}; in Kubernetes, the kubelet's topology "
+                                       "manager (single-numa-node) with static CPU management",
+                                       cpu_list_text(near.cpus), std::max(near.numa_node, 0),
+                                       std::max(near.numa_node, 0)))
+                  : passed(fmt::format("{} of the {} CPUs this process may run on are near {}", overlap.size(),
+                                       allowed.size(), gpu_side));
+  f.evidence.push_back(fmt::format("near the GPU ({}): CPUs {}, {}", near.source, cpu_list_text(near.cpus),
+                                   numa_text(near.numa_node)));
+  f.evidence.push_back("this process may run on (sched_getaffinity: taskset, cgroup cpuset): CPUs " +
+                       cpu_list_text(allowed));
+  return f;
+}
+
+}  // namespace gpuscope::doctor
