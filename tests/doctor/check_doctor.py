@@ -53,12 +53,19 @@ CASES = {
                              {"kernel_log": "kernel-aer-corrected.log"}),
     "kernel_log_unreadable": (None, {"kernel_log": ("not_checked", "no-such.log: No such file or directory")},
                               {"kernel_log": "no-such.log"}),
+    # Run as an unprivileged user on a host that restricts the kernel log (needs root to drop to nobody, and
+    # kernel.dmesg_restrict=1; skipped elsewhere): /dev/kmsg refuses, and the check says why.
+    "kernel_log_not_permitted": (None, {"kernel_log": ("not_checked", "/dev/kmsg: Operation not permitted: reading "
+                                                                      "the kernel log needs CAP_SYSLOG")},
+                                 {"kernel_log": None, "as_nobody": True}),
     "host_cpu_saturated": (None, {"host_pressure": ("fail", "tasks waited for a CPU 72% of the last 10 s")},
                            {"proc_root": "proc-cpu-saturated"}),
     "host_io_wait": (None, {"host_pressure": ("warn", "tasks waited for I/O 24% of the last 10 s")},
                      {"proc_root": "proc-io-wait"}),
     "host_busy_without_psi": (None, {"host_pressure": ("warn", "CPUs 98% busy over the window (no PSI")},
                               {"proc_root": "proc-no-psi-busy"}),
+    "host_unreadable": (None, {"host_pressure": ("not_checked", "no-such-proc/stat (two samples) nor")},
+                        {"proc_root": "no-such-proc"}),
     "wrong_numa": ("wrong-numa.json", {"topology": ("warn", "none of the CPUs this process may run on (0) is near "
                                                            "GPU 0 (NUMA node 1, CPUs 64-127)")}, {}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
@@ -92,18 +99,28 @@ def device_dir(root, options):
     for name in ["nvidiactl", "nvidia-uvm"] + gpus:
         if name not in options.get("skip_nodes", []):
             open(os.path.join(root, name), "w").close()
+            os.chmod(os.path.join(root, name), 0o666)  # usable by any user, as the driver's nodes are
+    os.chmod(root, 0o755)
     return root
 
 
-def on_cpu_0():
+NOBODY = 65534
+AS_NOBODY = False  # the case runs doctor as nobody (set in main)
+
+
+def before_doctor():
     """Every run may use CPU 0 only, as `taskset -c 0` would: the topology check's answer is then the same on
     every machine (simgpu's GPUs are near every CPU unless the node says otherwise)."""
     os.sched_setaffinity(0, {0})
+    if AS_NOBODY:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
 
 
 def run(gpuscope, args, env):
     p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60,
-                       preexec_fn=on_cpu_0)
+                       preexec_fn=before_doctor)
     if p.stderr.strip():
         fail(f"doctor {' '.join(args)} wrote to stderr: {p.stderr.strip()}")
     return p.returncode, p.stdout
@@ -213,6 +230,14 @@ def check_reads_host(gpuscope, env, common):
 def main():
     case, gpuscope, simgpu_lib, nodes_dir, schema_path, cuda_lib = sys.argv[1:7]
     node, expect, options = CASES[case]
+    if options.get("as_nobody"):
+        with open("/proc/sys/kernel/dmesg_restrict") as f:
+            restricted = f.read().strip() == "1"
+        if os.geteuid() != 0 or not restricted:
+            print(f"skipped: {case} needs root (to run doctor as nobody) and kernel.dmesg_restrict=1")
+            sys.exit(77)
+        global AS_NOBODY
+        AS_NOBODY = True
     with open(schema_path) as f:
         schema = json.load(f)
     states = expected_states(node, expect)
@@ -221,9 +246,11 @@ def main():
     env = environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib)
     try:
         with tempfile.TemporaryDirectory() as dev:
+            kernel_log = options.get("kernel_log", "kernel-clean.log")  # None: /dev/kmsg
             common = ["--dev-dir", device_dir(dev, options),
-                      "--kernel-log", os.path.join(FIXTURES, options.get("kernel_log", "kernel-clean.log")),
                       "--proc-root", os.path.join(FIXTURES, options.get("proc_root", "proc-quiet"))]
+            if kernel_log:
+                common += ["--kernel-log", os.path.join(FIXTURES, kernel_log)]
             code, out = run(gpuscope, common + ["--json"], env)
             doc = check_json(out, code, schema, states, expect, want_code, count)
             text_code, text = run(gpuscope, common, env)
