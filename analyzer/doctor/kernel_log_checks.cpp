@@ -60,7 +60,7 @@ KernelLog read_kmsg(const std::string& path) {
     return log;
   }
   KernelLogScanner scanner;
-  char record[8192 + 1];
+  char record[8192 + 1];  // the kernel formats a record into at most 8 KiB (CONSOLE_EXT_LOG_MAX)
   size_t overwritten = 0, records = 0;
   for (; records < kMaxRecords; ++records) {
     const ssize_t n = read(fd, record, sizeof record - 1);

@@ -68,6 +68,9 @@ CASES = {
                         {"proc_root": "no-such-proc"}),
     "wrong_numa": ("wrong-numa.json", {"topology": ("warn", "none of the CPUs this process may run on (0) is near "
                                                            "GPU 0 (NUMA node 1, CPUs 64-127)")}, {}),
+    "topology_unknown": ("no-numa-affinity.json", {"topology": ("not_checked", "nvmlDeviceGetCpuAffinity: Not Supported "
+                                                                  "(3); /sys/bus/pci/devices/fffe:ee:00.0/local_cpulist "
+                                                                  "unreadable")}, {}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
                                    "cuda_runtime": ("fail", "finds no driver")}, {}),
 }

@@ -86,6 +86,7 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.lost = get(j, "lost", false);
   d.numa_node = get(j, "numa_node", 0);
   d.local_cpus = get<std::string>(j, "local_cpus", "");
+  d.numa_affinity = get(j, "numa_affinity", true);
   for (const json& t : get(j, "tenants", json::array()))
     d.tenants.push_back(Tenant{t.at("pid").get<int>(), get<uint64_t>(t, "memory_mib", 0) << 20});
 }

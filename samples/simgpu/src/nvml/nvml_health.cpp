@@ -86,6 +86,7 @@ nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEna
 // The CPUs near the GPU, as a bit mask of cpuSetSize unsigned longs.
 nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long* cpuSet) {
   return with_device(device, [&](const nvmlDevice_st& d, const State&) {
+    if (!d.desc->numa_affinity) return NVML_ERROR_NOT_SUPPORTED;
     if (!cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
     for (unsigned i = 0; i < cpuSetSize; ++i) cpuSet[i] = 0;
     set_cpus(d.desc->local_cpus, cpuSetSize, cpuSet);
@@ -95,6 +96,7 @@ nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSi
 
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
   return with_device(device, [&](const nvmlDevice_st& d, const State&) {
+    if (!d.desc->numa_affinity) return NVML_ERROR_NOT_SUPPORTED;
     if (!node) return NVML_ERROR_INVALID_ARGUMENT;
     *node = static_cast<unsigned>(d.desc->numa_node);
     return NVML_SUCCESS;
