@@ -29,7 +29,7 @@ void resolve_device_health(const Resolver& resolve, Api& a) {
   resolve(a.device_get_retired_pages_pending_status, "nvmlDeviceGetRetiredPagesPendingStatus");
   resolve(a.device_get_compute_running_processes_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
   resolve(a.device_get_cpu_affinity, "nvmlDeviceGetCpuAffinity");
-  resolve(a.device_get_numa_node_id, "nvmlDeviceGetNumaNodeId");
+  resolve(a.device_get_memory_affinity, "nvmlDeviceGetMemoryAffinity");
 }
 
 void resolve_all(const Resolver& resolve, Api& a) {

@@ -46,6 +46,7 @@ inline constexpr int kTemperatureGpu = 0;
 inline constexpr int kEccCorrected = 0, kEccUncorrected = 1;
 inline constexpr int kVolatileEcc = 0, kAggregateEcc = 1;
 inline constexpr int kEnabled = 1;  // nvmlEnableState_t
+inline constexpr unsigned kAffinityScopeNode = 0;  // nvmlAffinityScope_t: NVML_AFFINITY_SCOPE_NODE
 
 // GPM (Hopper and later).
 struct GpmSample {
@@ -107,9 +108,11 @@ struct Api {
   Return (*device_get_retired_pages_pending_status)(Device, int*) = nullptr;
   Return (*device_get_compute_running_processes_v3)(Device, unsigned*, ProcessInfo*) = nullptr;
   Return (*device_get_temperature)(Device, int, unsigned*) = nullptr;
-  // cpuSetSize unsigned longs of CPU bit mask; the NUMA node the GPU hangs off.
+  // Bit masks of so many unsigned longs: the CPUs near the GPU, and the NUMA
+  // nodes near it (scope kAffinityScopeNode). Not nvmlDeviceGetNumaNodeId:
+  // that names the GPU's own memory as a NUMA node, on coherent platforms only.
   Return (*device_get_cpu_affinity)(Device, unsigned, unsigned long*) = nullptr;
-  Return (*device_get_numa_node_id)(Device, unsigned*) = nullptr;
+  Return (*device_get_memory_affinity)(Device, unsigned, unsigned long*, unsigned) = nullptr;
   Return (*gpm_query_device_support)(Device, GpmSupport*) = nullptr;
   Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
   Return (*gpm_sample_free)(GpmSample) = nullptr;

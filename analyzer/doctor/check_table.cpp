@@ -84,7 +84,7 @@ constexpr CheckSpec kChecks[] = {
     {"tenancy", true, "warn when another process holds a compute context on the GPU",
      "NVML nvmlDeviceGetComputeRunningProcesses_v3", nullptr, check_tenancy},
     {"topology", true, "warn when none of the CPUs this process may run on is near the GPU (its NUMA node's CPUs)",
-     "NVML nvmlDeviceGetCpuAffinity and nvmlDeviceGetNumaNodeId, else sysfs local_cpulist and numa_node (the CPU "
+     "NVML nvmlDeviceGetCpuAffinity and nvmlDeviceGetMemoryAffinity, else sysfs local_cpulist and numa_node (the CPU "
      "and NUMA affinity of nvidia-smi topo -m); sched_getaffinity(2), which taskset and the cgroup cpuset narrow",
      nullptr, check_topology},
 };

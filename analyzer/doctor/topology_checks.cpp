@@ -22,6 +22,7 @@ namespace {
 using CpuSet = std::set<unsigned>;
 
 constexpr unsigned kMaxCpus = 8192;  // the widest mask asked of NVML and the kernel
+constexpr unsigned kMaxNumaNodes = 1024;
 constexpr unsigned kBitsPerWord = 8 * sizeof(unsigned long);
 
 // "0-3,8,10-11" (sysfs local_cpulist, taskset -c); false when it is not one.
@@ -40,7 +41,7 @@ bool parse_cpu_list(const std::string& text, CpuSet& cpus) {
   return !cpus.empty();
 }
 
-// The inverse: ranges joined by commas.
+// The inverse: ranges joined by commas (of CPUs, or of NUMA nodes).
 std::string cpu_list_text(const CpuSet& cpus) {
   std::string text;
   for (auto it = cpus.begin(); it != cpus.end();) {
@@ -67,10 +68,17 @@ CpuSet allowed_cpus() {
 
 struct NearCpus {
   CpuSet cpus;
-  int numa_node = -1;  // -1: not reported
+  std::set<unsigned> numa_nodes;  // empty: not reported
   std::string source;  // where the answer came from
   std::string error;   // why there is none
 };
+
+std::set<unsigned> bits_of(const std::vector<unsigned long>& mask) {
+  std::set<unsigned> bits;
+  for (unsigned bit = 0; bit < mask.size() * kBitsPerWord; ++bit)
+    if (mask[bit / kBitsPerWord] & (1ul << (bit % kBitsPerWord))) bits.insert(bit);
+  return bits;
+}
 
 bool near_cpus_from_nvml(const NodeProbe& probe, const Gpu& gpu, NearCpus& near) {
   std::vector<unsigned long> mask(kMaxCpus / kBitsPerWord);
@@ -80,12 +88,14 @@ bool near_cpus_from_nvml(const NodeProbe& probe, const Gpu& gpu, NearCpus& near)
     near.error = read.not_checked().summary;
     return false;
   }
-  for (unsigned cpu = 0; cpu < kMaxCpus; ++cpu)
-    if (mask[cpu / kBitsPerWord] & (1ul << (cpu % kBitsPerWord))) near.cpus.insert(cpu);
+  near.cpus = bits_of(mask);
   near.source = "NVML nvmlDeviceGetCpuAffinity";
-  if (unsigned node = 0; NvmlReads(probe)("nvmlDeviceGetNumaNodeId", probe.api.device_get_numa_node_id, gpu.handle,
-                                          &node))
-    near.numa_node = static_cast<int>(node);
+  std::vector<unsigned long> nodes(kMaxNumaNodes / kBitsPerWord);
+  if (NvmlReads(probe)("nvmlDeviceGetMemoryAffinity", probe.api.device_get_memory_affinity, gpu.handle,
+                       static_cast<unsigned>(nodes.size()), nodes.data(), nvml::kAffinityScopeNode)) {
+    near.numa_nodes = bits_of(nodes);
+    near.source += ", nvmlDeviceGetMemoryAffinity";
+  }
   return true;
 }
 
@@ -104,11 +114,22 @@ bool near_cpus_from_sysfs(const Gpu& gpu, NearCpus& near) {
     return false;
   }
   near.source = dir + "/local_cpulist";
-  if (std::ifstream in(dir + "/numa_node"); !(in >> near.numa_node)) near.numa_node = -1;
+  if (int node = -1; std::ifstream(dir + "/numa_node") >> node && node >= 0)  // -1: a machine without NUMA
+    near.numa_nodes.insert(static_cast<unsigned>(node));
   return true;
 }
 
-std::string numa_text(int node) { return node < 0 ? "NUMA node not reported" : fmt::format("NUMA node {}", node); }
+std::string numa_text(const std::set<unsigned>& nodes) {
+  if (nodes.empty()) return "NUMA node not reported";
+  return fmt::format("NUMA node{} {}", nodes.size() == 1 ? "" : "s", cpu_list_text(nodes));
+}
+
+std::string placement_fix(const NearCpus& near) {
+  std::string fix = "run the GPU's feeding threads on its CPUs: taskset -c " + cpu_list_text(near.cpus);
+  if (!near.numa_nodes.empty())
+    fix += fmt::format(" or numactl --cpunodebind={0} --membind={0}", cpu_list_text(near.numa_nodes));
+  return fix + "; in Kubernetes, the kubelet's topology manager (single-numa-node) with static CPU management";
+}
 
 }  // namespace
 
@@ -121,21 +142,17 @@ Finding check_topology(const NodeProbe& probe, const Gpu& gpu) {
   CpuSet overlap;
   std::set_intersection(allowed.begin(), allowed.end(), near.cpus.begin(), near.cpus.end(),
                         std::inserter(overlap, overlap.end()));
-  const std::string gpu_side = fmt::format("GPU {} ({}, CPUs {})", gpu.index, numa_text(near.numa_node),
+  const std::string gpu_side = fmt::format("GPU {} ({}, CPUs {})", gpu.index, numa_text(near.numa_nodes),
                                            cpu_list_text(near.cpus));
   Finding f = overlap.empty()
                   ? warned(fmt::format("none of the CPUs this process may run on ({}) is near {}: every launch, copy "
                                        "and pinned buffer crosses the socket interconnect",
                                        cpu_list_text(allowed), gpu_side),
-                           fmt::format("run the GPU's feeding threads on its CPUs: taskset -c {} or numactl "
-                                       "--cpunodebind={} --membind={}; in Kubernetes, the kubelet's topology "
-                                       "manager (single-numa-node) with static CPU management",
-                                       cpu_list_text(near.cpus), std::max(near.numa_node, 0),
-                                       std::max(near.numa_node, 0)))
+                           placement_fix(near))
                   : passed(fmt::format("{} of the {} CPUs this process may run on are near {}", overlap.size(),
                                        allowed.size(), gpu_side));
   f.evidence.push_back(fmt::format("near the GPU ({}): CPUs {}, {}", near.source, cpu_list_text(near.cpus),
-                                   numa_text(near.numa_node)));
+                                   numa_text(near.numa_nodes)));
   f.evidence.push_back("this process may run on (sched_getaffinity: taskset, cgroup cpuset): CPUs " +
                        cpu_list_text(allowed));
   return f;

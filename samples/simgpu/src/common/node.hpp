@@ -64,7 +64,7 @@ struct DeviceDesc {
   bool lost = false;          // fallen off the bus: NVML cannot open it (GPU is lost)
   // The NUMA node the GPU hangs off and the CPUs near it, a CPU list such as
   // "0-63,128-191" (empty: every CPU of the machine, one NUMA node).
-  // numa_affinity false: NVML answers Not Supported for both (a platform
+  // numa_affinity false: NVML answers Not Supported for both affinity queries (a platform
   // without them), and a reader has to fall back to sysfs.
   int numa_node = 0;
   std::string local_cpus;

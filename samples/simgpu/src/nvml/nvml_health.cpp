@@ -17,9 +17,9 @@ nvmlEnableState_t enable_state(bool on) { return on ? NVML_FEATURE_ENABLED : NVM
 
 constexpr unsigned kBitsPerWord = 8 * sizeof(unsigned long);
 
-// Sets the bits of a CPU list ("0-63,128-191") that fit in `words` words;
+// Sets the bits of a list ("0-63,128-191": CPUs, or NUMA nodes) that fit in `words` words;
 // an empty list means every CPU the machine has.
-void set_cpus(const std::string& list, unsigned words, unsigned long* mask) {
+void set_listed_bits(const std::string& list, unsigned words, unsigned long* mask) {
   const auto set = [&](unsigned long cpu) {
     if (cpu < static_cast<unsigned long>(words) * kBitsPerWord) mask[cpu / kBitsPerWord] |= 1ul << (cpu % kBitsPerWord);
   };
@@ -89,16 +89,22 @@ nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSi
     if (!d.desc->numa_affinity) return NVML_ERROR_NOT_SUPPORTED;
     if (!cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
     for (unsigned i = 0; i < cpuSetSize; ++i) cpuSet[i] = 0;
-    set_cpus(d.desc->local_cpus, cpuSetSize, cpuSet);
+    set_listed_bits(d.desc->local_cpus, cpuSetSize, cpuSet);
     return NVML_SUCCESS;
   });
 }
 
-nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
+// The NUMA nodes near the GPU (scope 0, NVML_AFFINITY_SCOPE_NODE; 1, the
+// socket, answers the same here), as a bit mask of nodeSetSize unsigned longs.
+// nvmlDeviceGetNumaNodeId is not modeled: it answers only where the GPU's
+// own memory is a NUMA node (coherent platforms), not on a PCIe H200.
+nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned int nodeSetSize, unsigned long* nodeSet,
+                                         unsigned int scope) {
   return with_device(device, [&](const nvmlDevice_st& d, const State&) {
     if (!d.desc->numa_affinity) return NVML_ERROR_NOT_SUPPORTED;
-    if (!node) return NVML_ERROR_INVALID_ARGUMENT;
-    *node = static_cast<unsigned>(d.desc->numa_node);
+    if (!nodeSet || nodeSetSize == 0 || scope > 1) return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < nodeSetSize; ++i) nodeSet[i] = 0;
+    set_listed_bits(std::to_string(d.desc->numa_node), nodeSetSize, nodeSet);
     return NVML_SUCCESS;
   });
 }
