@@ -24,6 +24,7 @@ packages=(
   help2man                          # the man page, generated from the CLI's own --help at build time
   lintian                           # tests/packaging: the .deb checked against Debian policy
   zsh                               # tests/packaging: the generated zsh completion parses and completes
+  bash-completion                   # tests/packaging: loads the wheel's bash completion from a venv on demand
 )
 
 missing=()

@@ -4,11 +4,11 @@
 #   cmake --install into a temporary prefix,
 #   the .deb (cpack -G DEB in BUILD_DIR): dpkg-deb --info, lintian (no error), dpkg -x into an empty directory,
 #   the pip wheel (pip wheel .; build-wheel/ is kept for the next run): auditwheel show and
-#     repair (retagged manylinux_2_36_x86_64, nothing grafted), pip install into a fresh venv.
+#     repair (retagged manylinux_2_36_x86_64, nothing grafted), pip install into a fresh venv
+#     (the man page and completions in the venv's share/, found from its PATH).
 # The .deb and the wheel are left in dist/ beside the bundle.
 # Each copy traces a program on simgpu with its own libgpuscope.so, analyzes
-# the trace, and (cmake --install, .deb) renders its man page and loads its
-# bash completion.
+# the trace, and renders its man page and loads its bash completion.
 # Usage: tests/packaging/check_packages.sh [BUILD_DIR]   (a regular build, with the samples; default: build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,6 +48,31 @@ check_traces() {  # LABEL PREFIX
   analysis=$("${clean_env[@]}" "$prefix/bin/gpuscope" analyze "$out"/*.gpuscope) ||
     fail "$label: gpuscope analyze exited $?"
   grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "$label: gpuscope analyze gave no verdict"; }
+}
+
+# The wheel's man page and completions, which pip puts in the venv's share/,
+# as the user of that venv meets them (docs/install.md): man finds the page
+# from PATH alone (man-db looks in ../share/man of each PATH entry), bash
+# loads the completion on demand with the venv's share/ in XDG_DATA_DIRS (the
+# bash-completion of Debian 12, 2.11, does not look beside PATH), zsh with
+# the venv's site-functions on its fpath.
+check_venv_shell_docs() {  # VENV
+  local venv=$1 page loader=/usr/share/bash-completion/bash_completion
+  tests/packaging/check_shell_docs.sh "$venv" || fail "the wheel: man page or completions"
+  page=$("${venv_env[@]}" man -w gpuscope) || fail "man -w gpuscope in the venv: $page"
+  [ "$page" = "$venv/share/man/man1/gpuscope.1.gz" ] || fail "man gpuscope in the venv shows $page, not the wheel's"
+  if [ -f "$loader" ]; then
+    "${venv_env[@]}" XDG_DATA_DIRS="$venv/share:/usr/local/share:/usr/share" bash -c \
+      'source "$1" && __load_completion gpuscope && complete -p gpuscope' _ "$loader" |
+      grep -q '^complete -F _gpuscope gpuscope$' || fail "bash-completion does not load the venv's completion"
+  else
+    say "bash-completion not installed: its on-demand loading is not checked"
+  fi
+  if command -v zsh >/dev/null; then
+    [ "$("${venv_env[@]}" zsh -f -c 'fpath+=("$1/share/zsh/site-functions"); autoload -Uz compinit &&
+       compinit -u -D && print -r -- "${_comps[gpuscope]}"' _ "$venv")" = _gpuscope ] ||
+      fail "zsh with the venv's site-functions on its fpath does not complete gpuscope with _gpuscope"
+  fi
 }
 
 say "cmake --install into an empty prefix"
@@ -100,7 +125,7 @@ PATH="$work/tools/bin:$PATH" "$work/tools/bin/auditwheel" repair --plat manylinu
 wheel=$(echo "$work"/wheel/gpuscope-*-py3-none-manylinux_2_36_x86_64.whl)
 [ -f "$wheel" ] || fail "auditwheel repair made no gpuscope-*-py3-none-manylinux_2_36_x86_64.whl"
 python3 -m zipfile -l "$wheel" | awk 'NR > 1 && $1 !~ /\/$/ {print $1}' | check_contents "the wheel" \
-  '^(gpuscope/(__init__|__main__)\.py|gpuscope/bin/gpuscope|gpuscope/lib/lib[a-z0-9_+-]+\.so(\.[0-9.]+)?|gpuscope-[^/]+\.dist-info/.*)$'
+  '^(gpuscope/(__init__|__main__)\.py|gpuscope/bin/gpuscope|gpuscope/lib/lib[a-z0-9_+-]+\.so(\.[0-9.]+)?|gpuscope-[^/]+\.dist-info/.*|gpuscope-[^/]+\.data/data/share/(man/man1/gpuscope\.1\.gz|bash-completion/completions/gpuscope|zsh/site-functions/_gpuscope))$'
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install --quiet "$wheel" || fail "pip install of $(basename "$wheel") failed"
 venv_env=("${clean_env[@]}" PATH="$work/venv/bin:/usr/bin:/bin")
@@ -114,6 +139,7 @@ done < <("${clean_env[@]}" ldd "$site/bin/gpuscope")
 # The console script execs the binary: the version, the exit status and the
 # signal dispositions of the traced program are the binary's own.
 [ "$("${venv_env[@]}" gpuscope --version)" = "$("$build/bin/gpuscope" --version)" ] || fail "the wheel's gpuscope --version differs"
+check_venv_shell_docs "$work/venv"
 status=0
 "${venv_env[@]}" gpuscope run -q -o "$work/status/" -- sh -c 'exit 7' || status=$?
 [ "$status" = 7 ] || fail "gpuscope (wheel) run -- sh -c 'exit 7' exited $status"
