@@ -161,6 +161,35 @@ void host_inferred_metrics(const TraceModel& m, Metrics& x) {
   x.gpu_busy_source = "host";
 }
 
+// NVML's utilization covers the sampling period before each sample, so a
+// span's samples run from just after it starts to one period after it ends.
+std::optional<double> nvml_util_within(const TraceModel& m, uint64_t from, uint64_t to) {
+  uint64_t sum = 0, n = 0;
+  for (const auto& [dev, g] : m.gpu) {
+    const auto& tl = g.util_timeline;
+    const uint64_t period = tl.size() >= 2 ? (tl.back().first - tl.front().first) / (tl.size() - 1) : 0;
+    for (const auto& [at, pct] : tl)
+      if (at > from && at <= to + period) sum += pct, ++n;
+  }
+  if (n < kMinLaunchSpanSamples) return std::nullopt;
+  return static_cast<double>(sum) / n / 100.0;
+}
+
+void launch_span_metrics(const TraceModel& m, Metrics& x) {
+  const auto it = m.threads.find(x.feeder_tid);
+  if (it == m.threads.end() || it->second.launch_last_ns <= it->second.launch_first_ns) return;
+  const uint64_t from = it->second.launch_first_ns, to = it->second.launch_last_ns;
+  if (x.gpu_busy_source == "device") {
+    IntervalSet any;
+    for (const IntervalSet* s : {&m.device.kernels, &m.device.h2d, &m.device.d2h, &m.device.other_copies,
+                                 &m.device.memsets})
+      any.add_all(*s);
+    x.gpu_util_during_launches = static_cast<double>(any.length_within(from, to)) / (to - from);
+  } else if (x.gpu_busy_source == "nvml") {
+    x.gpu_util_during_launches = nvml_util_within(m, from, to);
+  }
+}
+
 // Copy kinds go where they belong: host<->device bytes cross PCIe, device
 // and peer copies do not. Unknown and Default directions count as PCIe (the
 // runtime decides; most such copies in practice involve host memory).
@@ -441,6 +470,7 @@ Metrics compute_metrics(const TraceModel& m) {
   device_metrics(m, x);
   gpu_time_breakdown_metrics(m, x);
   host_inferred_metrics(m, x);
+  launch_span_metrics(m, x);
   copy_metrics(m, x);
   sync_and_memory_metrics(m, x);
   call_outcome_metrics(m, x);

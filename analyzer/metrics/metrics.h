@@ -39,6 +39,7 @@ std::optional<std::string> device_collection_text(const reader::TraceSummary& s)
 // NVML samples (20 Hz) below which utilization is not a measurement: GPU
 // busy is then unknown, or inferred from the host side (docs/rules.md).
 inline constexpr uint64_t kMinGpuSamples = 5;
+inline constexpr uint64_t kMinLaunchSpanSamples = 3;  // NVML samples to judge GPU busy over the launch span
 // At most one wait per four queued operations: the work is queued ahead.
 inline constexpr double kSparseWaitsPerOp = 0.25;
 
@@ -91,6 +92,12 @@ struct Metrics {
   std::optional<double> nvml_gpu_util;  // whatever the sample count
   std::optional<double> host_inferred_gpu_busy;
   std::string gpu_busy_source = "none";  // device, nvml, host, none
+  // GPU busy while the feeding thread was issuing kernel launches (from
+  // its first launch to its last), from the same source as gpu_util where
+  // it has the resolution (device timestamps, or >= kMinLaunchSpanSamples
+  // NVML samples). A loop that blocks in launches because the GPU's queue
+  // is full shows a busy GPU here even when the rest of the run idles it.
+  std::optional<double> gpu_util_during_launches;
   // The feeding thread's synchronizations that waited on work it had
   // queued (call_sequence.h), and their time as shares of wall time: on
   // kernels, or on copies and memsets only. With few waits per queued

@@ -127,6 +127,10 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
   t.last_ns = std::max(t.last_ns, c.start_ns() + c.duration_ns());
   t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
   t.cuda_calls += calls;
+  if (kind == CallKind::Launch) {
+    t.launch_first_ns = std::min(t.launch_first_ns, c.start_ns());
+    t.launch_last_ns = std::max(t.launch_last_ns, c.start_ns() + c.duration_ns());
+  }
   if (locator_) attribute_to_range(c, kind, calls);
   auto& site = m_.sites[SiteKey{c.function_id(), c.stack_id()}];
   site.calls.add(c.duration_ns(), calls);
@@ -234,6 +238,7 @@ void ModelBuilder::add_gpu(const fb::GpuSample& s) {
   if (valid & field(fb::GpuSampleField::Utilization)) {
     g.util_sum += s.gpu_util_pct();
     ++g.util_n;
+    g.util_timeline.emplace_back(s.start_ns(), static_cast<uint8_t>(std::min<uint32_t>(s.gpu_util_pct(), 100)));
   }
   if (valid & field(fb::GpuSampleField::SmUtilization)) {
     g.sm_sum += s.sm_util_pct();

@@ -78,6 +78,9 @@ struct ThreadActivity {
   uint64_t cpu_first_ns = 0, cpu_last_ns = 0;      // cumulative CPU time, first/last sample
   uint64_t cpu_first_at = 0, cpu_last_at = 0;
   uint64_t cuda_calls = 0;
+  // From the first kernel launch's start to the last one's end: where a
+  // launch-bound verdict must find the GPU idle.
+  uint64_t launch_first_ns = UINT64_MAX, launch_last_ns = 0;
 };
 
 struct GpuSampleStats {
@@ -90,6 +93,9 @@ struct GpuSampleStats {
   uint64_t throttle_any = 0;  // OR of throttle reasons seen
   uint64_t memory_used_max = 0;
   uint32_t sm_clock_min = UINT32_MAX, sm_clock_max = 0;
+  // (time, utilization %) of each sample that had it: one per sampling
+  // period (tens of ms), so utilization can be read over part of the run.
+  std::vector<std::pair<uint64_t, uint8_t>> util_timeline;
 };
 
 struct MemoryCurve {

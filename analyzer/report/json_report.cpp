@@ -92,6 +92,7 @@ json metrics_json(const Metrics& x) {
               {"live_peak_bytes", x.live_peak_bytes},
               {"oom_errors", x.oom_errors},
               {"gpu_util", optional_value(x.gpu_util)},
+              {"gpu_util_during_launches", optional_value(x.gpu_util_during_launches)},
               {"sm_util", optional_value(x.sm_util)},
               {"dram_util", optional_value(x.dram_util)},
               {"implicit_sync_share", x.implicit_sync_share},

@@ -111,13 +111,18 @@ std::optional<Finding> launch_finding(const TraceModel& m, const Metrics& x) {
   const double share = kind_share(x, CallKind::Launch);
   const Status st = share_status(share, kLaunchShareFail, kWarnShare);
   // Launch calls also block when the GPU's queue is full: that is a busy
-  // GPU pushing back, not launch overhead.
-  if (st == Status::Pass || (x.gpu_util && *x.gpu_util >= kGpuBusy)) return std::nullopt;
+  // GPU pushing back, not launch overhead. What counts is the GPU while the
+  // launches were issued; idle setup or verification around them does not
+  // make a back-pressured loop launch-bound.
+  const std::optional<double> busy = x.gpu_util_during_launches ? x.gpu_util_during_launches : x.gpu_util;
+  if (st == Status::Pass || (busy && *busy >= kGpuBusy)) return std::nullopt;
   const double us = x.launches ? m.host_by_kind[static_cast<size_t>(CallKind::Launch)].ns / 1e3 / x.launches : 0;
   Finding f{"cpu.launch_bound", Bottleneck::CpuBound, st, share,
             fmt::format("launch-bound: the feeding thread spends {} of the time launching kernels while the GPU idles", pct(share)),
             {}, {}, {}};
   f.evidence.push_back(fmt::format("{} launches, {:.1f} us each on the host", x.launches, us));
+  if (x.gpu_util_during_launches)
+    f.evidence.push_back(fmt::format("GPU busy {} from the first launch to the last", pct(*x.gpu_util_during_launches)));
   f.fix = "launch fewer, larger kernels (fuse small ones), or capture the fixed sequence once in a CUDA graph "
           "and replay it with cudaGraphLaunch.";
   f.sites = top_sites(m, {CallKind::Launch});

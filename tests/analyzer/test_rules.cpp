@@ -223,6 +223,18 @@ TEST(LaunchRule, LaunchBoundOnlyWhileTheGpuIsNotBusy) {
   EXPECT_EQ(verdict(launches(0.9, kGpuBusy)), Bottleneck::Healthy);
 }
 
+// GPU busy over the launches' span decides, not over the run: setup and
+// verification around a back-pressured loop idle the GPU but are not launches.
+TEST(LaunchRule, BusyWhileTheLaunchesWereIssuedDecides) {
+  const char* id = "cpu.launch_bound";
+  Metrics pushed_back = launches(0.9, 0.3);
+  pushed_back.gpu_util_during_launches = kGpuBusy;
+  EXPECT_EQ(severity(pushed_back, id), std::nullopt);
+  Metrics idle_between = launches(0.9, 0.7);
+  idle_between.gpu_util_during_launches = kGpuBusy - kJustBelow;
+  EXPECT_EQ(severity(idle_between, id), Status::Fail);
+}
+
 Metrics fallback() {
   Metrics x = base_metrics();
   x.gpu_samples = 0;

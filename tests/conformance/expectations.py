@@ -213,7 +213,7 @@ def multi_copy(o):
         kernels={"inc_kernel": steps})
 
 
-@program(args=["--bytes=8388608", "--reps=10"])
+@program(args=["--bytes=8388608", "--reps=5"])
 def bandwidth_test(o):
     success_only(o)
     b, reps = o.arg("bytes"), o.arg("reps")

@@ -29,15 +29,26 @@ SAMPLES = ["pcie_bound", "sync_bound", "alloc_churn", "cpu_bound", "memory_bound
 # at the 0.2 s floor: either answer is honest there, so the check runs it
 # where a verdict is due (ShortRuns tests the floor itself).
 SAMPLE_ARGS = {"pcie_bound": ["--requests", "40000"]}
+# memory_bound --fixed at its default 10000 steps keeps the GPU busy for
+# 0.28 s of ~0.4-0.7 s judged (the rest is the host's setup and checking),
+# so GPU busy sits at the CPU-bound rule's 40 % line; at 30000 the fused
+# loop dominates and a verdict is due.
+FIXED_ARGS = {"memory_bound": ["--iters", "30000"]}
+# Classes a program may alternate between, each pair with its reason; any
+# other class, or any other program changing class, fails the check.
+# pcie_bound --fixed: launch calls hold its feeding thread 24-36 % of the
+# time on a 2-core VM (simgpu's launch wakes the device thread; the cost
+# follows the host's wakeup latency), around cpu.launch_bound's 30 % fail
+# line: a failing launch finding (CPU-bound) or a warning (inconclusive).
+BORDERLINE = {"pcie_bound --fixed": {"cpu_bound", "inconclusive"}}
 
 # The class docs/rules.md ("Verdict cases") gives each program here, where
 # one is due whatever the load; the others must only keep theirs. A --fixed
-# sample's class can depend on the host (memory_bound --fixed: healthy on an
-# idle machine, CPU-bound next to the hog), and that is a finding, not noise.
+# sample's class can depend on the host, and that is a finding, not noise.
 EXPECTED = {
     "pcie_bound": "pcie_bound", "sync_bound": "sync_bound", "alloc_churn": "memory_bound",
     "alloc_churn --fixed": "too_short", "cpu_bound": "cpu_bound", "memory_bound": "memory_bound",
-    "compute_bound": "healthy", "compute_bound --fixed": "healthy", "cpu_fallback (no device)": "cpu_fallback",
+    "memory_bound --fixed": "healthy", "compute_bound": "healthy", "compute_bound --fixed": "healthy", "cpu_fallback (no device)": "cpu_fallback",
     "d2d_copies": "memory_bound", "device_query": "no_cuda_work",
 }
 EXPECTED.update({name: "too_short" for name in expectations.PROGRAMS if name not in EXPECTED})
@@ -49,7 +60,7 @@ def cases(args):
     for s in SAMPLES:
         argv = [os.path.join(args.bin, s)] + SAMPLE_ARGS.get(s, [])
         out.append((s, argv, None))
-        out.append((s + " --fixed", argv + ["--fixed"], None))
+        out.append((s + " --fixed", argv + ["--fixed"] + FIXED_ARGS.get(s, []), None))
     out.append(("cpu_fallback (no device)", [os.path.join(args.bin, "cpu_fallback")], "no-device.json"))
     out.append(("d2d_copies", [os.path.join(args.bin, "d2d_copies")], None))
     for name, p in sorted(expectations.PROGRAMS.items()):
@@ -102,7 +113,7 @@ def main():
             expected = EXPECTED.get(name)
             note = "" if expected is None or set(seen) == {expected} else "   (expected %s)" % expected
             print("%-28s %-40s judged %.3f-%.3f s%s" % (name, classes, min(judged), max(judged), note), flush=True)
-            if len(seen) > 1:
+            if len(seen) > 1 and not set(seen) <= BORDERLINE.get(name, set()):
                 unstable.append(name)
             elif note:
                 wrong.append(name)

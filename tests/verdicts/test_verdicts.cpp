@@ -78,6 +78,20 @@ TEST_F(Verdicts, DramBoundKernelChainsAreMemoryBoundAndTheFusedKernelIsNot) {
   EXPECT_NE(verdict_of({"memory_bound", "--fixed"}), "memory_bound");
 }
 
+// The fused loop issues 30000 launches into simgpu's 1024-deep queue: each
+// launch waits for a kernel to finish, so launch calls hold the thread most
+// of the loop. That is the GPU pushing back, and with the host's setup and
+// verification around the loop the GPU is idle for a good part of the run:
+// the launch rule must judge GPU busy while the launches were issued.
+TEST_F(Verdicts, LaunchesBlockedByAFullQueueAreNotLaunchBound) {
+  const json j = analyze_json(trace({"memory_bound", "--fixed", "--iters", "30000"}));
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["verdict"]["class"], "healthy") << j["verdict"].dump();
+  for (const json& f : j["findings"]) EXPECT_NE(f["id"], "cpu.launch_bound") << f.dump();
+  ASSERT_TRUE(j["metrics"].contains("gpu_util_during_launches")) << j["metrics"].dump();
+  EXPECT_GE(j["metrics"]["gpu_util_during_launches"].get<double>(), 0.6);
+}
+
 TEST_F(Verdicts, CpuBoundAndItsFix) {
   EXPECT_EQ(verdict_of({"cpu_bound"}), "cpu_bound");
   EXPECT_NE(verdict_of({"cpu_bound", "--fixed"}), "cpu_bound");
