@@ -118,7 +118,12 @@ TEST_P(PyTorchShapes, TheFindingNamesTheHabitInPyTorchsWordsAtItsCallSite) {
   EXPECT_NE((*named)["evidence"].dump().find(c.evidence), std::string::npos) << (*named)["evidence"].dump(2);
   EXPECT_NE(text.find(c.fix_start), std::string::npos) << text;
   for (const char* words : c.text_has) EXPECT_NE(text.find(words), std::string::npos) << words << "\n" << text;
-  for (const char* words : c.text_lacks) EXPECT_EQ(text.find(words), std::string::npos) << words << "\n" << text;
+  // What the named finding must not say. Another finding may rightly say
+  // it: the .item() copies of a synchronizing loop are real copies, and on
+  // a slow host their own finding (copies >= 10 %) names them.
+  const std::string named_text = named->dump();
+  for (const char* words : c.text_lacks)
+    EXPECT_EQ(named_text.find(words), std::string::npos) << words << "\n" << named->dump(2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Habits, PyTorchShapes, ::testing::ValuesIn(cases()),
