@@ -98,6 +98,14 @@ void gpu_metrics(const TraceModel& m, Metrics& x) {
   if (pcie_n) x.pcie_gbps_mean = static_cast<double>(pcie) / pcie_n * 1000.0 / 1e9;
 }
 
+// Every span in which the device reported an operation running.
+IntervalSet device_busy(const TraceModel& m) {
+  const auto& d = m.device;
+  IntervalSet any;
+  for (const IntervalSet* s : {&d.kernels, &d.h2d, &d.d2h, &d.other_copies, &d.memsets}) any.add_all(*s);
+  return any;
+}
+
 // With device timestamps, GPU busy and copy bandwidth come from what the
 // device itself reported, not from sampled utilization or host call times.
 void device_metrics(const TraceModel& m, Metrics& x) {
@@ -110,9 +118,7 @@ void device_metrics(const TraceModel& m, Metrics& x) {
   x.device_d2h_share = share(d.d2h);
   x.device_other_copy_share = share(d.other_copies);
   x.device_memset_share = share(d.memsets);
-  IntervalSet any;
-  for (const IntervalSet* s : {&d.kernels, &d.h2d, &d.d2h, &d.other_copies, &d.memsets}) any.add_all(*s);
-  x.gpu_util = share(any);
+  x.gpu_util = share(device_busy(m));
   x.gpu_busy_source = "device";
   if (d.h2d_ns + d.d2h_ns > 0) x.achieved_gbps = static_cast<double>(d.h2d_bytes + d.d2h_bytes) / (d.h2d_ns + d.d2h_ns);
 }
@@ -180,11 +186,7 @@ void launch_span_metrics(const TraceModel& m, Metrics& x) {
   if (it == m.threads.end() || it->second.launch_last_ns <= it->second.launch_first_ns) return;
   const uint64_t from = it->second.launch_first_ns, to = it->second.launch_last_ns;
   if (x.gpu_busy_source == "device") {
-    IntervalSet any;
-    for (const IntervalSet* s : {&m.device.kernels, &m.device.h2d, &m.device.d2h, &m.device.other_copies,
-                                 &m.device.memsets})
-      any.add_all(*s);
-    x.gpu_util_during_launches = static_cast<double>(any.length_within(from, to)) / (to - from);
+    x.gpu_util_during_launches = static_cast<double>(device_busy(m).length_within(from, to)) / (to - from);
   } else if (x.gpu_busy_source == "nvml") {
     x.gpu_util_during_launches = nvml_util_within(m, from, to);
   }
