@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
+  ccache                            # scripts/test.sh: the pip wheel reuses the regular build's objects
   libfmt-dev                        # messages in the CLI and analyzer
   libflatbuffers-dev flatbuffers-compiler   # trace chunks (flatc runs at build time)
   libunwind-dev                     # call stacks in the traced process

@@ -108,7 +108,17 @@ check_traces deb "$work/deb-root/usr"
 
 say "the wheel"
 # CMAKE_BUILD_PARALLEL_LEVEL: scikit-build-core's build runs this many jobs.
-CMAKE_BUILD_PARALLEL_LEVEL=${GPUSCOPE_JOBS:-$(nproc)} python3 -m pip wheel --quiet --no-deps -w "$work/wheel-raw" "$source" \
+# Under scripts/test.sh (CCACHE_DIR set, ccache present) the wheel is built
+# with the regular build's generator, flags and compiler launcher, so its
+# files come from ccache; it is then -O2 where a user's `pip wheel .` is -O3,
+# the same sources and install rules otherwise.
+wheel_build=(env) wheel_settings=()
+if [ -n "${CCACHE_DIR:-}" ] && command -v ccache >/dev/null 2>&1; then
+  wheel_build+=(CMAKE_GENERATOR="Unix Makefiles" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  wheel_settings=(--config-settings=cmake.build-type=RelWithDebInfo)
+fi
+"${wheel_build[@]}" CMAKE_BUILD_PARALLEL_LEVEL=${GPUSCOPE_JOBS:-$(nproc)} python3 -m pip wheel --quiet --no-deps \
+  "${wheel_settings[@]}" -w "$work/wheel-raw" "$source" \
   >"$work/wheel.log" 2>&1 || { tail -30 "$work/wheel.log"; fail "pip wheel failed"; }
 raw_wheel=$(echo "$work"/wheel-raw/gpuscope-*-linux_x86_64.whl)
 [ -f "$raw_wheel" ] || fail "pip wheel made no gpuscope-*-linux_x86_64.whl"
