@@ -109,12 +109,15 @@ check_traces deb "$work/deb-root/usr"
 say "the wheel"
 # CMAKE_BUILD_PARALLEL_LEVEL: scikit-build-core's build runs this many jobs.
 # Under scripts/test.sh (CCACHE_DIR set, ccache present) the wheel is built
-# with the regular build's generator, flags and compiler launcher, so its
-# files come from ccache; it is then -O2 where a user's `pip wheel .` is -O3,
-# the same sources and install rules otherwise.
+# with the regular build's generator, flags, compilers (ccache keys on the
+# compiler's name too: c++ and g++ miss each other) and compiler launcher, so
+# its files come from ccache; it is then -O2 where a user's `pip wheel .` is
+# -O3, the same sources and install rules otherwise.
 wheel_build=(env) wheel_settings=()
 if [ -n "${CCACHE_DIR:-}" ] && command -v ccache >/dev/null 2>&1; then
-  wheel_build+=(CMAKE_GENERATOR="Unix Makefiles" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cached() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+  wheel_build+=(CMAKE_GENERATOR="Unix Makefiles" CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+                CC="$(cached CMAKE_C_COMPILER)" CXX="$(cached CMAKE_CXX_COMPILER)")
   wheel_settings=(--config-settings=cmake.build-type=RelWithDebInfo)
 fi
 "${wheel_build[@]}" CMAKE_BUILD_PARALLEL_LEVEL=${GPUSCOPE_JOBS:-$(nproc)} python3 -m pip wheel --quiet --no-deps \
