@@ -30,6 +30,8 @@ void resolve_device_health(const Resolver& resolve, Api& a) {
   resolve(a.device_get_compute_running_processes_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
   resolve(a.device_get_cpu_affinity, "nvmlDeviceGetCpuAffinity");
   resolve(a.device_get_memory_affinity, "nvmlDeviceGetMemoryAffinity");
+  resolve(a.device_get_vbios_version, "nvmlDeviceGetVbiosVersion");
+  resolve(a.device_get_applications_clock, "nvmlDeviceGetApplicationsClock");
 }
 
 void resolve_all(const Resolver& resolve, Api& a) {

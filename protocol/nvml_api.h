@@ -108,6 +108,10 @@ struct Api {
   Return (*device_get_retired_pages_pending_status)(Device, int*) = nullptr;
   Return (*device_get_compute_running_processes_v3)(Device, unsigned*, ProcessInfo*) = nullptr;
   Return (*device_get_temperature)(Device, int, unsigned*) = nullptr;
+  Return (*device_get_vbios_version)(Device, char*, unsigned) = nullptr;
+  // The clocks the GPU is set to run applications at (nvidia-smi -ac), a
+  // node's clocks policy, against their default (nvmlClockType_t).
+  Return (*device_get_applications_clock)(Device, int, unsigned*) = nullptr;
   // Bit masks of so many unsigned longs: the CPUs near the GPU, and the NUMA
   // nodes near it (scope kAffinityScopeNode). Not nvmlDeviceGetNumaNodeId:
   // that names the GPU's own memory as a NUMA node, on coherent platforms only.

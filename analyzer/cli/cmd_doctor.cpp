@@ -9,6 +9,8 @@
 
 #include "commands.h"
 #include "doctor.h"
+#include "messages.h"
+#include "output_paths.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -17,16 +19,41 @@ struct DoctorCommandOptions {
   bool verbose = false;
   bool json = false;
   std::string format = "text";
+  std::string output;  // -o: the file to write whole, instead of standard output
+  bool force = false;
   doctor::DoctorOptions checks;
 };
 
-int doctor_command(const DoctorCommandOptions& o) {
-  const doctor::DoctorReport report = doctor::run_doctor(o.checks);
+std::string render(const DoctorCommandOptions& o, const doctor::DoctorReport& report) {
   const std::string format = o.json ? "json" : o.format;
-  if (format == "json") fmt::print("{}", doctor::render_json(report));
-  else if (format == "prometheus") fmt::print("{}", doctor::render_prometheus(report));
-  else fmt::print("{}", doctor::render_text(report, o.verbose));
-  std::fflush(stdout);
+  if (format == "json") return doctor::render_json(report);
+  if (format == "prometheus") return doctor::render_prometheus(report);
+  return doctor::render_text(report, o.verbose);
+}
+
+int doctor_command(DoctorCommandOptions o) {
+  std::string error;
+  if (!o.output.empty() && !claim_output_file(o.output, o.force, false, &error)) {
+    print_error("{}", error);
+    return 2;
+  }
+  if (!o.checks.baseline_file.empty()) {
+    doctor::NodeFacts baseline;
+    if (!doctor::load_baseline(o.checks.baseline_file, &baseline, &error)) {
+      print_error("{}", error);
+      return 2;
+    }
+    o.checks.baseline = std::move(baseline);
+  }
+  const doctor::DoctorReport report = doctor::run_doctor(o.checks);
+  const std::string text = render(o, report);
+  if (o.output.empty()) {
+    fmt::print("{}", text);
+    std::fflush(stdout);
+  } else if (const std::string why = write_file_atomically(o.output, text); !why.empty()) {
+    print_error("cannot write {}: {}", o.output, why);
+    return 2;
+  }
   return doctor::exit_status(report);
 }
 
@@ -43,9 +70,20 @@ Subcommand add_doctor_command(CLI::App& app) {
   doctor->add_option("--format", o->format, "text (default), json, or prometheus (one gauge per check state)")
       ->check(CLI::IsMember({"text", "json", "prometheus"}))
       ->excludes(json);
+  CLI::Option* output = doctor->add_option(
+      "-o,--output", o->output,
+      "Write the output to this file, whole or not at all (a temporary file renamed over it: node_exporter's "
+      "textfile collector, or a baseline saved with --json)");
+  doctor->add_flag("-f,--force", o->force, "Replace an existing file at -o")->needs(output);
+  doctor->add_option("--baseline", o->checks.baseline_file,
+                     "Compare this node with a known-good node's `gpuscope doctor --json` output (driver, CUDA, "
+                     "kernel, GPU model, VBIOS, link, MIG, persistence, power limit, clocks)");
   doctor->add_option("--dev-dir", o->checks.dev_dir, "Where the NVIDIA device nodes are (default /dev)");
   doctor->add_option("--kernel-log", o->checks.kernel_log_file,
                      "Read this saved kernel log (dmesg, journalctl -k or /dev/kmsg text) instead of /dev/kmsg");
+  doctor->add_option("--kmsg", o->checks.kmsg_path,
+                     "Read the kernel's log records from this device instead of /dev/kmsg (when it cannot be read, "
+                     "the systemd journal is: journalctl -k -b)");
   doctor->add_option("--proc-root", o->checks.proc_root,
                      "Read stat and pressure/{cpu,io} under this directory instead of /proc (a recorded snapshot: "
                      "stat.end, when there, is the second stat sample)");

@@ -15,6 +15,7 @@ namespace {
 struct CheckSpec {
   const char* name;
   bool needs_nvml;
+  bool needs_baseline;  // runs only when --baseline gives one
   const char* threshold;
   const char* source;
   Finding (*node_check)(const NodeProbe&);             // one of these two
@@ -22,23 +23,23 @@ struct CheckSpec {
 };
 
 constexpr CheckSpec kChecks[] = {
-    {"driver", false,
+    {"driver", false, false,
      "fail when libnvidia-ml.so.1 cannot be loaded or initialized, when the driver sees no GPU, or when it "
      "cannot open a GPU it counts",
      "NVML API reference: nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2", check_driver, nullptr},
-    {"devices", true,
+    {"devices", true, false,
      "fail when CUDA_VISIBLE_DEVICES hides every GPU, or when /dev/nvidiactl, /dev/nvidia-uvm or a visible "
      "GPU's /dev/nvidiaN is missing or not readable and writable; warn when CUDA_VISIBLE_DEVICES holds an entry "
      "that names no GPU (CUDA ignores it and every entry after it)",
      "CUDA Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES); NVIDIA driver README, device files",
      check_devices, nullptr},
-    {"cuda_runtime", false,
+    {"cuda_runtime", false, false,
      "fail when the CUDA runtime finds no driver, or the driver's CUDA major version is older than the runtime's; "
      "warn when only its minor version is older",
      "CUDA Compatibility guide (docs.nvidia.com/deploy/cuda-compatibility): minor version compatibility, "
      "forward compatibility",
      check_cuda_runtime, nullptr},
-    {"kernel_log", false,
+    {"kernel_log", false, false,
      "fail on an Xid whose remedy is a GPU reset, reboot or service (48, 62, 64, 74, 79, 94, 95, 119, 120), on an "
      "NVRM message that the driver could not use a GPU, or on an uncorrected PCIe AER error; warn on any other "
      "Xid (13, 31, 43, 45, 61, 63, 92, and codes gpuscope does not name) and on corrected PCIe AER errors",
@@ -46,44 +47,51 @@ constexpr CheckSpec kChecks[] = {
      "Reporting (Documentation/PCI/pcieaer-howto.rst): corrected errors are recovered by the hardware, "
      "uncorrected ones are not",
      check_kernel_log, nullptr},
-    {"host_pressure", false,
+    {"host_pressure", false, false,
      "fail when tasks waited for a CPU, or for I/O, 50% or more of the last 10 s (PSI some avg10); warn from 10%; "
      "without PSI, warn when the CPUs were 95% busy or more, or 20% or more of CPU time was iowait, over the window",
      "Linux PSI (Documentation/accounting/psi.rst) and /proc/stat (Documentation/filesystems/proc.rst); the "
      "percentages are gpuscope's own (docs/doctor.md: no published limit)",
      check_host_pressure, nullptr},
-    {"pcie_link", true,
+    {"baseline", false, true,
+     "fail when a GPU of the baseline is missing or is another model; warn when any other fact differs: kernel, "
+     "driver, CUDA driver and runtime versions, GPU count, VBIOS, memory, PCIe link capability, MIG mode, "
+     "persistence mode, power limit, applications and maximum clocks (UUIDs, bus ids and library paths are "
+     "recorded, not compared)",
+     "gpuscope's own: a known-good node's `gpuscope doctor --json` (docs/doctor.md, Baselines)", check_baseline,
+     nullptr},
+    {"pcie_link", true, false,
      "fail when the link runs narrower than its maximum width, or at a lower generation while the GPU is busy; "
      "warn when it runs at a lower generation while idle, or the slot caps the GPU's generation",
      "PCI-SIG lane rates per generation; NVML nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width; nvidia-smi -q "
      "(the link may train down when idle)",
      nullptr, check_pcie_link},
-    {"clocks", true,
+    {"clocks", true, false,
      "fail on a hardware slowdown, hardware thermal slowdown or hardware power brake clocks event; warn on "
      "software thermal slowdown or software power cap",
      "NVML API reference, Clocks Event Reasons (nvmlClocksEventReason*); nvidia-smi -q -d PERFORMANCE", nullptr,
      check_clocks},
-    {"power", true, "warn when the enforced power limit is below the board's default limit",
+    {"power", true, false, "warn when the enforced power limit is below the board's default limit",
      "NVML nvmlDeviceGetEnforcedPowerLimit and nvmlDeviceGetPowerManagementDefaultLimit; nvidia-smi -pl", nullptr,
      check_power},
-    {"persistence_mode", true, "warn when persistence mode is off",
+    {"persistence_mode", true, false, "warn when persistence mode is off",
      "NVIDIA Driver Persistence (docs.nvidia.com/deploy/driver-persistence)", nullptr, check_persistence_mode},
-    {"ecc", true,
+    {"ecc", true, false,
      "fail on volatile (since driver load) uncorrected ECC errors; warn on aggregate (lifetime) uncorrected "
      "errors, ECC disabled, or an ECC mode change pending a reboot",
      "NVIDIA GPU Memory Error Management (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt); NVML "
      "nvmlDeviceGetTotalEccErrors",
      nullptr, check_ecc},
-    {"row_remapping", true,
+    {"row_remapping", true, false,
      "fail when a row remap or page retirement is pending (needs a GPU reset) or row remapping failed",
      "NVIDIA GPU Memory Error Management (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt); NVML "
      "nvmlDeviceGetRemappedRows, nvmlDeviceGetRetiredPagesPendingStatus",
      nullptr, check_row_remapping},
-    {"mig", true, "warn when MIG is enabled or a MIG mode change is pending a GPU reset",
+    {"mig", true, false, "warn when MIG is enabled or a MIG mode change is pending a GPU reset",
      "NVIDIA Multi-Instance GPU User Guide (docs.nvidia.com/datacenter/tesla/mig-user-guide)", nullptr, check_mig},
-    {"tenancy", true, "warn when another process holds a compute context on the GPU",
+    {"tenancy", true, false, "warn when another process holds a compute context on the GPU",
      "NVML nvmlDeviceGetComputeRunningProcesses_v3", nullptr, check_tenancy},
-    {"topology", true, "warn when none of the CPUs this process may run on is near the GPU (its NUMA node's CPUs)",
+    {"topology", true, false, "warn when none of the CPUs this process may run on is near the GPU (its NUMA node's CPUs)",
      "NVML nvmlDeviceGetCpuAffinity and nvmlDeviceGetMemoryAffinity, else sysfs local_cpulist and numa_node (the CPU "
      "and NUMA affinity of nvidia-smi topo -m); sched_getaffinity(2), which taskset and the cgroup cpuset narrow",
      nullptr, check_topology},
@@ -103,6 +111,7 @@ template <class Run> Finding guarded(Run run) {
 }
 
 void run_check(const CheckSpec& spec, const NodeProbe& probe, std::vector<CheckResult>& out) {
+  if (spec.needs_baseline && !probe.options.baseline) return;
   if (spec.needs_nvml && !probe.nvml_ok) {
     out.push_back(result_of(spec, -1, not_checked("no NVML: " + probe.nvml_status)));
   } else if (spec.node_check != nullptr) {
@@ -155,6 +164,7 @@ DoctorReport run_doctor(const DoctorOptions& options) {
   report.simulated = std::any_of(probe.gpus.begin(), probe.gpus.end(),
                                  [](const Gpu& g) { return g.name.find("(simulated)") != std::string::npos; });
   for (const CheckSpec& spec : kChecks) run_check(spec, probe, report.results);
+  report.facts = probe.facts;
   return report;
 }
 

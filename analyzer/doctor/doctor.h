@@ -4,8 +4,11 @@
 // from; run once against what the node's driver, NVML and CUDA runtime say.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "node_facts.h"
 
 namespace gpuscope::doctor {
 
@@ -38,10 +41,18 @@ struct DoctorOptions {
   // A saved kernel log (dmesg, journalctl -k or /dev/kmsg text) read instead
   // of /dev/kmsg: another host's log, or a test's.
   std::string kernel_log_file;
+  // The kernel's record stream, and the journal reader tried when it cannot
+  // be read (looked up on PATH).
+  std::string kmsg_path = "/dev/kmsg";
+  std::string journalctl = "journalctl";
   // Where host_pressure reads stat and pressure/{cpu,io}, and how long apart
   // its two /proc/stat samples are.
   std::string proc_root = "/proc";
   unsigned pressure_window_ms = 200;
+  // A known-good node's facts (load_baseline): the baseline check compares
+  // this node with them, and runs only when they are given.
+  std::optional<NodeFacts> baseline;
+  std::string baseline_file;  // where they came from, for the evidence
 };
 
 struct DoctorReport {
@@ -50,6 +61,7 @@ struct DoctorReport {
   // model. Said in every output so no one mistakes its figures for hardware.
   bool simulated = false;
   std::vector<CheckResult> results;  // table order; node checks, then per GPU
+  NodeFacts facts;                   // the node's configuration (--json "facts")
 };
 
 // Runs every check. Never throws: a check that cannot run says why.

@@ -40,6 +40,17 @@ void append_details(std::string& out, const CheckResult& r) {
   out += fmt::format("        threshold: {} (source: {})\n", r.threshold, r.source);
 }
 
+// "facts: kernel 6.8.0, driver 580.82.07, ..." and a line per GPU.
+void append_facts(std::string& out, const NodeFacts& facts) {
+  const auto line = [](const Facts& f) {
+    std::string text;
+    for (const auto& [name, value] : f) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", name, value);
+    return text;
+  };
+  out += fmt::format("facts (what --baseline compares): node: {}\n", line(facts.node));
+  for (const GpuFacts& g : facts.gpus) out += fmt::format("    GPU {}: {}\n", g.index, line(g.facts));
+}
+
 }  // namespace
 
 std::string render_text(const DoctorReport& report, bool verbose) {
@@ -52,6 +63,7 @@ std::string render_text(const DoctorReport& report, bool verbose) {
     if (verbose) append_details(out, r);
   }
   const auto n = counts(report);
+  if (verbose) append_facts(out, report.facts);
   out += fmt::format("{} failed, {} warned, {} not checked, {} passed (exit {}){}\n", n[0], n[1], n[2], n[3],
                      exit_status(report), verbose ? "" : "; -v shows the evidence, fixes and thresholds");
   return out;
@@ -76,7 +88,8 @@ std::string render_json(const DoctorReport& report) {
       {"simulated", report.simulated},
       {"exit_status", exit_status(report)},
       {"counts", {{"fail", n[0]}, {"warn", n[1]}, {"not_checked", n[2]}, {"pass", n[3]}}},
-      {"checks", std::move(checks)}};
+      {"checks", std::move(checks)},
+      {"facts", nlohmann::ordered_json::parse(facts_json(report.facts))}};
   return doc.dump(2) + "\n";
 }
 

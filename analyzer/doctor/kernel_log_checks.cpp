@@ -1,6 +1,6 @@
 // The kernel_log check: Xid errors, NVRM messages and PCIe AER errors since
-// boot, read from /dev/kmsg (or a saved log given with --kernel-log) and
-// judged by kernel_log.h's scanner.
+// boot, read from /dev/kmsg, else from the systemd journal (or a saved log
+// given with --kernel-log) and judged by kernel_log.h's scanner.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "checks.h"
+#include "command_output.h"
 #include "kernel_log.h"
 
 namespace gpuscope::doctor {
@@ -23,11 +24,13 @@ namespace {
 // huge file, cannot hold the command up.
 constexpr size_t kMaxRecords = 1000000;
 constexpr size_t kMaxFileBytes = size_t{256} << 20;
+// How long journalctl may take over this boot's kernel messages.
+constexpr int kJournalTimeoutMs = 10000;
 // How many findings the one-line summary names; -v lists them all.
 constexpr size_t kSummaryFindings = 3;
 
 struct KernelLog {
-  std::string source;  // "/dev/kmsg" or the file
+  std::string source;  // "/dev/kmsg", "journalctl -k -b" or the file
   std::string error;   // why it could not be read; empty when it was
   std::string note;    // what the reading could not see (records lost before it)
   KernelLogScan scan;
@@ -103,6 +106,57 @@ KernelLog read_file(const std::string& path) {
   if (bytes >= kMaxFileBytes) log.note = fmt::format("read the first {} MiB only", kMaxFileBytes >> 20);
   log.scan = scanner.scan();
   return log;
+}
+
+std::string first_line(const std::string& text) {
+  const size_t end = text.find('\n');
+  return printable_log_line(end == std::string::npos ? text : text.substr(0, end));
+}
+
+// This boot's kernel messages from the systemd journal, where /dev/kmsg
+// cannot be read: members of the systemd-journal or adm groups may read the
+// journal without CAP_SYSLOG, and a container may have the host's journal
+// mounted but no /dev/kmsg.
+KernelLog read_journal(const std::string& journalctl) {
+  KernelLog log{"journalctl -k -b", "", "", {}};
+  const CommandOutput r =
+      run_command_output({journalctl, "-k", "-b", "--no-pager", "-q", "-o", "short"}, kMaxFileBytes, kJournalTimeoutMs);
+  if (!r.started) {
+    log.error = r.error;
+    return log;
+  }
+  KernelLogScanner scanner;
+  for (size_t start = 0; start < r.out.size();) {
+    size_t end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    scanner.add_line(std::string_view(r.out).substr(start, end - start));
+    start = end + 1;
+  }
+  log.scan = scanner.scan();
+  const std::string said = r.err.empty() ? "" : ": " + first_line(r.err);
+  if (r.truncated)
+    log.note = fmt::format("journalctl was stopped after {} MiB or {} s: its first part only", kMaxFileBytes >> 20,
+                           kJournalTimeoutMs / 1000);
+  else if (r.exit_status != 0)
+    log.error = fmt::format("{} -k exited with status {}{}", journalctl, r.exit_status, said);
+  if (log.error.empty() && log.scan.lines == 0)
+    log.error = fmt::format("{} -k showed no kernel message (journal access needs the systemd-journal or adm group, "
+                            "or root){}",
+                            journalctl, said);
+  return log;
+}
+
+// /dev/kmsg, else the journal; when neither can be read, both reasons.
+KernelLog read_kernel_log(const DoctorOptions& options) {
+  KernelLog kmsg = read_kmsg(options.kmsg_path);
+  if (kmsg.error.empty()) return kmsg;
+  KernelLog journal = read_journal(options.journalctl);
+  if (!journal.error.empty()) {
+    kmsg.error += "; and the journal: " + journal.error;
+    return kmsg;
+  }
+  journal.note = "instead of " + kmsg.error + (journal.note.empty() ? "" : "; " + journal.note);
+  return journal;
 }
 
 // "GPU 1" for the bus id of a GPU NVML sees; else what is known.
@@ -193,7 +247,7 @@ Finding judge(const NodeProbe& probe, const KernelLog& log) {
 
 Finding check_kernel_log(const NodeProbe& probe) {
   const std::string& file = probe.options.kernel_log_file;
-  const KernelLog log = file.empty() ? read_kmsg("/dev/kmsg") : read_file(file);
+  const KernelLog log = file.empty() ? read_kernel_log(probe.options) : read_file(file);
   if (!log.error.empty()) return not_checked(log.error);
   return judge(probe, log);
 }

@@ -2,8 +2,11 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/utsname.h>
 
 #include <cstring>
+
+#include <fmt/format.h>
 
 namespace gpuscope::doctor {
 namespace {
@@ -85,6 +88,55 @@ void probe_cudart(NodeProbe& probe) {
     rt.error = "cudaDriverGetVersion returned " + std::to_string(d);
 }
 
+const char* enabled_text(bool on) { return on ? "enabled" : "disabled"; }
+
+// One GPU's facts (node_facts.h): each query NVML answers, in fact_rules() order.
+GpuFacts gpu_facts(const nvml::Api& api, const Gpu& gpu) {
+  GpuFacts g{gpu.index, {}};
+  const auto add = [&](const char* name, std::string value) {
+    if (!value.empty()) g.facts.emplace_back(name, std::move(value));
+  };
+  const nvml::Device d = gpu.handle;
+  const auto query = [](auto fn, auto... args) { return fn != nullptr && fn(args...) == nvml::kSuccess; };
+  add("name", gpu.name);
+  add("uuid", gpu.uuid);
+  add("bus_id", gpu.bus_id);
+  add("vbios", read_string<64>(api.device_get_vbios_version, d));
+  if (nvml::Memory m{}; query(api.device_get_memory_info, d, &m)) add("memory", fmt::format("{} MiB", m.total >> 20));
+  if (unsigned gen = 0, width = 0; query(api.device_get_max_pcie_link_generation, d, &gen) &&
+                                   query(api.device_get_max_pcie_link_width, d, &width))
+    add("pcie_link_max", fmt::format("Gen{} x{}", gen, width));
+  if (unsigned mode = 0, pending = 0; query(api.device_get_mig_mode, d, &mode, &pending))
+    add("mig_mode", enabled_text(mode == 1));
+  if (int mode = 0; query(api.device_get_persistence_mode, d, &mode)) add("persistence_mode", enabled_text(mode == 1));
+  if (unsigned mw = 0; query(api.device_get_enforced_power_limit, d, &mw)) add("power_limit", fmt::format("{} W", mw / 1000));
+  if (unsigned sm = 0, mem = 0; query(api.device_get_applications_clock, d, nvml::kClockSm, &sm) &&
+                                query(api.device_get_applications_clock, d, nvml::kClockMem, &mem))
+    add("applications_clocks", fmt::format("SM {} MHz, memory {} MHz", sm, mem));
+  if (unsigned sm = 0, mem = 0; query(api.device_get_max_clock_info, d, nvml::kClockSm, &sm) &&
+                                query(api.device_get_max_clock_info, d, nvml::kClockMem, &mem))
+    add("max_clocks", fmt::format("SM {} MHz, memory {} MHz", sm, mem));
+  return g;
+}
+
+NodeFacts collect_facts(const NodeProbe& probe) {
+  NodeFacts facts;
+  const auto add = [&](const char* name, std::string value) {
+    if (!value.empty()) facts.node.emplace_back(name, std::move(value));
+  };
+  if (utsname u{}; uname(&u) == 0) add("kernel", u.release);
+  add("driver", probe.driver_version);
+  int cuda_driver = probe.cudart.driver_version;
+  if (probe.nvml_ok && probe.api.system_get_cuda_driver_version_v2 != nullptr)
+    probe.api.system_get_cuda_driver_version_v2(&cuda_driver);
+  if (cuda_driver > 0) add("cuda_driver", cuda_version_text(cuda_driver));
+  if (probe.cudart.runtime_version > 0) add("cuda_runtime", cuda_version_text(probe.cudart.runtime_version));
+  add("cuda_runtime_library", probe.cudart.path);
+  if (probe.nvml_ok) add("gpu_count", std::to_string(probe.gpus.size() + probe.unreachable_gpus.size()));
+  for (const Gpu& gpu : probe.gpus) facts.gpus.push_back(gpu_facts(probe.api, gpu));
+  return facts;
+}
+
 }  // namespace
 
 std::string cuda_version_text(int version) {
@@ -103,6 +155,7 @@ NodeProbe probe_node(const DoctorOptions& options) {
   probe.options = options;
   open_nvml(probe);
   probe_cudart(probe);
+  probe.facts = collect_facts(probe);
   return probe;
 }
 

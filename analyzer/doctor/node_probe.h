@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "doctor.h"
+#include "node_facts.h"
 #include "nvml_api.h"
 
 namespace gpuscope::doctor {
@@ -32,6 +33,7 @@ struct NodeProbe {
   // GPUs NVML counts but cannot open ("GPU N: GPU is lost (15)": fallen off the bus).
   std::vector<std::string> unreachable_gpus;
   CudaRuntime cudart;
+  NodeFacts facts;  // what --baseline compares and --json records
 };
 
 NodeProbe probe_node(const DoctorOptions& options);

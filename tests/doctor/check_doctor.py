@@ -21,9 +21,9 @@ import tempfile
 
 import jsonschema
 
-ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
+ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
               "row_remapping", "mig", "tenancy", "topology"]
-NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure"}
+NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "baseline"}
 # Node checks that read the host, not NVML: they run without a driver too.
 HOST_CHECKS = {"kernel_log", "host_pressure"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -58,6 +58,14 @@ CASES = {
     "kernel_log_not_permitted": (None, {"kernel_log": ("not_checked", "/dev/kmsg: Operation not permitted: reading "
                                                                       "the kernel log needs CAP_SYSLOG")},
                                  {"kernel_log": None, "as_nobody": True}),
+    # /dev/kmsg cannot be read (here: --kmsg names no device), so the journal is: a journalctl on PATH that
+    # prints a log fixture, or, like an unprivileged user's, nothing but its hint.
+    "kernel_log_from_journal": (None, {"kernel_log": ("fail", "Xid 79 on 0000:18:00 (GPU 0, 1x): GPU has fallen off "
+                                                              "the bus")},
+                                {"kernel_log": None, "kmsg": "no-such-kmsg", "journal": "kernel-xid.log"}),
+    "kernel_log_journal_refused": (None, {"kernel_log": ("not_checked", "no-such-kmsg does not exist here (a "
+                                                                        "container without it")},
+                                   {"kernel_log": None, "kmsg": "no-such-kmsg", "journal": None}),
     "host_cpu_saturated": (None, {"host_pressure": ("fail", "tasks waited for a CPU 72% of the last 10 s")},
                            {"proc_root": "proc-cpu-saturated"}),
     "host_io_wait": (None, {"host_pressure": ("warn", "tasks waited for I/O 24% of the last 10 s")},
@@ -71,6 +79,13 @@ CASES = {
     "topology_unknown": ("no-numa-affinity.json", {"topology": ("not_checked", "nvmlDeviceGetCpuAffinity: Not Supported "
                                                                   "(3); /sys/bus/pci/devices/fffe:ee:00.0/local_cpulist "
                                                                   "unreadable")}, {}),
+    # options "baseline": the node (None: the default) whose `doctor --json -o` output is given to --baseline.
+    "baseline_same": (None, {"baseline": ("pass", "matches the baseline")}, {"baseline": None}),
+    "baseline_drift": ("drifted.json", {"baseline": ("warn", "3 differences from the baseline: node driver 580.82.07 "
+                                                             "-> 580.95.05; GPU 0 applications_clocks SM 1980 MHz")},
+                       {"baseline": None}),
+    "baseline_gpu_missing": (None, {"baseline": ("fail", "GPU 1 of the baseline (simgpu H200 (simulated)) is missing")},
+                             {"baseline": "two-devices.json"}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
                                    "cuda_runtime": ("fail", "finds no driver")}, {}),
 }
@@ -129,15 +144,21 @@ def run(gpuscope, args, env):
     return p.returncode, p.stdout
 
 
-def expected_states(node, expect):
+def case_checks(options):
+    """The checks a case runs: baseline only when it is given one."""
+    return [c for c in ALL_CHECKS if c != "baseline" or "baseline" in options]
+
+
+def expected_states(node, expect, checks):
     def default(check):
         return "not_checked" if node == "real toolkit" and check not in HOST_CHECKS else "pass"
-    return {c: expect.get(c, (default(c), ""))[0] for c in ALL_CHECKS}
+    return {c: expect.get(c, (default(c), ""))[0] for c in checks}
 
 
-def result_count(node, options):
-    return len(ALL_CHECKS) if node == "real toolkit" else \
-        len(NODE_CHECKS) + (len(ALL_CHECKS) - len(NODE_CHECKS)) * options.get("gpus", 1)
+def result_count(node, checks, options):
+    node_checks = len([c for c in checks if c in NODE_CHECKS])
+    return len(checks) if node == "real toolkit" else \
+        node_checks + (len(checks) - node_checks) * options.get("gpus", 1)
 
 
 def check_json(out, code, schema, states, expect, want_code, count):
@@ -146,8 +167,8 @@ def check_json(out, code, schema, states, expect, want_code, count):
     if doc["exit_status"] != code or code != want_code:
         fail(f"exit status {code}, JSON says {doc['exit_status']}, expected {want_code}")
     seen = {r["check"] for r in doc["checks"]}
-    if seen != set(ALL_CHECKS) or len(doc["checks"]) != count:
-        fail(f"JSON: {len(doc['checks'])} results of {sorted(seen)}, expected {count} of {ALL_CHECKS}")
+    if seen != set(states) or len(doc["checks"]) != count:
+        fail(f"JSON: {len(doc['checks'])} results of {sorted(seen)}, expected {count} of {sorted(states)}")
     for r in doc["checks"]:
         if r["state"] != states[r["check"]]:
             fail(f"JSON: {r['check']} is {r['state']} ({r['summary']}), expected {states[r['check']]}")
@@ -195,7 +216,7 @@ def check_prometheus(out, states, code, count):
             fail(f"prometheus: malformed sample '{line}'")
         if m.group(4) == "1":
             ones.setdefault((m.group(1), m.group(2)), []).append(m.group(3))
-    if {c for _, c in ones} != set(ALL_CHECKS) or len(ones) != count:
+    if {c for _, c in ones} != set(states) or len(ones) != count:
         fail(f"prometheus: {len(ones)} results of {sorted({c for _, c in ones})}, expected {count}")
     for (gpu, check), on in ones.items():
         if on != [states[check]]:
@@ -218,6 +239,78 @@ def check_usage_errors(gpuscope, env):
         p = subprocess.run([gpuscope, "doctor"] + args, env=env, capture_output=True, text=True, timeout=60)
         if p.returncode != 2 or not p.stderr.startswith("gpuscope: error: ") or what not in p.stderr or p.stdout:
             fail(f"doctor {' '.join(args)}: exit {p.returncode}, stderr '{p.stderr.strip()}', stdout '{p.stdout}'")
+
+
+HINT = "Hint: You are currently not seeing messages from other users and the system."
+
+
+def fake_journalctl(where, fixture):
+    """A journalctl that prints a kernel log fixture (None: prints nothing but the hint an unprivileged user
+    gets); the directory to put first on PATH."""
+    bin_dir = os.path.join(where, "bin")
+    os.makedirs(bin_dir)
+    path = os.path.join(bin_dir, "journalctl")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + (f"cat '{os.path.join(FIXTURES, fixture)}'\n" if fixture else f"echo '{HINT}' >&2\n"))
+    os.chmod(path, 0o755)
+    return bin_dir
+
+
+def check_journal_evidence(doc, options):
+    """Which log was read, and why /dev/kmsg was not, is in the evidence (or, refused, in the summary)."""
+    result = next(r for r in doc["checks"] if r["check"] == "kernel_log")
+    said = " ".join([result["summary"]] + result["evidence"])
+    want = ["journalctl -k -b", "instead of"] if options["journal"] else ["and the journal: ", HINT]
+    if not all(w in said for w in want):
+        fail(f"kernel_log does not say {want}: {result}")
+
+
+def save_baseline(gpuscope, env, common, nodes_dir, node, where):
+    """A known-good node's `doctor --json -o FILE`: the baseline the case compares with."""
+    path = os.path.join(where, "baseline.json")
+    baseline_env = dict(env, SIMGPU_NODE=os.path.join(nodes_dir, node)) if node else \
+        {k: v for k, v in env.items() if k != "SIMGPU_NODE"}
+    code, out = run(gpuscope, common + ["--json", "-o", path], baseline_env)
+    if out or not os.path.exists(path) or "facts" not in json.load(open(path)):
+        fail(f"doctor --json -o {path} (exit {code}) wrote '{out}' to stdout, or no facts to the file")
+    return path
+
+
+def check_bad_baselines(gpuscope, env, where):
+    """A baseline that is not one is a one-line usage error naming the file and what is wrong (exit 2), and no
+    check runs."""
+    cases = {"truncated.json": ('{"facts": {"node": {"driver": "5', "is not JSON (byte 33)"),
+             "other.json": ('{"schema_version": 1, "checks": []}', 'no "facts" object'),
+             "typed.json": ('{"facts": {"node": {}, "gpus": [{"index": 0, "name": 7}]}}',
+                            '"facts"."gpus"[0]."name" is not a string'),
+             "missing.json": (None, "cannot read the baseline")}
+    for name, (content, said) in cases.items():
+        path = os.path.join(where, name)
+        if content is not None:
+            with open(path, "w") as f:
+                f.write(content)
+        p = subprocess.run([gpuscope, "doctor", "--baseline", path], env=env, capture_output=True, text=True,
+                           timeout=60)
+        err = p.stderr.strip()
+        if p.returncode != 2 or p.stdout or "\n" in err or not err.startswith("gpuscope: error: ") or \
+                said not in err or path not in err:
+            fail(f"doctor --baseline {name}: exit {p.returncode}, stderr '{err}', stdout '{p.stdout[:200]}'")
+
+
+def check_output_file(gpuscope, env, common, where, text):
+    """-o writes what standard output would have had, and an existing file is replaced only with --force."""
+    path = os.path.join(where, "doctor.txt")
+    for args, want in (([], 0), ([], 2), (["--force"], 0)):
+        p = subprocess.run([gpuscope, "doctor", "-o", path] + args + common, env=env, capture_output=True,
+                           text=True, timeout=60, preexec_fn=before_doctor)
+        if (p.returncode == 2) != (want == 2) or p.stdout or (want == 2 and "--force" not in p.stderr):
+            fail(f"doctor -o {' '.join(args)}: exit {p.returncode}, stderr '{p.stderr.strip()}'")
+    with open(path) as f:
+        written = f.read()
+    # The host_pressure line samples /proc over time: compare the rest.
+    strip = lambda t: [l for l in t.splitlines() if "host_pressure" not in l]
+    if strip(written) != strip(text):
+        fail(f"doctor -o wrote:\n{written}\nnot what standard output had:\n{text}")
 
 
 def check_reads_host(gpuscope, env, common):
@@ -243,8 +336,8 @@ def main():
         AS_NOBODY = True
     with open(schema_path) as f:
         schema = json.load(f)
-    states = expected_states(node, expect)
-    count = result_count(node, options)
+    states = expected_states(node, expect, case_checks(options))
+    count = result_count(node, case_checks(options), options)
     want_code = 1 if "fail" in states.values() else 3 if "warn" in states.values() else 0
     env = environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib)
     try:
@@ -254,8 +347,15 @@ def main():
                       "--proc-root", os.path.join(FIXTURES, options.get("proc_root", "proc-quiet"))]
             if kernel_log:
                 common += ["--kernel-log", os.path.join(FIXTURES, kernel_log)]
+            if "kmsg" in options:
+                common += ["--kmsg", os.path.join(dev, options["kmsg"])]
+                env["PATH"] = fake_journalctl(dev, options["journal"]) + os.pathsep + env.get("PATH", "")
+            if "baseline" in options:
+                common += ["--baseline", save_baseline(gpuscope, env, common, nodes_dir, options["baseline"], dev)]
             code, out = run(gpuscope, common + ["--json"], env)
             doc = check_json(out, code, schema, states, expect, want_code, count)
+            if "kmsg" in options:
+                check_journal_evidence(doc, options)
             text_code, text = run(gpuscope, common, env)
             _, verbose = run(gpuscope, common + ["-v"], env)
             check_text(text, verbose, states, expect, count)
@@ -266,6 +366,8 @@ def main():
                 fail(f"exit status differs between outputs: {code}, {text_code}, {prom_code}")
             if case == "healthy":
                 check_usage_errors(gpuscope, env)
+                check_bad_baselines(gpuscope, env, dev)
+                check_output_file(gpuscope, env, common, dev, text)
                 check_reads_host(gpuscope, env, ["--dev-dir", dev])
     finally:
         for leftover in glob.glob(f"/dev/shm/*doctor-{case}-{os.getpid()}*"):

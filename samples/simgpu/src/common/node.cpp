@@ -60,6 +60,8 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.sm_max_mhz = get(clocks, "sm_max", d.sm_max_mhz);
   d.mem_mhz = get(clocks, "mem", d.mem_mhz);
   d.mem_max_mhz = get(clocks, "mem_max", d.mem_max_mhz);
+  d.app_sm_mhz = get(clocks, "applications_sm", d.sm_max_mhz);
+  d.app_mem_mhz = get(clocks, "applications_mem", d.mem_max_mhz);
   d.clock_event_reasons = get<uint64_t>(j, "clock_event_reasons", 0);
   const json power = get(j, "power_w", json::object());
   d.power_idle_w = get(power, "idle", d.power_idle_w);
@@ -82,6 +84,7 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.remapped_rows.pending = get(rows, "pending", false);
   d.remapped_rows.failure = get(rows, "failure", false);
   d.mig_mode = get(j, "mig_mode", 0u);
+  d.vbios = get<std::string>(j, "vbios", d.vbios);
   d.persistence_mode = get(j, "persistence_mode", 1u);
   d.lost = get(j, "lost", false);
   d.numa_node = get(j, "numa_node", 0);

@@ -50,6 +50,9 @@ struct DeviceDesc {
   double peer_gbps = 0;
   double dram_gbps = 4800, fp32_tflops = 67;
   unsigned sm_mhz = 1980, sm_max_mhz = 1980, mem_mhz = 3201, mem_max_mhz = 3201;
+  // Applications clocks (nvidia-smi -ac); 0: the maximum clocks.
+  unsigned app_sm_mhz = 0, app_mem_mhz = 0;
+  std::string vbios = "96.00.99.00.01";
   uint64_t clock_event_reasons = 0;
   double power_idle_w = 90, power_max_w = 700, power_limit_w = 700;
   double power_default_limit_w = 700;  // the board's default limit (else: the limit)

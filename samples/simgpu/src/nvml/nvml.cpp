@@ -357,6 +357,22 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type
   });
 }
 
+nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  return with_device(device, [&](const nvmlDevice_st& d, const State&) {
+    if (!clock) return NVML_ERROR_INVALID_ARGUMENT;
+    if (type == NVML_CLOCK_GRAPHICS || type == NVML_CLOCK_SM) *clock = d.desc->app_sm_mhz;
+    else if (type == NVML_CLOCK_MEM) *clock = d.desc->app_mem_mhz;
+    else return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char* version, unsigned int length) {
+  return with_device(device, [&](const nvmlDevice_st& d, const State&) {
+    return copy_string(d.desc->vbios, version, length);
+  });
+}
+
 // The node's configured reasons (throttling), plus "idle" whenever no kernel
 // ran during the utilization window, as a real idle GPU reports.
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long* reasons) {
