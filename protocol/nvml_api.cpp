@@ -28,6 +28,7 @@ void resolve_device_health(const Resolver& resolve, Api& a) {
   resolve(a.device_get_remapped_rows, "nvmlDeviceGetRemappedRows");
   resolve(a.device_get_retired_pages_pending_status, "nvmlDeviceGetRetiredPagesPendingStatus");
   resolve(a.device_get_compute_running_processes_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
+  resolve(a.device_get_mps_compute_running_processes_v3, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
   resolve(a.device_get_cpu_affinity, "nvmlDeviceGetCpuAffinity");
   resolve(a.device_get_memory_affinity, "nvmlDeviceGetMemoryAffinity");
   resolve(a.device_get_vbios_version, "nvmlDeviceGetVbiosVersion");

@@ -107,6 +107,8 @@ struct Api {
   Return (*device_get_remapped_rows)(Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
   Return (*device_get_retired_pages_pending_status)(Device, int*) = nullptr;
   Return (*device_get_compute_running_processes_v3)(Device, unsigned*, ProcessInfo*) = nullptr;
+  // The clients of an MPS server on the device (the server itself is a compute process).
+  Return (*device_get_mps_compute_running_processes_v3)(Device, unsigned*, ProcessInfo*) = nullptr;
   Return (*device_get_temperature)(Device, int, unsigned*) = nullptr;
   Return (*device_get_vbios_version)(Device, char*, unsigned) = nullptr;
   // The clocks the GPU is set to run applications at (nvidia-smi -ac), a

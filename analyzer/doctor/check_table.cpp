@@ -53,6 +53,12 @@ constexpr CheckSpec kChecks[] = {
      "Linux PSI (Documentation/accounting/psi.rst) and /proc/stat (Documentation/filesystems/proc.rst); the "
      "percentages are gpuscope's own (docs/doctor.md: no published limit)",
      check_host_pressure, nullptr},
+    {"mps", false, false,
+     "warn when MPS is in use: the MPS control daemon's pipe exists (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) "
+     "or NVML lists MPS clients on a GPU",
+     "NVIDIA Multi-Process Service documentation (docs.nvidia.com/deploy/mps): the pipe directory, "
+     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; NVML nvmlDeviceGetMPSComputeRunningProcesses_v3",
+     check_mps, nullptr},
     {"baseline", false, true,
      "fail when a GPU of the baseline is missing or is another model; warn when any other fact differs: kernel, "
      "driver, CUDA driver and runtime versions, GPU count, VBIOS, memory, PCIe link capability, MIG mode, "

@@ -1,7 +1,9 @@
-// Per-GPU checks of who else gets the GPU: MIG partitioning and other
-// processes holding a compute context.
+// Who else gets the GPU: MIG partitioning, MPS, and other processes
+// holding a compute context.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -26,8 +28,11 @@ std::string process_name(unsigned pid) {
   return "not visible here (another PID namespace?)";
 }
 
-std::vector<nvml::ProcessInfo> compute_processes(NvmlReads& read, const nvml::Api& api, const Gpu& gpu) {
-  const auto query = api.device_get_compute_running_processes_v3;
+using ProcessQuery = nvml::Return (*)(nvml::Device, unsigned*, nvml::ProcessInfo*);
+
+// The GPU's compute processes (or, with the MPS query, its MPS clients).
+std::vector<nvml::ProcessInfo> compute_processes(NvmlReads& read, const Gpu& gpu, ProcessQuery query,
+                                                 const char* function = "nvmlDeviceGetComputeRunningProcesses_v3") {
   std::vector<nvml::ProcessInfo> infos(64);
   unsigned count = 0;
   nvml::Return r = nvml::kFunctionNotFound;
@@ -38,7 +43,7 @@ std::vector<nvml::ProcessInfo> compute_processes(NvmlReads& read, const nvml::Ap
     if (r != nvml::kInsufficientSize) break;
     infos.resize(count + 8);
   }
-  if (!read.record("nvmlDeviceGetComputeRunningProcesses_v3", r)) return {};
+  if (!read.record(function, r)) return {};
   infos.resize(count);
   return infos;
 }
@@ -47,7 +52,53 @@ std::string memory_text(unsigned long long bytes) {
   return bytes == kValueNotAvailable ? "memory not available" : fmt::format("{:.0f} MiB", bytes / 1048576.0);
 }
 
+// Where MPS clients find the control daemon: CUDA_MPS_PIPE_DIRECTORY, else
+// /tmp/nvidia-mps (NVIDIA's MPS documentation, Environment Variables).
+std::string mps_pipe_directory() {
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp/nvidia-mps";
+}
+
+// MPS clients on each GPU NVML can list ("GPU 0: pid 4417 (name): 2048 MiB").
+std::vector<std::string> mps_clients(const NodeProbe& probe, std::string* not_listed) {
+  std::vector<std::string> clients;
+  for (const Gpu& gpu : probe.gpus) {
+    NvmlReads read(probe);
+    for (const nvml::ProcessInfo& p : compute_processes(read, gpu, probe.api.device_get_mps_compute_running_processes_v3,
+                                                        "nvmlDeviceGetMPSComputeRunningProcesses_v3"))
+      clients.push_back(fmt::format("GPU {}: MPS client pid {} ({}): {}", gpu.index, p.pid, process_name(p.pid),
+                                    memory_text(p.used_gpu_memory)));
+    if (!read.ok() && not_listed->empty()) *not_listed = read.not_checked().summary;
+  }
+  return clients;
+}
+
 }  // namespace
+
+Finding check_mps(const NodeProbe& probe) {
+  const std::string pipe = mps_pipe_directory() + "/control";
+  struct stat st{};
+  const bool daemon = stat(pipe.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+  std::string not_listed = probe.nvml_ok ? "" : "no NVML: " + probe.nvml_status;
+  const std::vector<std::string> clients = probe.nvml_ok ? mps_clients(probe, &not_listed) : std::vector<std::string>{};
+  const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  Finding f = passed("no MPS: no control daemon pipe and no MPS client on any GPU");
+  if (daemon || !clients.empty()) {
+    f = warned(fmt::format("MPS is in use ({}{}{}): CUDA processes here share the GPUs' SMs with the other MPS "
+                           "clients, and their kernels overlap instead of time-slicing",
+                           daemon ? "control daemon at " + pipe : "", daemon && !clients.empty() ? ", " : "",
+                           clients.empty() ? "" : fmt::format("{} MPS client{}", clients.size(), clients.size() == 1 ? "" : "s")),
+               "if the workload expects a GPU of its own, run it where MPS is off (echo quit | "
+               "nvidia-cuda-mps-control stops the daemon); under MPS, size its share with "
+               "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  }
+  f.evidence.push_back(fmt::format("{}: {}", pipe, daemon ? "a named pipe: the MPS control daemon's" : "absent"));
+  f.evidence.insert(f.evidence.end(), clients.begin(), clients.end());
+  if (!not_listed.empty()) f.evidence.push_back("MPS clients not listed: " + not_listed);
+  if (share != nullptr) f.evidence.push_back(fmt::format("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={}: this process's share of "
+                                                         "the SMs under MPS", share));
+  return f;
+}
 
 Finding check_mig(const NodeProbe& probe, const Gpu& gpu) {
   unsigned current = 0, pending = 0;
@@ -71,7 +122,8 @@ Finding check_mig(const NodeProbe& probe, const Gpu& gpu) {
 
 Finding check_tenancy(const NodeProbe& probe, const Gpu& gpu) {
   NvmlReads read(probe);
-  const std::vector<nvml::ProcessInfo> processes = compute_processes(read, probe.api, gpu);
+  const std::vector<nvml::ProcessInfo> processes =
+      compute_processes(read, gpu, probe.api.device_get_compute_running_processes_v3);
   if (!read.ok()) return read.not_checked();
   std::vector<std::string> others;
   unsigned long long other_bytes = 0;

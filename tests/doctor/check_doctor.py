@@ -21,11 +21,11 @@ import tempfile
 
 import jsonschema
 
-ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
+ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
               "row_remapping", "mig", "tenancy", "topology"]
-NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "baseline"}
+NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline"}
 # Node checks that read the host, not NVML: they run without a driver too.
-HOST_CHECKS = {"kernel_log", "host_pressure"}
+HOST_CHECKS = {"kernel_log", "host_pressure", "mps"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 # case: node file (None: the built-in default), {check: (state, text in its summary)}, options
@@ -41,6 +41,8 @@ CASES = {
     "other_tenant": ("shared-gpu.json", {"tenancy": ("warn", "1 other process on this GPU, holding 30720 MiB")}, {}),
     "old_driver": ("old-driver.json", {"cuda_runtime": ("fail", "the driver supports CUDA 12.2, a major version "
                                                                 "older than the CUDA runtime 13.0")}, {}),
+    # An MPS client on the GPU (NVML's MPS process list) and the control daemon's pipe (options "mps_daemon").
+    "mps_in_use": ("mps.json", {"mps": ("warn", "MPS is in use (control daemon at ")}, {"mps_daemon": True}),
     "persistence_off": ("persistence-off.json", {"persistence_mode": ("warn", "persistence mode off")}, {}),
     "missing_device_node": (None, {"devices": ("fail", "nvidia0 is missing")}, {"skip_nodes": ["nvidia0"]}),
     "all_devices_hidden": (None, {"devices": ("fail", "no GPU is visible to CUDA: CUDA_VISIBLE_DEVICES= hides all 1")},
@@ -343,6 +345,12 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as dev:
             kernel_log = options.get("kernel_log", "kernel-clean.log")  # None: /dev/kmsg
+            # Where MPS clients would find the daemon: this case's own directory, with its pipe when asked.
+            env["CUDA_MPS_PIPE_DIRECTORY"] = os.path.join(dev, "mps")
+            env.pop("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", None)
+            if options.get("mps_daemon"):
+                os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+                os.mkfifo(os.path.join(env["CUDA_MPS_PIPE_DIRECTORY"], "control"))
             common = ["--dev-dir", device_dir(dev, options),
                       "--proc-root", os.path.join(FIXTURES, options.get("proc_root", "proc-quiet"))]
             if kernel_log:

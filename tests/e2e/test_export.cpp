@@ -68,6 +68,9 @@ struct Sample {
   std::vector<std::string> run_options;
 };
 
+// Named in ctest by its command, not its bytes (which change with every build).
+void PrintTo(const Sample& s, std::ostream* os) { *os << s.command.front(); }
+
 class ExportSamples : public ::testing::TestWithParam<Sample> {};
 
 // The protobuf export of `trace` parses back with a slice per JSON span,

@@ -41,6 +41,9 @@ struct Mechanism {
   const char* child_line;  // what the exec'd child prints
 };
 
+// Named in ctest by name, not its bytes (which change with every build).
+void PrintTo(const Mechanism& m, std::ostream* os) { *os << m.name; }
+
 class SpawnMechanisms : public ::testing::TestWithParam<Mechanism> {};
 
 TEST_P(SpawnMechanisms, ChildIsTracedIntoItsOwnFileLinkedToItsParent) {

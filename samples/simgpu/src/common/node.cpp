@@ -91,7 +91,7 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.local_cpus = get<std::string>(j, "local_cpus", "");
   d.numa_affinity = get(j, "numa_affinity", true);
   for (const json& t : get(j, "tenants", json::array()))
-    d.tenants.push_back(Tenant{t.at("pid").get<int>(), get<uint64_t>(t, "memory_mib", 0) << 20});
+    d.tenants.push_back(Tenant{t.at("pid").get<int>(), get<uint64_t>(t, "memory_mib", 0) << 20, get(t, "mps", false)});
 }
 
 DeviceDesc parse_device(const json& j, size_t index) {

@@ -23,10 +23,12 @@ struct PcieLink {
 };
 
 // A process of another tenant that holds a context on the device: NVML
-// lists it with the processes that drive the simulated GPU.
+// lists it with the processes that drive the simulated GPU (an MPS client
+// among the MPS processes instead).
 struct Tenant {
   int pid = 0;
   uint64_t memory_bytes = 0;
+  bool mps = false;  // a client of an MPS server: NVML lists it among the MPS processes
 };
 
 // Row remapping (Ampere and later): rows remapped for correctable and

@@ -54,11 +54,26 @@ double memory_util(const nvmlDevice_st& d, const State& s) {
   return std::clamp(100.0 * bps / (d.desc->dram_gbps * 1e9), 0.0, 100.0);
 }
 
-// The processes driving the simulated GPU, then the node's other tenants.
-std::vector<simgpu::ProcessUsage> compute_processes(const nvmlDevice_st& d, const State& s) {
-  std::vector<simgpu::ProcessUsage> procs = s.shared->processes(static_cast<int>(d.index));
-  for (const simgpu::Tenant& t : d.desc->tenants) procs.push_back(simgpu::ProcessUsage{t.pid, t.memory_bytes});
+// The processes driving the simulated GPU, then the node's other tenants
+// (those of an MPS server, with `mps`, or the others).
+std::vector<simgpu::ProcessUsage> compute_processes(const nvmlDevice_st& d, const State& s, bool mps = false) {
+  std::vector<simgpu::ProcessUsage> procs;
+  if (!mps) procs = s.shared->processes(static_cast<int>(d.index));
+  for (const simgpu::Tenant& t : d.desc->tenants)
+    if (t.mps == mps) procs.push_back(simgpu::ProcessUsage{t.pid, t.memory_bytes});
   return procs;
+}
+
+// NVML's two-call protocol for a process list: too small a buffer answers
+// Insufficient Size with the count needed.
+nvmlReturn_t copy_processes(const std::vector<simgpu::ProcessUsage>& procs, unsigned* count, nvmlProcessInfo_t* infos) {
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  const unsigned capacity = *count;
+  *count = static_cast<unsigned>(procs.size());
+  if (capacity < procs.size() || (!infos && !procs.empty())) return NVML_ERROR_INSUFFICIENT_SIZE;
+  for (size_t i = 0; i < procs.size(); ++i)
+    infos[i] = nvmlProcessInfo_t{static_cast<unsigned>(procs[i].pid), procs[i].memory_bytes, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  return NVML_SUCCESS;
 }
 
 uint64_t memory_used(const nvmlDevice_st& d, const State& s) {
@@ -275,14 +290,14 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
   return with_device(device, [&](const nvmlDevice_st& d, const State& s) {
-    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    const auto procs = compute_processes(d, s);
-    const unsigned capacity = *count;
-    *count = static_cast<unsigned>(procs.size());
-    if (capacity < procs.size() || (!infos && !procs.empty())) return NVML_ERROR_INSUFFICIENT_SIZE;
-    for (size_t i = 0; i < procs.size(); ++i)
-      infos[i] = nvmlProcessInfo_t{static_cast<unsigned>(procs[i].pid), procs[i].memory_bytes, 0xFFFFFFFFu, 0xFFFFFFFFu};
-    return NVML_SUCCESS;
+    return copy_processes(compute_processes(d, s), count, infos);
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                        nvmlProcessInfo_t* infos) {
+  return with_device(device, [&](const nvmlDevice_st& d, const State& s) {
+    return copy_processes(compute_processes(d, s, true), count, infos);
   });
 }
 
