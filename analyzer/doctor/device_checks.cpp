@@ -7,34 +7,19 @@
 #include <fmt/format.h>
 
 #include "checks.h"
+#include "nvml_clock_events.h"
 
 namespace gpuscope::doctor {
 namespace {
 
-// nvmlClocksEventReason* bits (nvml.h), and what each one means.
-struct ClocksEventReason {
-  unsigned long long bit;
-  const char* name;
-  CheckState state;  // Pass: informational, the GPU is not held back against its settings
-  const char* fix;
-};
-constexpr ClocksEventReason kClocksEventReasons[] = {
-    {0x1, "GPU idle", CheckState::Pass, ""},
-    {0x2, "applications clocks setting", CheckState::Pass, ""},
-    {0x4, "software power cap", CheckState::Warn,
-     "the GPU draws its power limit: check the limit (power check) and the workload's power profile"},
-    {0x8, "hardware slowdown", CheckState::Fail,
-     "the GPU protects itself (too hot, or the power supply signals overload): check cooling, fans and power "
-     "cabling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"},
-    {0x10, "sync boost", CheckState::Pass, ""},
-    {0x20, "software thermal slowdown", CheckState::Warn,
-     "the GPU runs above its maximum operating temperature: check airflow and inlet temperature"},
-    {0x40, "hardware thermal slowdown", CheckState::Fail,
-     "the GPU is too hot and the hardware halves its clocks: check cooling, fans, airflow and inlet temperature"},
-    {0x80, "hardware power brake slowdown", CheckState::Fail,
-     "an external power brake (the power supply or chassis) holds the clocks down: check the power supply"},
-    {0x100, "display clock setting", CheckState::Pass, ""},
-};
+CheckState state_of(nvml::ClockEventSeverity severity) {
+  switch (severity) {
+    case nvml::ClockEventSeverity::Fail: return CheckState::Fail;
+    case nvml::ClockEventSeverity::Warn: return CheckState::Warn;
+    case nvml::ClockEventSeverity::Info: return CheckState::Pass;
+  }
+  return CheckState::Pass;
+}
 
 // Payload gigabytes per second of one lane, per PCIe generation (after
 // 8b/10b up to Gen2, 128b/130b from Gen3; Gen6 counted at its raw rate).
@@ -100,13 +85,14 @@ Finding check_clocks(const NodeProbe& probe, const Gpu& gpu) {
     return read.not_checked();
   CheckState worst = CheckState::Pass;
   std::string active, holding, fix;
-  for (const ClocksEventReason& r : kClocksEventReasons) {
+  for (const nvml::ClockEventReason& r : nvml::kClockEventReasons) {
     if ((reasons & r.bit) == 0) continue;
     active += (active.empty() ? "" : ", ") + std::string(r.name);
-    if (r.state == CheckState::Pass) continue;
+    const CheckState state = state_of(r.severity);
+    if (state == CheckState::Pass) continue;
     holding += (holding.empty() ? "" : ", ") + std::string(r.name);
-    if (r.state < worst) {
-      worst = r.state;
+    if (state < worst) {
+      worst = state;
       fix = r.fix;
     }
   }

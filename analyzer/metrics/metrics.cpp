@@ -85,8 +85,14 @@ void gpu_metrics(const TraceModel& m, Metrics& x) {
     util += g.util_sum, util_n += g.util_n, sm += g.sm_sum, sm_n += g.sm_n;
     dram += g.dram_sum, dram_n += g.dram_n, pcie += g.pcie_kbps_sum, pcie_n += g.pcie_n;
     // Power cap, hardware slowdown, thermal and power-brake slowdowns; not
-    // "GPU idle" (0x1), application clocks (0x2) or sync boost (0x10).
-    x.throttle_reasons |= g.throttle_any & 0xEC;
+    // "GPU idle", applications clocks or sync boost (Info).
+    for (size_t i = 0; i < nvml::kClockEventReasonCount; ++i) {
+      const nvml::ClockEventReason& r = nvml::kClockEventReasons[i];
+      if (r.severity == nvml::ClockEventSeverity::Info || g.clock_event_samples[i] == 0) continue;
+      const bool clocks = g.sm_clock_max != 0;
+      x.clock_slowdowns.push_back({static_cast<uint32_t>(dev), &r, g.clock_event_samples[i], g.throttle_n,
+                                   clocks ? g.sm_clock_min : 0, clocks ? g.sm_clock_max : 0});
+    }
   }
   if (util_n) x.nvml_gpu_util = static_cast<double>(util) / util_n / 100.0;
   if (util_n && x.gpu_samples >= kMinGpuSamples) {

@@ -67,6 +67,15 @@ struct StepBusy {
   std::string lowest_step, highest_step;
 };
 
+// A clocks event reason that held a GPU back (severity Warn or Fail), and in
+// how many of that GPU's NVML samples.
+struct ClockSlowdown {
+  uint32_t device = 0;
+  const nvml::ClockEventReason* reason = nullptr;
+  uint64_t samples = 0, of_samples = 0;
+  uint32_t sm_clock_min = 0, sm_clock_max = 0;  // MHz over the run's samples; 0: not sampled
+};
+
 struct Metrics {
   double wall_s = 0;
   // The first call that needed a CUDA context absorbed its creation; with
@@ -126,7 +135,8 @@ struct Metrics {
   bool last_profiler_step_left_out = false;
   std::optional<double> pcie_gbps_mean;
   uint64_t gpu_samples = 0;
-  uint64_t throttle_reasons = 0;  // slowdown reasons only (idle and app-clock bits masked)
+  // Reasons that held a GPU's clocks down, by device then catalog order.
+  std::vector<ClockSlowdown> clock_slowdowns;
   std::optional<double> fusion_share;  // same-shape chain links per kernel
   std::vector<std::string> top_chains;  // "a -> b (n)"
   uint32_t online_cpus = 0;

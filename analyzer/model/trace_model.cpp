@@ -254,7 +254,12 @@ void ModelBuilder::add_gpu(const fb::GpuSample& s) {
     g.pcie_kbps_max = std::max(g.pcie_kbps_max, kbps);
     ++g.pcie_n;
   }
-  if (valid & field(fb::GpuSampleField::ThrottleReasons)) g.throttle_any |= s.throttle_reasons();
+  if (valid & field(fb::GpuSampleField::ThrottleReasons)) {
+    g.throttle_any |= s.throttle_reasons();
+    ++g.throttle_n;
+    for (size_t i = 0; i < nvml::kClockEventReasonCount; ++i)
+      if (s.throttle_reasons() & nvml::kClockEventReasons[i].bit) ++g.clock_event_samples[i];
+  }
   if (valid & field(fb::GpuSampleField::MemoryUsed)) g.memory_used_max = std::max(g.memory_used_max, s.memory_used_bytes());
   if (valid & field(fb::GpuSampleField::Clocks)) {
     g.sm_clock_min = std::min<uint32_t>(g.sm_clock_min, s.sm_clock_mhz());

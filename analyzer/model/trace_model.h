@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "gpu_breakdown.h"
-#include "implicit_syncs.h"
 #include "host_samples.h"
+#include "implicit_syncs.h"
 #include "interval_set.h"
 #include "live_allocations.h"
+#include "nvml_clock_events.h"
 #include "range_model.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
@@ -91,6 +92,10 @@ struct GpuSampleStats {
   uint64_t dram_sum = 0, dram_n = 0;
   uint64_t pcie_kbps_sum = 0, pcie_n = 0, pcie_kbps_max = 0;
   uint64_t throttle_any = 0;  // OR of throttle reasons seen
+  // Samples that had clocks event reasons, and how many of them had each
+  // reason of nvml::kClockEventReasons (in its order).
+  uint64_t throttle_n = 0;
+  std::array<uint32_t, nvml::kClockEventReasonCount> clock_event_samples{};
   uint64_t memory_used_max = 0;
   uint32_t sm_clock_min = UINT32_MAX, sm_clock_max = 0;
   // (time, utilization %) of each sample that had it: one per sampling

@@ -166,8 +166,11 @@ void findings(std::string& out, const ReportInput& in) {
   size_t n = 0;
   for (const Finding& f : in.analysis.findings) {
     if (++n > in.top) break;
-    out += fmt::format("  {}. [{}] {}: {} ({} of wall time)\n", n, status_label(f.severity), bottleneck_label(f.cls),
-                       f.title, pct(f.share));
+    if (f.node_condition)
+      out += fmt::format("  {}. [{}] node: {}\n", n, status_label(f.severity), f.title);
+    else
+      out += fmt::format("  {}. [{}] {}: {} ({} of wall time)\n", n, status_label(f.severity), bottleneck_label(f.cls),
+                         f.title, pct(f.share));
     for (const auto& e : f.evidence) out += fmt::format("     - {}\n", e);
     if (!f.range.empty())
       out += fmt::format("     in NVTX range: {} ({} of this finding's host time)\n", range_label(f.range, f.range_domain),

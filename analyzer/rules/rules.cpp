@@ -83,6 +83,43 @@ std::optional<Finding> link_finding(const Metrics& x) {
   return f;
 }
 
+// A GPU whose clocks the hardware or software held down for a good part of
+// the run: every kernel ran slower than that GPU can. A condition of the
+// node, not a class of the program's bottleneck, so it warns and leaves the
+// verdict to the program's findings; its evidence names the reasons as
+// `gpuscope doctor`'s clocks check does (protocol/nvml_clock_events.h).
+std::optional<Finding> clocks_finding(const Metrics& x) {
+  std::vector<const ClockSlowdown*> held;
+  for (const ClockSlowdown& c : x.clock_slowdowns)
+    if (c.of_samples >= kMinGpuSamples && static_cast<double>(c.samples) >= kClockSlowdownShare * c.of_samples)
+      held.push_back(&c);
+  if (held.empty()) return std::nullopt;
+  const ClockSlowdown* worst = held.front();
+  std::vector<std::string> reasons;
+  Finding f{"gpu.clocks_slowdown", Bottleneck::Healthy, Status::Warn, 0, "", {}, {}, {}};
+  f.node_condition = true;
+  for (size_t i = 0; i < held.size(); ++i) {
+    const ClockSlowdown* c = held[i];
+    if (c->reason->severity > worst->reason->severity) worst = c;
+    const double share = static_cast<double>(c->samples) / static_cast<double>(c->of_samples);
+    reasons.push_back(fmt::format("GPU {} {} ({} of its NVML samples)", c->device, c->reason->name, pct(share)));
+    f.evidence.push_back(fmt::format("GPU {}: {} ({} slowdown) in {} of {} NVML samples "
+                                     "(nvmlDeviceGetCurrentClocksEventReasons)",
+                                     c->device, c->reason->name,
+                                     c->reason->severity == nvml::ClockEventSeverity::Fail ? "hardware" : "software",
+                                     c->samples, c->of_samples));
+    const bool last_of_gpu = i + 1 == held.size() || held[i + 1]->device != c->device;
+    if (c->sm_clock_max != 0 && last_of_gpu)
+      f.evidence.push_back(fmt::format("GPU {}: SM clock {}-{} MHz over the samples", c->device, c->sm_clock_min,
+                                       c->sm_clock_max));
+  }
+  f.title = fmt::format("GPU clocks held down: {}", fmt::join(reasons, "; "));
+  f.fix = fmt::format("{}; kernels ran slower than this GPU can, so compare their times only with runs on a healthy "
+                      "GPU. `gpuscope doctor` on the node shows its clocks, power and cooling state now.",
+                      worst->reason->fix);
+  return f;
+}
+
 // Time in synchronization that is neither the copies it waited for (those
 // count as copies) nor, when the work was queued well ahead, the GPU
 // working through its queue (that is a busy GPU).
@@ -199,7 +236,7 @@ std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallK
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x) {
   std::vector<Finding> out;
   for (auto f : {pcie_finding(m, x), device_copy_finding(m, x), link_finding(x), sync_finding(m, x),
-                 implicit_sync_finding(m, x), alloc_finding(m, x), dram_finding(x)})
+                 implicit_sync_finding(m, x), alloc_finding(m, x), dram_finding(x), clocks_finding(x)})
     if (f) out.push_back(std::move(*f));
   return out;
 }

@@ -53,6 +53,7 @@ inline constexpr double kKernelCpuShare = 0.30;    // process CPU time in the ke
 inline constexpr double kSerialLoopShare = 0.50;   // samples in one function of the program: a serial loop
 inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
 inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence
+inline constexpr double kClockSlowdownShare = 0.10;  // NVML samples with a clocks slowdown reason worth a finding
 // Minimum evidence (docs/rules.md, "Short runs").
 inline constexpr double kMinJudgedSeconds = 0.2;   // wall time after context initialization
 inline constexpr uint64_t kMinWorkCalls = 20;      // launches, copies, memsets and synchronizations
@@ -92,6 +93,9 @@ struct Finding {
   // finding's calls ran outside all of them.
   std::string range, range_domain;
   double range_share = 0;
+  // About the node (a throttled GPU), not a cause of the program's time: it
+  // never decides the verdict and explains no share of wall time.
+  bool node_condition = false;
 };
 
 struct Check {

@@ -55,7 +55,7 @@ Check host_check(const Metrics& x, const std::vector<Finding>& f) {
 
 Check useful_work_check(const Metrics& x, const std::vector<Finding>& f) {
   Check c{2, "useful GPU work: copies vs kernels, bandwidth, utilization vs throughput",
-          worst(f, {"pcie.host", "sync.", "memory.dram", "memory.device_copies"}), {}};
+          worst(f, {"pcie.host", "sync.", "memory.dram", "memory.device_copies", "gpu.clocks"}), {}};
   c.lines.push_back(fmt::format("feeding thread blocked: copies {}, synchronization {}, launches {}",
                                 pct(kind_share(x, CallKind::Copy)), pct(kind_share(x, CallKind::Sync)),
                                 pct(kind_share(x, CallKind::Launch))));
@@ -69,8 +69,9 @@ Check useful_work_check(const Metrics& x, const std::vector<Finding>& f) {
   if (x.sm_util && x.dram_util)
     c.lines.push_back(fmt::format("SM utilization {}, DRAM bandwidth utilization {} (NVML GPM)", pct(*x.sm_util),
                                   pct(*x.dram_util)));
-  if (x.throttle_reasons != 0)
-    c.lines.push_back(fmt::format("clock-event (throttle) reasons seen: 0x{:x}", x.throttle_reasons));
+  for (const ClockSlowdown& slow : x.clock_slowdowns)
+    c.lines.push_back(fmt::format("GPU {} clocks held down: {} in {} of {} NVML samples", slow.device,
+                                  slow.reason->name, slow.samples, slow.of_samples));
   return c;
 }
 

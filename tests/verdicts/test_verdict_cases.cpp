@@ -98,7 +98,17 @@ const std::vector<Case>& cases() {
        {"NODE=long-kernels.json", "GPUSCOPE_NVML_HZ=0"}, "healthy",
        {"inferred from the host: 1 synchronization(s) waited on queued work"}, {"sync-bound"}},
       {"queued_kernels_with_nvml", {"@queued_kernels"}, Runtime::Simgpu, {"NODE=long-kernels.json"}, "healthy",
-       {"GPU busy: "}, {"sync-bound"}},
+       {"GPU busy: "}, {"sync-bound", "clocks held down"}},
+      // 9. A GPU whose clocks were held down is named, as gpuscope doctor names it, and is not the verdict:
+      // the program is still GPU-bound.
+      {"compute_bound_thermal_slowdown", {"@compute_bound", "--iters", "4000"}, Runtime::Simgpu,
+       {"NODE=throttled.json"}, "healthy",
+       {"[warn] node: GPU clocks held down: GPU 0 hardware slowdown (100% of its NVML samples); GPU 0 hardware "
+        "thermal slowdown (100%",
+        "SM clock 1095-1095 MHz", "check cooling", "`gpuscope doctor`"}},
+      {"compute_bound_power_cap", {"@compute_bound", "--iters", "4000"}, Runtime::Simgpu, {"NODE=power-capped.json"},
+       "healthy", {"[warn] node: GPU clocks held down: GPU 0 software power cap (100% of its NVML samples)"},
+       {"hardware slowdown", "thermal"}},
   };
   return all;
 }
