@@ -140,6 +140,7 @@ json finding_json(const ReportInput& in, const Finding& f) {
   return json{{"id", f.id},           {"class", bottleneck_id(f.cls)}, {"severity", status_label(f.severity)},
               {"share", f.share},     {"title", f.title},              {"evidence", f.evidence},
               {"call_sites", sites},  {"host_stacks", host_stacks}, {"fix", f.fix},
+              {"node_condition", f.node_condition},
               {"range", f.range.empty() ? json(nullptr)
                                         : json{{"name", f.range}, {"domain", f.range_domain}, {"share", f.range_share}}}};
 }
