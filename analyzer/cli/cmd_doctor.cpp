@@ -78,6 +78,9 @@ Subcommand add_doctor_command(CLI::App& app) {
   doctor->add_option("--baseline", o->checks.baseline_file,
                      "Compare this node with a known-good node's `gpuscope doctor --json` output (driver, CUDA, "
                      "kernel, GPU model, VBIOS, link, MIG, persistence, power limit, clocks)");
+  doctor->add_flag("--canary", o->checks.canary,
+                   "Also measure each GPU: pinned and pageable copy bandwidth both ways and an empty kernel's launch, "
+                   "against what its PCIe link can carry (about a second per GPU; allocates 64 MiB on it)");
   doctor->add_option("--dev-dir", o->checks.dev_dir, "Where the NVIDIA device nodes are (default /dev)");
   doctor->add_option("--kernel-log", o->checks.kernel_log_file,
                      "Read this saved kernel log (dmesg, journalctl -k or /dev/kmsg text) instead of /dev/kmsg");

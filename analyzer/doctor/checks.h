@@ -26,6 +26,10 @@ Finding check_row_remapping(const NodeProbe& probe, const Gpu& gpu);
 Finding check_mig(const NodeProbe& probe, const Gpu& gpu);
 Finding check_tenancy(const NodeProbe& probe, const Gpu& gpu);
 Finding check_topology(const NodeProbe& probe, const Gpu& gpu);
+Finding check_canary(const NodeProbe& probe, const Gpu& gpu);  // only with options.canary
+
+// Payload GB/s of one PCIe lane of generation `gen` (0 when unknown).
+double lane_gbytes_per_s(unsigned gen);
 
 // Shorthands for building findings.
 Finding passed(std::string summary);

@@ -21,13 +21,6 @@ CheckState state_of(nvml::ClockEventSeverity severity) {
   return CheckState::Pass;
 }
 
-// Payload gigabytes per second of one lane, per PCIe generation (after
-// 8b/10b up to Gen2, 128b/130b from Gen3; Gen6 counted at its raw rate).
-double lane_gbytes_per_s(unsigned gen) {
-  static constexpr double kRate[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 8.0};
-  return gen < std::size(kRate) ? kRate[gen] : 0;
-}
-
 bool is_idle(const NodeProbe& probe, const Gpu& gpu) {
   unsigned long long reasons = 0;
   const auto fn = probe.api.device_get_clocks_event_reasons;
@@ -52,6 +45,13 @@ Finding judge_link(unsigned gen, unsigned width, unsigned max_gen, unsigned max_
 }
 
 }  // namespace
+
+// Payload gigabytes per second of one lane, per PCIe generation (after
+// 8b/10b up to Gen2, 128b/130b from Gen3; Gen6 counted at its raw rate).
+double lane_gbytes_per_s(unsigned gen) {
+  static constexpr double kRate[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 8.0};
+  return gen < std::size(kRate) ? kRate[gen] : 0;
+}
 
 Finding check_pcie_link(const NodeProbe& probe, const Gpu& gpu) {
   const nvml::Api& api = probe.api;

@@ -53,6 +53,8 @@ struct DoctorOptions {
   // this node with them, and runs only when they are given.
   std::optional<NodeFacts> baseline;
   std::string baseline_file;  // where they came from, for the evidence
+  // Run the canary check: copies and launches on each GPU (canary.h).
+  bool canary = false;
 };
 
 struct DoctorReport {

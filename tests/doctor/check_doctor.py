@@ -22,7 +22,7 @@ import tempfile
 import jsonschema
 
 ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
-              "row_remapping", "mig", "tenancy", "topology"]
+              "row_remapping", "mig", "tenancy", "topology", "canary"]
 NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline"}
 # Node checks that read the host, not NVML: they run without a driver too.
 HOST_CHECKS = {"kernel_log", "host_pressure", "mps"}
@@ -88,6 +88,13 @@ CASES = {
                        {"baseline": None}),
     "baseline_gpu_missing": (None, {"baseline": ("fail", "GPU 1 of the baseline (simgpu H200 (simulated)) is missing")},
                              {"baseline": "two-devices.json"}),
+    # --canary on links slow enough that simgpu's modeled copy times, not the host's memcpy, decide the figures:
+    # copies at 85% of a Gen1 x8 link, and copies at 20% of one that trained fully (what the link state hides).
+    "canary_healthy": ("canary-slow-link.json", {"canary": ("pass", "of the Gen1 x8 link's 2.0 GB/s; empty-kernel "
+                                                                     "launch and synchronize")}, {"canary": True}),
+    "canary_slow_copies": ("canary-slow-copies.json", {"canary": ("fail", "pinned copies 0.4 GB/s host-to-device, 0.4 "
+                                                                           "GB/s device-to-host: 20% of the Gen1 x8")},
+                           {"canary": True}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
                                    "cuda_runtime": ("fail", "finds no driver")}, {}),
 }
@@ -147,8 +154,8 @@ def run(gpuscope, args, env):
 
 
 def case_checks(options):
-    """The checks a case runs: baseline only when it is given one."""
-    return [c for c in ALL_CHECKS if c != "baseline" or "baseline" in options]
+    """The checks a case runs: baseline and canary only when it asks for them."""
+    return [c for c in ALL_CHECKS if c not in ("baseline", "canary") or c in options]
 
 
 def expected_states(node, expect, checks):
@@ -358,6 +365,8 @@ def main():
             if "kmsg" in options:
                 common += ["--kmsg", os.path.join(dev, options["kmsg"])]
                 env["PATH"] = fake_journalctl(dev, options["journal"]) + os.pathsep + env.get("PATH", "")
+            if options.get("canary"):
+                common += ["--canary"]
             if "baseline" in options:
                 common += ["--baseline", save_baseline(gpuscope, env, common, nodes_dir, options["baseline"], dev)]
             code, out = run(gpuscope, common + ["--json"], env)
