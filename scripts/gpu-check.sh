@@ -97,7 +97,12 @@ echo "## Node check (gpuscope doctor)"
 echo '```'
 "$gs" doctor; echo "(exit $?)"
 echo '```'
-"$gs" doctor --json >"$out/doctor.json" 2>"$out/doctor.err"
+"$gs" doctor --json -o "$out/doctor.json" -f 2>"$out/doctor.err"
+# The canary on real silicon: pinned and pageable copies against the link,
+# and an empty kernel's launch (JIT-compiled PTX) on the real driver.
+echo '```'
+"$gs" doctor --canary --baseline "$out/doctor.json" -v 2>&1 | grep -A6 -E '^(ok|WARN|FAIL|----) +(canary|baseline|mps) '
+echo '```'
 
 echo
 echo "| sample | verdict | expected | ok | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | exit plain/traced | wall plain | wall traced |"

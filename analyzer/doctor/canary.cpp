@@ -212,7 +212,7 @@ void measure(const DriverApi& api, CanaryFigures& f) {
     f.error = "a copy failed";
     return;
   }
-  f.launch_us = launch_round_trip_us(api, &f.error);
+  f.launch_us = launch_round_trip_us(api, &f.launch_error);
 }
 
 }  // namespace

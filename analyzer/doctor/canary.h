@@ -15,7 +15,8 @@ struct CanaryFigures {
   std::string error;  // why the canary could not run (no driver, the GPU refused, ...); empty when it ran
   double h2d_pinned_gbps = 0, d2h_pinned_gbps = 0;      // GB/s (10^9 bytes), best of the repetitions
   double h2d_pageable_gbps = 0, d2h_pageable_gbps = 0;
-  double launch_us = 0;  // median of launch + synchronize of an empty kernel
+  double launch_us = 0;      // median of launch + synchronize of an empty kernel
+  std::string launch_error;  // why that could not be measured (the copies still count)
   size_t copy_bytes = 0;  // of each timed copy
   int repetitions = 0, launches = 0;
 };

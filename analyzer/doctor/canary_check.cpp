@@ -39,7 +39,9 @@ Finding check_canary(const NodeProbe& probe, const Gpu& gpu) {
                                          "link's {}",
                                          gbps(c.h2d_pinned_gbps), gbps(c.d2h_pinned_gbps), 100 * share, max_gen,
                                          max_width, gbps(link));
-  const std::string launch = fmt::format("empty-kernel launch and synchronize {:.1f} us", c.launch_us);
+  const std::string launch = c.launch_error.empty()
+                                 ? fmt::format("empty-kernel launch and synchronize {:.1f} us", c.launch_us)
+                                 : "empty-kernel launch not measured: " + c.launch_error;
   const char* slow_copies =
       "copies run far below the link: check the link under load (pcie_link), the GPU's NUMA placement (topology), "
       "IOMMU or ATS settings and other traffic on the switch; NVIDIA's bandwidthTest or nvbandwidth confirm it";
@@ -55,7 +57,7 @@ Finding check_canary(const NodeProbe& probe, const Gpu& gpu) {
   f.evidence.push_back(fmt::format("pageable: host-to-device {}, device-to-host {} (staged through the driver's "
                                    "pinned buffers: reported, not judged)",
                                    gbps(c.h2d_pageable_gbps), gbps(c.d2h_pageable_gbps)));
-  f.evidence.push_back(fmt::format("{}, the median of {}", launch, c.launches));
+  f.evidence.push_back(c.launch_error.empty() ? fmt::format("{}, the median of {}", launch, c.launches) : launch);
   f.evidence.push_back(fmt::format("each copy {} MiB (sized to take about 10 ms), the best of {} after a warm-up, "
                                    "timed by CUDA events; the link's payload rate from its maximum generation and "
                                    "width (NVML)",
