@@ -48,12 +48,20 @@ void forward_signal(int sig, siginfo_t* info, void*) {
   if (g_child_pid > 0) kill(g_child_pid, sig);
 }
 
+// A signal gpuscope was started with ignored stays ignored, so the child
+// inherits it ignored as it would without gpuscope (nohup ignores SIGHUP, a
+// non-interactive shell's background job SIGINT and SIGQUIT): a handler
+// here would be reset to the default in the child by exec.
 void install_forwarding() {
   struct sigaction sa{};
   sa.sa_sigaction = forward_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old{};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaction(sig, &sa, nullptr);
+  }
 }
 
 struct OutputPlan {

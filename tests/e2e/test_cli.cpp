@@ -66,6 +66,29 @@ TEST(Cli, RunForwardsTerminationSignals) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
+// nohup starts a program with SIGHUP ignored, a non-interactive shell's
+// background job with SIGINT and SIGQUIT ignored: the traced program must
+// inherit them ignored, as it does without gpuscope.
+TEST(Cli, RunKeepsTheSignalsItsCallerIgnored) {
+  struct sigaction ignore{}, old_int{}, old_hup{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGHUP, &ignore, &old_hup);
+  const std::vector<std::string> show = {"/bin/sh", "-c", "grep SigIgn /proc/$$/status"};
+  const auto plain = run(show, clean_env());
+  TempDir dir;
+  std::vector<std::string> traced_argv = {"run", "-q", "-o", dir.path(), "--"};
+  traced_argv.insert(traced_argv.end(), show.begin(), show.end());
+  const auto traced = gpuscope(traced_argv);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  ASSERT_EQ(plain.out.rfind("SigIgn:\t", 0), 0u) << plain.out;
+  const unsigned long long ignored = std::stoull(plain.out.substr(8), nullptr, 16);
+  EXPECT_EQ(ignored & 0x3, 0x3u) << plain.out;  // SIGHUP (1) and SIGINT (2)
+  EXPECT_EQ(traced.out, plain.out) << traced.err;
+}
+
 TEST(Cli, RunOfAMissingProgramSaysSo) {
   const auto r = gpuscope({"run", "-q", "--", "/no/such/program"});
   EXPECT_EQ(r.exit_code(), 127);
