@@ -89,8 +89,9 @@ CASES = {
     "baseline_gpu_missing": (None, {"baseline": ("fail", "GPU 1 of the baseline (simgpu H200 (simulated)) is missing")},
                              {"baseline": "two-devices.json"}),
     # --canary on links slow enough that simgpu's modeled copy times, not the host's memcpy, decide the figures:
-    # copies at 85% of a Gen1 x8 link, and copies at 20% of one that trained fully (what the link state hides).
-    "canary_healthy": ("canary-slow-link.json", {"canary": ("pass", "of the Gen1 x8 link's 2.0 GB/s; empty-kernel "
+    # copies at 85% of a Gen1 x4 link, and copies at 20% of a Gen1 x8 one that trained fully (what the link
+    # state hides). Both run alone (RUN_SERIAL): they time copies.
+    "canary_healthy": ("canary-slow-link.json", {"canary": ("pass", "of the Gen1 x4 link's 1.0 GB/s; empty-kernel "
                                                                      "launch and synchronize")}, {"canary": True}),
     "canary_slow_copies": ("canary-slow-copies.json", {"canary": ("fail", "pinned copies 0.4 GB/s host-to-device, 0.4 "
                                                                            "GB/s device-to-host: 20% of the Gen1 x8")},
