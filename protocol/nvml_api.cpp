@@ -35,6 +35,16 @@ void resolve_device_health(const Resolver& resolve, Api& a) {
   resolve(a.device_get_applications_clock, "nvmlDeviceGetApplicationsClock");
 }
 
+void resolve_partitions_and_links(const Resolver& resolve, Api& a) {
+  resolve(a.device_get_max_mig_device_count, "nvmlDeviceGetMaxMigDeviceCount");
+  resolve(a.device_get_mig_device_handle_by_index, "nvmlDeviceGetMigDeviceHandleByIndex");
+  resolve(a.device_get_gpu_instance_id, "nvmlDeviceGetGpuInstanceId");
+  resolve(a.device_get_compute_instance_id, "nvmlDeviceGetComputeInstanceId");
+  resolve(a.device_get_attributes_v2, "nvmlDeviceGetAttributes_v2");
+  resolve(a.device_get_nvlink_state, "nvmlDeviceGetNvLinkState");
+  resolve(a.device_get_nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
+}
+
 void resolve_all(const Resolver& resolve, Api& a) {
   resolve(a.init_v2, "nvmlInit_v2");
   resolve(a.device_get_count_v2, "nvmlDeviceGetCount_v2");
@@ -66,6 +76,7 @@ void resolve_all(const Resolver& resolve, Api& a) {
   resolve(a.gpm_sample_get, "nvmlGpmSampleGet");
   resolve(a.gpm_metrics_get, "nvmlGpmMetricsGet");
   resolve_device_health(resolve, a);
+  resolve_partitions_and_links(resolve, a);
 }
 
 }  // namespace

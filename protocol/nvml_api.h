@@ -14,7 +14,9 @@ namespace gpuscope::nvml {
 
 using Return = int;  // nvmlReturn_t
 inline constexpr Return kSuccess = 0;
+inline constexpr Return kInvalidArgument = 2;
 inline constexpr Return kNotSupported = 3;
+inline constexpr Return kNotFound = 6;
 inline constexpr Return kInsufficientSize = 7;
 inline constexpr Return kFunctionNotFound = 13;
 
@@ -37,6 +39,17 @@ struct ProcessInfo {  // nvmlProcessInfo_t (the v2 layout, for _v3 queries)
   unsigned long long used_gpu_memory;
   unsigned gpu_instance_id, compute_instance_id;
 };
+
+// nvmlDeviceAttributes_t: what a MIG device (or a whole GPU) has.
+struct DeviceAttributes {
+  unsigned multiprocessor_count, shared_copy_engine_count, shared_decoder_count, shared_encoder_count,
+      shared_jpeg_count, shared_ofa_count, gpu_instance_slice_count, compute_instance_slice_count;
+  unsigned long long memory_size_mb;
+};
+
+// NVML_NVLINK_MAX_LINKS (NVML 12 and later) and nvmlNvLinkErrorCounter_t.
+inline constexpr unsigned kNvlinkMaxLinks = 18;
+inline constexpr int kNvlinkErrorReplay = 0, kNvlinkErrorRecovery = 1, kNvlinkErrorCrcFlit = 2;
 
 // nvmlPcieUtilCounter_t, nvmlClockType_t, nvmlTemperatureSensors_t,
 // nvmlMemoryErrorType_t, nvmlEccCounterType_t.
@@ -119,6 +132,17 @@ struct Api {
   // that names the GPU's own memory as a NUMA node, on coherent platforms only.
   Return (*device_get_cpu_affinity)(Device, unsigned, unsigned long*) = nullptr;
   Return (*device_get_memory_affinity)(Device, unsigned, unsigned long*, unsigned) = nullptr;
+  // MIG devices (a GPU instance's compute instance) under a GPU in MIG mode;
+  // an index without one answers kNotFound. The handle answers name, UUID,
+  // memory and attributes like a GPU's.
+  Return (*device_get_max_mig_device_count)(Device, unsigned*) = nullptr;
+  Return (*device_get_mig_device_handle_by_index)(Device, unsigned, Device*) = nullptr;
+  Return (*device_get_gpu_instance_id)(Device, unsigned*) = nullptr;
+  Return (*device_get_compute_instance_id)(Device, unsigned*) = nullptr;
+  Return (*device_get_attributes_v2)(Device, DeviceAttributes*) = nullptr;
+  // NVLink: per link, whether it is active (nvmlEnableState_t), and its error counters.
+  Return (*device_get_nvlink_state)(Device, unsigned, int*) = nullptr;
+  Return (*device_get_nvlink_error_counter)(Device, unsigned, int, unsigned long long*) = nullptr;
   Return (*gpm_query_device_support)(Device, GpmSupport*) = nullptr;
   Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
   Return (*gpm_sample_free)(GpmSample) = nullptr;

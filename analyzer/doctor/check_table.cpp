@@ -32,7 +32,8 @@ constexpr CheckSpec kChecks[] = {
      "NVML API reference: nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2", check_driver, nullptr},
     {"devices", true, Asked::Always,
      "fail when CUDA_VISIBLE_DEVICES hides every GPU, or when /dev/nvidiactl, /dev/nvidia-uvm or a visible "
-     "GPU's /dev/nvidiaN is missing or not readable and writable; warn when CUDA_VISIBLE_DEVICES holds an entry "
+     "GPU's /dev/nvidiaN is missing or not readable and writable, or when it names MIG devices of which the first "
+     "is no MIG device here; warn when CUDA_VISIBLE_DEVICES holds an entry "
      "that names no GPU (CUDA ignores it and every entry after it)",
      "CUDA Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES); NVIDIA driver README, device files",
      check_devices, nullptr},
@@ -96,14 +97,24 @@ constexpr CheckSpec kChecks[] = {
      "NVIDIA GPU Memory Error Management (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt); NVML "
      "nvmlDeviceGetRemappedRows, nvmlDeviceGetRetiredPagesPendingStatus",
      nullptr, check_row_remapping},
-    {"mig", true, Asked::Always, "warn when MIG is enabled or a MIG mode change is pending a GPU reset",
-     "NVIDIA Multi-Instance GPU User Guide (docs.nvidia.com/datacenter/tesla/mig-user-guide)", nullptr, check_mig},
+    {"mig", true, Asked::Always,
+     "fail when MIG is enabled and no MIG device exists (CUDA finds nothing to run on); warn when MIG is enabled "
+     "(naming the MIG device this process lands on) or a MIG mode change is pending a GPU reset",
+     "NVIDIA Multi-Instance GPU User Guide (docs.nvidia.com/datacenter/tesla/mig-user-guide): MIG device names, "
+     "CUDA device enumeration (one MIG device per process); NVML nvmlDeviceGetMigDeviceHandleByIndex",
+     nullptr, check_mig},
     {"tenancy", true, Asked::Always, "warn when another process holds a compute context on the GPU",
      "NVML nvmlDeviceGetComputeRunningProcesses_v3", nullptr, check_tenancy},
     {"topology", true, Asked::Always, "warn when none of the CPUs this process may run on is near the GPU (its NUMA node's CPUs)",
      "NVML nvmlDeviceGetCpuAffinity and nvmlDeviceGetMemoryAffinity, else sysfs local_cpulist and numa_node (the CPU "
      "and NUMA affinity of nvidia-smi topo -m); sched_getaffinity(2), which taskset and the cgroup cpuset narrow",
      nullptr, check_topology},
+    {"nvlink", true, Asked::Always,
+     "warn when some of a GPU's NVLinks are down while others are up; a GPU whose links are all down (a PCIe card "
+     "without its bridge) passes, saying GPU-to-GPU copies take PCIe; error counters are shown, not judged",
+     "NVML nvmlDeviceGetNvLinkState and nvmlDeviceGetNvLinkErrorCounter; nvidia-smi nvlink -s / -e; NVIDIA "
+     "publishes no error-counter threshold, so none is applied",
+     nullptr, check_nvlink},
     {"canary", true, Asked::Canary,
      "fail when pinned copies (the slower direction, best of 5 x 64 MiB) reach under 30% of the PCIe link's payload "
      "rate at its maximum generation and width, warn under 60%; warn when an empty kernel's launch and "

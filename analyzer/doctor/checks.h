@@ -26,7 +26,29 @@ Finding check_row_remapping(const NodeProbe& probe, const Gpu& gpu);
 Finding check_mig(const NodeProbe& probe, const Gpu& gpu);
 Finding check_tenancy(const NodeProbe& probe, const Gpu& gpu);
 Finding check_topology(const NodeProbe& probe, const Gpu& gpu);
+Finding check_nvlink(const NodeProbe& probe, const Gpu& gpu);
 Finding check_canary(const NodeProbe& probe, const Gpu& gpu);  // only with options.canary
+
+// The GPUs CUDA_VISIBLE_DEVICES lets CUDA see, in its order: indices or
+// (prefixes of) UUIDs; CUDA stops at the first entry that names no GPU.
+struct VisibleDevices {
+  bool restricted = false;  // the variable is set
+  std::string value;
+  std::vector<const Gpu*> gpus;
+  std::vector<std::string> mig_instances;  // MIG-<uuid> entries, as written
+  std::string first_invalid;  // the entry that ended the list, if one did
+};
+VisibleDevices visible_devices(const std::vector<Gpu>& gpus);
+
+// The MIG device a CUDA process started here lands on. CUDA enumerates one
+// MIG device per process: the first MIG-<uuid> of CUDA_VISIBLE_DEVICES that
+// names one, else the first MIG device of the first visible GPU in MIG mode.
+struct MigLanding {
+  const Gpu* gpu = nullptr;  // nullptr: no MIG device (why says why)
+  const MigSlice* slice = nullptr;
+  std::string why;
+};
+MigLanding mig_landing(const NodeProbe& probe);
 
 // Payload GB/s of one PCIe lane of generation `gen` (0 when unknown).
 double lane_gbytes_per_s(unsigned gen);

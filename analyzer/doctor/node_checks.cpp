@@ -18,16 +18,6 @@ std::string describe(const Gpu& gpu) {
   return fmt::format("GPU {}: {} ({}, {})", gpu.index, gpu.name, gpu.bus_id, gpu.uuid);
 }
 
-// The GPUs CUDA_VISIBLE_DEVICES lets CUDA see, in its order: indices or
-// (prefixes of) UUIDs; CUDA stops at the first entry that names no GPU.
-struct VisibleDevices {
-  bool restricted = false;  // the variable is set
-  std::string value;
-  std::vector<const Gpu*> gpus;
-  std::vector<std::string> mig_instances;  // MIG-<uuid> entries: slices, not resolved to a GPU here
-  std::string first_invalid;  // the entry that ended the list, if one did
-};
-
 const Gpu* named_gpu(const std::vector<Gpu>& gpus, const std::string& entry) {
   if (entry.empty()) return nullptr;
   if (entry.find_first_not_of("0123456789") == std::string::npos) {
@@ -38,6 +28,8 @@ const Gpu* named_gpu(const std::vector<Gpu>& gpus, const std::string& entry) {
     if (entry.size() > 4 && gpu.uuid.compare(0, entry.size(), entry) == 0) return &gpu;
   return nullptr;
 }
+
+}  // namespace
 
 VisibleDevices visible_devices(const std::vector<Gpu>& gpus) {
   VisibleDevices v;
@@ -66,6 +58,8 @@ VisibleDevices visible_devices(const std::vector<Gpu>& gpus) {
   }
   return v;
 }
+
+namespace {
 
 // "" when usable, else what is wrong with the device node.
 std::string node_problem(const std::string& path) {
@@ -134,6 +128,14 @@ Finding check_devices(const NodeProbe& probe) {
   if (visible.gpus.empty() && visible.mig_instances.empty() && !probe.gpus.empty())
     f = failed(fmt::format("no GPU is visible to CUDA: {} hides all {}", setting, probe.gpus.size()),
                "unset CUDA_VISIBLE_DEVICES or list the GPUs this process should use");
+  if (!visible.mig_instances.empty() && visible.gpus.empty()) {
+    const MigLanding landing = mig_landing(probe);
+    f = landing.gpu == nullptr
+            ? failed(landing.why + ": CUDA sees no device",
+                     "list MIG devices by the UUIDs nvidia-smi -L prints (MIG-...) in CUDA_VISIBLE_DEVICES")
+            : passed(fmt::format("MIG device {} of GPU {} visible to CUDA ({})", landing.slice->uuid,
+                                 landing.gpu->index, setting));
+  }
   if (!problems.empty())
     f = worse(failed(problems.front() + (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1) : ""),
                      "load the driver's device nodes (nvidia-modprobe, nvidia-uvm); in a container, pass the "

@@ -118,6 +118,8 @@ const std::vector<FactRule>& fact_rules() {
       {"memory", true, Drift::Warn, "the GPU's memory (nvmlDeviceGetMemoryInfo total)"},
       {"pcie_link_max", true, Drift::Warn, "the PCIe generation and width the link can train to"},
       {"mig_mode", true, Drift::Warn, "MIG mode (nvmlDeviceGetMigMode)"},
+      {"mig_devices", true, Drift::Warn, "the MIG devices by profile, with MIG on (nvidia-smi -L)"},
+      {"nvlinks_active", true, Drift::Warn, "NVLinks up of those the GPU has (nvmlDeviceGetNvLinkState)"},
       {"persistence_mode", true, Drift::Warn, "persistence mode (nvmlDeviceGetPersistenceMode)"},
       {"power_limit", true, Drift::Warn, "the enforced power limit (nvmlDeviceGetEnforcedPowerLimit)"},
       {"applications_clocks", true, Drift::Warn, "the clocks applications run at (nvidia-smi -ac)"},

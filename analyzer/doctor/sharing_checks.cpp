@@ -100,6 +100,76 @@ Finding check_mps(const NodeProbe& probe) {
   return f;
 }
 
+namespace {
+
+// Whether a CUDA_VISIBLE_DEVICES entry names this MIG device: "MIG-<uuid>"
+// (a prefix will do, as for GPUs), or the older "MIG-GPU-<uuid>/<gi>/<ci>".
+bool names_slice(const std::string& entry, const Gpu& gpu, const MigSlice& slice) {
+  const size_t first_slash = entry.find('/');
+  if (entry.compare(0, 8, "MIG-GPU-") == 0 && first_slash != std::string::npos) {
+    const size_t second_slash = entry.find('/', first_slash + 1);
+    return entry.substr(4, first_slash - 4) == gpu.uuid && second_slash != std::string::npos &&
+           entry.substr(first_slash + 1, second_slash - first_slash - 1) == std::to_string(slice.gpu_instance) &&
+           entry.substr(second_slash + 1) == std::to_string(slice.compute_instance);
+  }
+  return entry.size() > 4 && slice.uuid.compare(0, entry.size(), entry) == 0;
+}
+
+std::string describe_slice(const MigSlice& s) {
+  std::string text = fmt::format("MIG {} (GPU instance {}, compute instance {})", s.profile(), s.gpu_instance,
+                                 s.compute_instance);
+  if (s.sm_count > 0) text += fmt::format(": {} SMs, {:.1f} GiB", s.sm_count, s.memory_mib / 1024.0);
+  return text;
+}
+
+// A GPU in MIG mode: which MIG devices it has and whether this process lands
+// on one of them. MIG is worth a warning either way (a slice, not the GPU);
+// MIG on without any MIG device leaves the GPU unusable for CUDA.
+Finding judge_mig_devices(const NodeProbe& probe, const Gpu& gpu) {
+  const std::string fix =
+      "if the workload expects the whole GPU, disable MIG (nvidia-smi -mig 0) or schedule it on a MIG device sized "
+      "for it";
+  if (!gpu.mig_not_listed.empty()) {
+    Finding f = warned("MIG is enabled: CUDA processes get a MIG device (a share of the SMs and memory), not the "
+                       "whole GPU, and NVML reports no utilization for it",
+                       fix);
+    f.evidence.push_back("MIG devices not listed: " + gpu.mig_not_listed);
+    return f;
+  }
+  if (gpu.mig_slices.empty())
+    return failed("MIG is enabled but no MIG device exists on this GPU: CUDA finds no device to run on here",
+                  "create GPU and compute instances (nvidia-smi mig -cgi <profiles> -C) or disable MIG "
+                  "(nvidia-smi -mig 0)");
+  const MigLanding landing = mig_landing(probe);
+  std::string where = "this process lands on none of them (" + landing.why + ")";
+  if (landing.gpu == &gpu) where = "this process lands on " + describe_slice(*landing.slice);
+  else if (landing.gpu != nullptr) where = fmt::format("this process lands on GPU {}'s {}", landing.gpu->index,
+                                                      describe_slice(*landing.slice));
+  Finding f = warned(fmt::format("MIG is enabled with {} MIG device{}; {}; NVML reports no utilization for it",
+                                 gpu.mig_slices.size(), gpu.mig_slices.size() == 1 ? "" : "s", where),
+                     fix);
+  for (const MigSlice& slice : gpu.mig_slices) f.evidence.push_back(describe_slice(slice) + ", " + slice.uuid);
+  if (landing.gpu == &gpu) f.evidence.push_back("lands on " + landing.slice->uuid + ": " + landing.why);
+  return f;
+}
+
+}  // namespace
+
+MigLanding mig_landing(const NodeProbe& probe) {
+  const VisibleDevices visible = visible_devices(probe.gpus);
+  if (!visible.mig_instances.empty()) {
+    const std::string& entry = visible.mig_instances.front();
+    for (const Gpu& gpu : probe.gpus)
+      for (const MigSlice& slice : gpu.mig_slices)
+        if (names_slice(entry, gpu, slice)) return {&gpu, &slice, "CUDA_VISIBLE_DEVICES names it first"};
+    return {nullptr, nullptr, "CUDA_VISIBLE_DEVICES names " + entry + ", which is no MIG device of this node"};
+  }
+  for (const Gpu* gpu : visible.gpus)
+    if (gpu->mig_enabled && !gpu->mig_slices.empty())
+      return {gpu, &gpu->mig_slices.front(), "the first MIG device of the first visible GPU in MIG mode"};
+  return {nullptr, nullptr, "no visible GPU in MIG mode has a MIG device"};
+}
+
 Finding check_mig(const NodeProbe& probe, const Gpu& gpu) {
   unsigned current = 0, pending = 0;
   NvmlReads read(probe);
@@ -107,16 +177,13 @@ Finding check_mig(const NodeProbe& probe, const Gpu& gpu) {
     if (read.result() == nvml::kNotSupported) return passed("this GPU has no MIG mode: processes get the whole GPU");
     return read.not_checked();
   }
-  Finding f = current != pending
-                  ? warned(fmt::format("MIG mode change pending: {} now, {} after a GPU reset", current ? "on" : "off",
-                                       pending ? "on" : "off"),
-                           "reset the GPU (nvidia-smi -r) to apply it, or revert it")
-              : current != 0 ? warned("MIG is enabled: CUDA processes get a MIG slice (a share of the SMs and memory), "
-                                      "not the whole GPU, and NVML reports no utilization for it",
-                                      "if the workload expects the whole GPU, disable MIG (nvidia-smi -mig 0) or "
-                                      "schedule it on a MIG slice sized for it")
-                             : passed("MIG disabled: processes get the whole GPU");
-  f.evidence.push_back(fmt::format("MIG mode current {}, pending {}", current, pending));
+  Finding f = current != 0 ? judge_mig_devices(probe, gpu) : passed("MIG disabled: processes get the whole GPU");
+  if (current != pending)
+    f = worse(warned(fmt::format("MIG mode change pending: {} now, {} after a GPU reset", current ? "on" : "off",
+                                 pending ? "on" : "off"),
+                     "reset the GPU (nvidia-smi -r) to apply it, or revert it"),
+              f);
+  f.evidence.insert(f.evidence.begin(), fmt::format("MIG mode current {}, pending {}", current, pending));
   return f;
 }
 

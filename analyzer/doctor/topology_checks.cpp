@@ -1,7 +1,8 @@
-// The topology check: may this process run on a CPU near the GPU? A GPU
+// The topology checks. May this process run on a CPU near the GPU? A GPU
 // hangs off one CPU socket (NUMA node); a process whose CPUs (taskset, the
 // cgroup cpuset) all sit on another socket sends every launch, copy and
-// pinned-memory access across the socket interconnect.
+// pinned-memory access across the socket interconnect. And are the GPU's
+// NVLinks up: one link down cuts GPU-to-GPU bandwidth by its share.
 #include <sched.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "checks.h"
 
@@ -155,6 +157,53 @@ Finding check_topology(const NodeProbe& probe, const Gpu& gpu) {
                                    numa_text(near.numa_nodes)));
   f.evidence.push_back("this process may run on (sched_getaffinity: taskset, cgroup cpuset): CPUs " +
                        cpu_list_text(allowed));
+  return f;
+}
+
+namespace {
+
+// "link 5: 12 replay, 1 recovery" for each link with a counter above zero.
+std::vector<std::string> nvlink_error_counts(const NodeProbe& probe, const Gpu& gpu) {
+  std::vector<std::string> lines;
+  const auto counter = probe.api.device_get_nvlink_error_counter;
+  if (counter == nullptr) return lines;
+  static constexpr std::pair<int, const char*> kCounters[] = {
+      {nvml::kNvlinkErrorReplay, "replay"}, {nvml::kNvlinkErrorRecovery, "recovery"}, {nvml::kNvlinkErrorCrcFlit, "CRC flit"}};
+  for (const NvLink& link : gpu.nvlinks) {
+    std::string counts;
+    for (const auto& [kind, name] : kCounters)
+      if (unsigned long long n = 0; counter(gpu.handle, link.link, kind, &n) == nvml::kSuccess && n > 0)
+        counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, name);
+    if (!counts.empty()) lines.push_back(fmt::format("link {} error counters: {}", link.link, counts));
+  }
+  return lines;
+}
+
+}  // namespace
+
+Finding check_nvlink(const NodeProbe& probe, const Gpu& gpu) {
+  if (gpu.nvlinks.empty()) {
+    if (!gpu.nvlink_not_read.empty()) return not_checked(gpu.nvlink_not_read);
+    return passed("no NVLink on this GPU: GPU-to-GPU copies go over PCIe");
+  }
+  std::vector<unsigned> down;
+  for (const NvLink& link : gpu.nvlinks)
+    if (!link.active) down.push_back(link.link);
+  const size_t up = gpu.nvlinks.size() - down.size();
+  Finding f = passed(fmt::format("all {} NVLinks are up", gpu.nvlinks.size()));
+  if (up == 0)  // a PCIe card without its bridge: not a fault, but GPU-to-GPU traffic takes PCIe
+    f = passed(fmt::format("none of the {} NVLinks is up (no bridge or switch attached): GPU-to-GPU copies go over "
+                           "PCIe",
+                           gpu.nvlinks.size()));
+  else if (!down.empty())
+    f = warned(fmt::format("{} of {} NVLinks down (link {}): GPU-to-GPU bandwidth is cut by {:.0f}% and collectives "
+                           "slow down with it",
+                           down.size(), gpu.nvlinks.size(), fmt::join(down, ", "),
+                           100.0 * static_cast<double>(down.size()) / static_cast<double>(gpu.nvlinks.size())),
+               "check the links (nvidia-smi nvlink -s, nvidia-smi nvlink -e) and the fabric manager on NVSwitch "
+               "systems (systemctl status nvidia-fabricmanager); reset the GPU or drain the node for service");
+  f.evidence.push_back(fmt::format("{} NVLinks, {} up", gpu.nvlinks.size(), up));
+  for (std::string& line : nvlink_error_counts(probe, gpu)) f.evidence.push_back(std::move(line));
   return f;
 }
 

@@ -22,7 +22,7 @@ import tempfile
 import jsonschema
 
 ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
-              "row_remapping", "mig", "tenancy", "topology", "canary"]
+              "row_remapping", "mig", "tenancy", "topology", "nvlink", "canary"]
 NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline"}
 # Node checks that read the host, not NVML: they run without a driver too.
 HOST_CHECKS = {"kernel_log", "host_pressure", "mps"}
@@ -37,7 +37,23 @@ CASES = {
                                          "clocks": ("warn", "software power cap")}, {}),
     "ecc_errors": ("ecc-errors.json", {"ecc": ("fail", "2 uncorrected ECC errors since the driver loaded"),
                                        "row_remapping": ("fail", "a row remap is pending")}, {}),
-    "mig_enabled": ("mig-enabled.json", {"mig": ("warn", "MIG is enabled")}, {}),
+    "mig_enabled": ("mig-enabled.json", {"mig": ("warn", "MIG is enabled with 3 MIG devices; this process lands on "
+                                                         "MIG 3g.71gb (GPU instance 2, compute instance 0): 60 SMs")}, {}),
+    # CUDA_VISIBLE_DEVICES names the MIG device: that one is where the process lands.
+    "mig_device_chosen": ("mig-enabled.json", {"mig": ("warn", "this process lands on MIG 1g.18gb (GPU instance 10, "
+                                                               "compute instance 0): 16 SMs, 16.5 GiB"),
+                                               "devices": ("pass", "MIG device MIG-5a1c0de0-0000-4000-9000-0000000000a0 "
+                                                                   "of GPU 0 visible to CUDA")},
+                          {"env": {"CUDA_VISIBLE_DEVICES": "MIG-5a1c0de0-0000-4000-9000-0000000000a0"}}),
+    "mig_device_unknown": ("mig-enabled.json", {"mig": ("warn", "this process lands on none of them"),
+                                                "devices": ("fail", "CUDA_VISIBLE_DEVICES names MIG-deadbeef, which is "
+                                                                    "no MIG device of this node: CUDA sees no device")},
+                           {"env": {"CUDA_VISIBLE_DEVICES": "MIG-deadbeef"}}),
+    "mig_without_devices": ("mig-no-devices.json", {"mig": ("fail", "MIG is enabled but no MIG device exists on this "
+                                                                    "GPU")}, {}),
+    "nvlink_healthy": ("nvlink.json", {"nvlink": ("pass", "all 18 NVLinks are up")}, {}),
+    "nvlink_down": ("nvlink-down.json", {"nvlink": ("warn", "2 of 18 NVLinks down (link 3, 11): GPU-to-GPU bandwidth "
+                                                            "is cut by 11%")}, {}),
     "other_tenant": ("shared-gpu.json", {"tenancy": ("warn", "1 other process on this GPU, holding 30720 MiB")}, {}),
     "old_driver": ("old-driver.json", {"cuda_runtime": ("fail", "the driver supports CUDA 12.2, a major version "
                                                                 "older than the CUDA runtime 13.0")}, {}),

@@ -1,5 +1,6 @@
 #include "node.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -54,6 +55,33 @@ void parse_pcie(const json& j, DeviceDesc& d, double pageable_factor) {
   d.peer_access = get(j, "peer_access", true);
 }
 
+// "mig_devices": [{"profile": "1g.18gb", "gpu_instance": 9, "sm_count": 16, ...}],
+// "nvlink": {"links": 18, "down": [3], "errors": {"5": [replay, recovery, crc_flit]}}.
+void parse_partitions_and_links(const json& j, DeviceDesc& d) {
+  unsigned n = 0;
+  for (const json& m : get(j, "mig_devices", json::array())) {
+    MigDevice x;
+    x.profile = m.at("profile").get<std::string>();
+    x.gpu_instance = get(m, "gpu_instance", n + 1);
+    x.compute_instance = get(m, "compute_instance", 0u);
+    x.gpu_instance_slices = get(m, "gpu_instance_slices", 1u);
+    x.compute_instance_slices = get(m, "compute_instance_slices", x.gpu_instance_slices);
+    x.sm_count = get(m, "sm_count", 16u);
+    x.memory_mib = get<uint64_t>(m, "memory_mib", 16384);
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "MIG-5a1c0de0-0000-4000-9000-%012x", x.gpu_instance * 16 + x.compute_instance);
+    x.uuid = get<std::string>(m, "uuid", uuid);
+    d.mig_devices.push_back(std::move(x));
+    ++n;
+  }
+  const json links = get(j, "nvlink", json::object());
+  d.nvlinks.count = std::min(get(links, "links", 0u), 18u);
+  d.nvlinks.down = get(links, "down", std::vector<unsigned>{});
+  const json errors = get(links, "errors", json::object());  // kept: items() views it
+  for (const auto& [link, counts] : errors.items())
+    d.nvlinks.errors[static_cast<unsigned>(std::stoul(link))] = counts.get<std::array<uint64_t, 3>>();
+}
+
 void parse_power_and_health(const json& j, DeviceDesc& d) {
   const json clocks = get(j, "clocks_mhz", json::object());
   d.sm_mhz = get(clocks, "sm", d.sm_mhz);
@@ -84,6 +112,7 @@ void parse_power_and_health(const json& j, DeviceDesc& d) {
   d.remapped_rows.pending = get(rows, "pending", false);
   d.remapped_rows.failure = get(rows, "failure", false);
   d.mig_mode = get(j, "mig_mode", 0u);
+  parse_partitions_and_links(j, d);
   d.vbios = get<std::string>(j, "vbios", d.vbios);
   d.persistence_mode = get(j, "persistence_mode", 1u);
   d.lost = get(j, "lost", false);

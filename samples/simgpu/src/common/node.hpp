@@ -38,6 +38,22 @@ struct RemappedRows {
   bool pending = false, failure = false;
 };
 
+// A MIG device: a GPU instance's compute instance (nvidia-smi mig -cgi ... -C).
+struct MigDevice {
+  std::string profile, uuid;  // "1g.18gb"; "MIG-..."
+  unsigned gpu_instance = 0, compute_instance = 0;
+  unsigned gpu_instance_slices = 1, compute_instance_slices = 1, sm_count = 0;
+  uint64_t memory_mib = 0;
+};
+
+// NVLink: how many links the GPU has, which are down, and per link the
+// replay, recovery and CRC flit error counters (nvmlNvLinkErrorCounter_t order).
+struct NvLinks {
+  unsigned count = 0;  // 0: a GPU without NVLink (NVML answers Not Supported)
+  std::vector<unsigned> down;
+  std::map<unsigned, std::array<uint64_t, 3>> errors;
+};
+
 struct DeviceDesc {
   std::string name, uuid, pci_bus_id;
   unsigned pci_domain = 0, pci_bus = 0, pci_device = 0, pci_device_id = 0;
@@ -64,6 +80,8 @@ struct DeviceDesc {
   unsigned ecc_mode = 1, ecc_pending_mode = 1;
   RemappedRows remapped_rows;
   unsigned mig_mode = 0;
+  std::vector<MigDevice> mig_devices;  // with mig_mode 1; none: MIG on, no instance created
+  NvLinks nvlinks;
   unsigned persistence_mode = 1;
   unsigned minor_number = 0;  // /dev/nvidiaN (else the device's index)
   bool lost = false;          // fallen off the bus: NVML cannot open it (GPU is lost)

@@ -17,6 +17,7 @@
 using simgpu::DeviceDesc;
 using simgpu::nvml::State;
 using simgpu::nvml::with_device;
+using simgpu::nvml::with_any_device;
 
 namespace {
 
@@ -139,8 +140,12 @@ nvmlReturn_t nvmlInit_v2(void) {
   g_state.node = &*node;
   g_state.shared = &simgpu::SharedState::of(*node);
   g_state.devices.clear();
-  for (size_t i = 0; i < node->devices.size(); ++i)
+  g_state.mig_handles.clear();
+  for (size_t i = 0; i < node->devices.size(); ++i) {
     g_state.devices.push_back(nvmlDevice_st{static_cast<unsigned>(i), &node->devices[i]});
+    for (const simgpu::MigDevice& m : node->devices[i].mig_devices)
+      g_state.mig_handles.push_back(nvmlDevice_st{static_cast<unsigned>(i), &node->devices[i], &m});
+  }
   g_current.store(&g_state, std::memory_order_release);
   return NVML_SUCCESS;
 }
@@ -236,12 +241,17 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
   });
 }
 
+// A MIG device is named after its GPU and profile, as the driver names it.
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
-  return with_device(device, [&](const nvmlDevice_st& d, const State&) { return copy_string(d.desc->name, name, length); });
+  return with_any_device(device, [&](const nvmlDevice_st& d, const State&) {
+    return copy_string(d.mig ? d.desc->name + " MIG " + d.mig->profile : d.desc->name, name, length);
+  });
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
-  return with_device(device, [&](const nvmlDevice_st& d, const State&) { return copy_string(d.desc->uuid, uuid, length); });
+  return with_any_device(device, [&](const nvmlDevice_st& d, const State&) {
+    return copy_string(d.mig ? d.mig->uuid : d.desc->uuid, uuid, length);
+  });
 }
 
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {

@@ -2,6 +2,7 @@
 // cross-process activity log their utilization is derived from.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "../common/node.hpp"
@@ -11,6 +12,7 @@
 struct nvmlDevice_st {
   unsigned index;  // NVML index == node index: NVML ignores CUDA_VISIBLE_DEVICES
   const simgpu::DeviceDesc* desc;
+  const simgpu::MigDevice* mig = nullptr;  // a MIG device handle: one of desc's MIG devices
 };
 
 namespace simgpu::nvml {
@@ -19,6 +21,7 @@ struct State {
   const NodeDesc* node = nullptr;
   SharedState* shared = nullptr;
   std::vector<nvmlDevice_st> devices;
+  std::vector<nvmlDevice_st> mig_handles;  // every device's MIG devices, in order; index = the parent's
 };
 
 // nullptr unless NVML is initialized (nvmlInit without a matching shutdown).
@@ -32,6 +35,17 @@ nvmlReturn_t with_device(nvmlDevice_t device, F&& f) {
   if (!device || device->index >= s->devices.size() || &s->devices[device->index] != device)
     return NVML_ERROR_INVALID_ARGUMENT;
   return f(*device, *s);
+}
+
+// The same for a handle that may also be a MIG device's (name, UUID and
+// attributes answer for both; most queries only for a whole GPU).
+template <class F>
+nvmlReturn_t with_any_device(nvmlDevice_t device, F&& f) {
+  const State* s = state();
+  if (!s) return NVML_ERROR_UNINITIALIZED;
+  for (const nvmlDevice_st& m : s->mig_handles)
+    if (&m == device) return f(*device, *s);
+  return with_device(device, std::forward<F>(f));
 }
 
 }  // namespace simgpu::nvml

@@ -70,6 +70,24 @@ typedef enum nvmlMemoryErrorType_enum {
 
 typedef enum nvmlEnableState_enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
 
+typedef struct nvmlDeviceAttributes_st {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
+typedef enum nvmlNvLinkErrorCounter_enum {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+} nvmlNvLinkErrorCounter_t;
+
 typedef enum nvmlEccCounterType_enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 } nvmlEccCounterType_t;
 
 #define nvmlClocksEventReasonGpuIdle 0x0000000000000001LL
