@@ -25,7 +25,7 @@ inline constexpr uint16_t kFormatMajor = 1;
 // Chunk.graph_launches, ApiCall captured and Copy prefetch flags; 1.4: Chunk.host_samples, Chunk.host_sampling
 // (CPU stack samples); 1.5: Chunk.import_source (traces imported from other profilers); 1.6: Chunk.python_codes,
 // Chunk.python_stacks (Python frames in call stacks).
-inline constexpr uint16_t kFormatMinor = 6;
+inline constexpr uint16_t kFormatMinor = 7;
 
 inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};

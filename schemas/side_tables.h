@@ -24,6 +24,10 @@ struct DeviceDescription {
   int32_t numa_node = -1;
   std::string local_cpus;
   std::vector<std::string> unsupported;  // NVML queries that are not supported here
+  // Format 1.7.
+  std::string vbios;
+  int8_t persistence_mode = -1;
+  uint32_t power_limit_mw = 0, power_default_limit_mw = 0;
 };
 
 struct LibraryLoadEvent {

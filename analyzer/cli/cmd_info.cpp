@@ -91,6 +91,15 @@ std::string tri_state(int value, const char* on, const char* off) {
   return value < 0 ? "unknown" : value != 0 ? on : off;
 }
 
+// "400 W (default 700 W)", "700 W", or "?" when NVML did not say.
+std::string power_limit_text(const container::DeviceDescription& d) {
+  if (d.power_limit_mw == 0) return "?";
+  std::string text = fmt::format("{} W", d.power_limit_mw / 1000);
+  if (d.power_default_limit_mw != 0 && d.power_default_limit_mw != d.power_limit_mw)
+    text += fmt::format(" (default {} W)", d.power_default_limit_mw / 1000);
+  return text;
+}
+
 void print_device(const container::DeviceDescription& d) {
   fmt::print("gpu {}:       {}, {:.1f} GiB, PCIe Gen{} x{} (max Gen{} x{}), bus {}\n", d.index,
              d.name.empty() ? "(unnamed)" : d.name, d.memory_total_bytes / 1073741824.0, d.pcie_gen_current,
@@ -99,6 +108,8 @@ void print_device(const container::DeviceDescription& d) {
              d.uuid.empty() ? "no UUID" : d.uuid, d.numa_node < 0 ? "?" : std::to_string(d.numa_node),
              d.local_cpus.empty() ? "?" : d.local_cpus, tri_state(d.mig_mode, "on", "off"),
              tri_state(d.ecc_mode, "on", "off"), d.ecc_corrected, d.ecc_uncorrected);
+  fmt::print("             VBIOS {}, persistence mode {}, power limit {}\n", d.vbios.empty() ? "?" : d.vbios,
+             tri_state(d.persistence_mode, "on", "off"), power_limit_text(d));
   if (!d.unsupported.empty()) {
     std::string names;
     for (const auto& u : d.unsupported) names += (names.empty() ? "" : ", ") + u;

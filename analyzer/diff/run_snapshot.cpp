@@ -61,6 +61,15 @@ void environment(const ReportInput& in, RunSnapshot& s) {
   env["mig"] = join_devices(t, [](const container::DeviceDescription& d) {
     return std::string(d.mig_mode < 0 ? "unknown" : d.mig_mode ? "on" : "off");
   });
+  env["vbios"] = join_devices(t, [](const container::DeviceDescription& d) {
+    return d.vbios.empty() ? std::string("unknown") : d.vbios;
+  });
+  env["power_limit"] = join_devices(t, [](const container::DeviceDescription& d) {
+    return d.power_limit_mw ? fmt::format("{} W", d.power_limit_mw / 1000) : std::string("unknown");
+  });
+  env["persistence_mode"] = join_devices(t, [](const container::DeviceDescription& d) {
+    return std::string(d.persistence_mode < 0 ? "unknown" : d.persistence_mode ? "on" : "off");
+  });
   env["visible_devices"] = x.visible_devices ? "'" + *x.visible_devices + "'" : "unset";
 }
 

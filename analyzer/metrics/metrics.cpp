@@ -90,8 +90,14 @@ void gpu_metrics(const TraceModel& m, Metrics& x) {
       const nvml::ClockEventReason& r = nvml::kClockEventReasons[i];
       if (r.severity == nvml::ClockEventSeverity::Info || g.clock_event_samples[i] == 0) continue;
       const bool clocks = g.sm_clock_max != 0;
-      x.clock_slowdowns.push_back({static_cast<uint32_t>(dev), &r, g.clock_event_samples[i], g.throttle_n,
-                                   clocks ? g.sm_clock_min : 0, clocks ? g.sm_clock_max : 0});
+      ClockSlowdown slow{static_cast<uint32_t>(dev), &r, g.clock_event_samples[i], g.throttle_n,
+                         clocks ? g.sm_clock_min : 0, clocks ? g.sm_clock_max : 0};
+      for (const container::DeviceDescription& d : m.summary.devices)
+        if (d.index == static_cast<uint32_t>(dev)) {
+          slow.power_limit_w = d.power_limit_mw / 1000;
+          slow.power_default_limit_w = d.power_default_limit_mw / 1000;
+        }
+      x.clock_slowdowns.push_back(slow);
     }
   }
   if (util_n) x.nvml_gpu_util = static_cast<double>(util) / util_n / 100.0;

@@ -74,6 +74,8 @@ struct ClockSlowdown {
   const nvml::ClockEventReason* reason = nullptr;
   uint64_t samples = 0, of_samples = 0;
   uint32_t sm_clock_min = 0, sm_clock_max = 0;  // MHz over the run's samples; 0: not sampled
+  // The GPU's enforced and default power limits at the start of capture (W; 0: not recorded).
+  uint32_t power_limit_w = 0, power_default_limit_w = 0;
 };
 
 struct Metrics {

@@ -62,6 +62,10 @@ container::DeviceDescription to_device(const fb::DeviceInfo& d) {
   out.local_cpus = str(d.local_cpus());
   if (d.unsupported() != nullptr)
     for (const auto* u : *d.unsupported()) out.unsupported.push_back(str(u));
+  out.vbios = str(d.vbios());
+  out.persistence_mode = d.persistence_mode();
+  out.power_limit_mw = d.power_limit_mw();
+  out.power_default_limit_mw = d.power_default_limit_mw();
   return out;
 }
 

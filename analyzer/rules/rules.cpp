@@ -89,6 +89,7 @@ std::optional<Finding> link_finding(const Metrics& x) {
 // verdict to the program's findings; its evidence names the reasons as
 // `gpuscope doctor`'s clocks check does (protocol/nvml_clock_events.h).
 std::optional<Finding> clocks_finding(const Metrics& x) {
+  constexpr unsigned long long kPowerCapBit = 0x4;  // nvmlClocksEventReasonSwPowerCap
   std::vector<const ClockSlowdown*> held;
   for (const ClockSlowdown& c : x.clock_slowdowns)
     if (c.of_samples >= kMinGpuSamples && static_cast<double>(c.samples) >= kClockSlowdownShare * c.of_samples)
@@ -108,6 +109,10 @@ std::optional<Finding> clocks_finding(const Metrics& x) {
                                      c->device, c->reason->name,
                                      c->reason->severity == nvml::ClockEventSeverity::Fail ? "hardware" : "software",
                                      c->samples, c->of_samples));
+    if (c->reason->bit == kPowerCapBit && c->power_limit_w != 0 && c->power_default_limit_w > c->power_limit_w)
+      f.evidence.push_back(fmt::format("GPU {}: enforced power limit {} W, below the board's default {} W, at the "
+                                       "start of capture (nvidia-smi -pl lowered it)",
+                                       c->device, c->power_limit_w, c->power_default_limit_w));
     const bool last_of_gpu = i + 1 == held.size() || held[i + 1]->device != c->device;
     if (c->sm_clock_max != 0 && last_of_gpu)
       f.evidence.push_back(fmt::format("GPU {}: SM clock {}-{} MHz over the samples", c->device, c->sm_clock_min,

@@ -87,6 +87,21 @@ constexpr DescribeQuery kQueries[] = {
        if (r == nvml::kSuccess) d.ecc_mode = current != 0 ? 1 : 0;
        return r;
      }},
+    {"nvmlDeviceGetVbiosVersion",
+     [](const Api& a, Device v, container::DeviceDescription& d) { return string_fact<64>(a.device_get_vbios_version, v, d.vbios); }},
+    {"nvmlDeviceGetPersistenceMode",
+     [](const Api& a, Device v, container::DeviceDescription& d) {
+       int mode = 0;
+       const Return r = call(a.device_get_persistence_mode, v, &mode);
+       if (r == nvml::kSuccess) d.persistence_mode = mode == nvml::kEnabled ? 1 : 0;
+       return r;
+     }},
+    {"nvmlDeviceGetEnforcedPowerLimit",
+     [](const Api& a, Device v, container::DeviceDescription& d) { return unsigned_fact(a.device_get_enforced_power_limit, v, d.power_limit_mw); }},
+    {"nvmlDeviceGetPowerManagementDefaultLimit",
+     [](const Api& a, Device v, container::DeviceDescription& d) {
+       return unsigned_fact(a.device_get_power_management_default_limit, v, d.power_default_limit_mw);
+     }},
     {"nvmlDeviceGetTotalEccErrors(corrected)",
      [](const Api& a, Device v, container::DeviceDescription& d) { return ecc_count(a, v, nvml::kEccCorrected, d.ecc_corrected); }},
     {"nvmlDeviceGetTotalEccErrors(uncorrected)",

@@ -223,6 +223,8 @@ TEST_F(GpuMetricsTest, InfoPrintsTheGpuStackCompactly) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("MIG off, ECC on (0 corrected, 0 uncorrected)"), std::string::npos) << r.out;
+  // Format 1.7: the node facts doctor compares (simgpu's default node: its limit is the board's default).
+  EXPECT_NE(r.out.find("VBIOS 96.00.99.00.01, persistence mode on, power limit 700 W\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPU samples"), std::string::npos) << r.out;
 }
 

@@ -107,7 +107,9 @@ const std::vector<Case>& cases() {
         "thermal slowdown (100%",
         "SM clock 1095-1095 MHz", "check cooling", "`gpuscope doctor`"}},
       {"compute_bound_power_cap", {"@compute_bound", "--iters", "4000"}, Runtime::Simgpu, {"NODE=power-capped.json"},
-       "healthy", {"[warn] node: GPU clocks held down: GPU 0 software power cap (100% of its NVML samples)"},
+       "healthy",
+       {"[warn] node: GPU clocks held down: GPU 0 software power cap (100% of its NVML samples)",
+        "GPU 0: enforced power limit 400 W, below the board's default 700 W, at the start of capture"},
        {"hardware slowdown", "thermal"}},
   };
   return all;
