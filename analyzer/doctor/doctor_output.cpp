@@ -89,7 +89,7 @@ std::string render_json(const DoctorReport& report) {
       {"exit_status", exit_status(report)},
       {"counts", {{"fail", n[0]}, {"warn", n[1]}, {"not_checked", n[2]}, {"pass", n[3]}}},
       {"checks", std::move(checks)},
-      {"facts", nlohmann::ordered_json::parse(facts_json(report.facts))}};
+      {"facts", facts_json(report.facts)}};
   return doc.dump(2) + "\n";
 }
 

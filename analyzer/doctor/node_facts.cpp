@@ -134,7 +134,7 @@ const std::string* find_fact(const Facts& facts, const std::string& name) {
   return nullptr;
 }
 
-std::string facts_json(const NodeFacts& facts) {
+nlohmann::ordered_json facts_json(const NodeFacts& facts) {
   nlohmann::ordered_json node = nlohmann::ordered_json::object();
   for (const auto& [name, value] : facts.node) node[name] = value;
   nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
@@ -143,7 +143,7 @@ std::string facts_json(const NodeFacts& facts) {
     for (const auto& [name, value] : g.facts) gpu[name] = value;
     gpus.push_back(std::move(gpu));
   }
-  return nlohmann::ordered_json{{"node", std::move(node)}, {"gpus", std::move(gpus)}}.dump();
+  return nlohmann::ordered_json{{"node", std::move(node)}, {"gpus", std::move(gpus)}};
 }
 
 bool load_baseline(const std::string& path, NodeFacts* facts, std::string* error) {
@@ -160,17 +160,21 @@ bool load_baseline(const std::string& path, NodeFacts* facts, std::string* error
   in.seekg(0);
   std::stringstream text;
   text << in.rdbuf();
+  return parse_baseline_text(text.str(), path, facts, error);
+}
+
+bool parse_baseline_text(std::string_view text, const std::string& source, NodeFacts* facts, std::string* error) {
   json doc;
   try {
-    doc = json::parse(text.str());
+    doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    *error = fmt::format("the baseline {} is not JSON (byte {}): {}", path, e.byte, without_tag(e.what()));
+    *error = fmt::format("the baseline {} is not JSON (byte {}): {}", source, e.byte, without_tag(e.what()));
     return false;
   }
   *facts = NodeFacts{};
   std::string why;
   if (!parse_baseline(doc, facts, &why)) {
-    *error = fmt::format("the baseline {}: {}", path, why);
+    *error = fmt::format("the baseline {}: {}", source, why);
     return false;
   }
   return true;

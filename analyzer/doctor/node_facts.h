@@ -8,8 +8,11 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace gpuscope::doctor {
 
@@ -44,8 +47,8 @@ const std::vector<FactRule>& fact_rules();
 // The value of `name`, or nullptr when the node did not answer it.
 const std::string* find_fact(const Facts& facts, const std::string& name);
 
-// The "facts" object of doctor's JSON, as text ({"node": {...}, "gpus": [{"index": 0, ...}]}).
-std::string facts_json(const NodeFacts& facts);
+// The "facts" object of doctor's JSON ({"node": {...}, "gpus": [{"index": 0, ...}]}).
+nlohmann::ordered_json facts_json(const NodeFacts& facts);
 
 // Reads the "facts" of a saved `doctor --json` document. The file is treated
 // as hostile: false with one sentence naming the file and what is wrong
@@ -53,6 +56,8 @@ std::string facts_json(const NodeFacts& facts);
 // Names gpuscope does not know are kept (a newer gpuscope's facts) and
 // compared like the others.
 bool load_baseline(const std::string& path, NodeFacts* facts, std::string* error);
+// The same for a document already read; `source` names it in the error.
+bool parse_baseline_text(std::string_view text, const std::string& source, NodeFacts* facts, std::string* error);
 
 // One difference between a baseline and this node.
 struct FactDifference {
