@@ -4,7 +4,7 @@
 # bundle, the packages (cmake --install, .deb, pip wheel), the same unit and fuzz tests under AddressSanitizer + UBSan with the
 # conformance corpus run under that build's libgpuscope.so, and bounded libFuzzer runs of
 # the trace reader, the control protocol, the Nsight Systems and Kineto importers and the
-# Python line tables when clang's fuzzer runtime is present. Each stage prints its
+# Python line tables and doctor's baseline files when clang's fuzzer runtime is present. Each stage prints its
 # start time and the seconds since the start (CI allows 90 minutes in all).
 # Usage: scripts/test.sh            (from a fresh clone: installs what is missing)
 set -euo pipefail
@@ -53,16 +53,17 @@ cmake --build build-asan -j"$jobs"
 
 if command -v clang++ >/dev/null 2>&1 && \
    ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  stage "libFuzzer: the trace reader (150 s), the control protocol (30 s), Nsight Systems and Kineto imports (60 s each), Python line tables (20 s)"
+  stage "libFuzzer: the trace reader (150 s), the control protocol (30 s), Nsight Systems and Kineto imports (60 s each), Python line tables and doctor baselines (20 s each)"
   # Every library is built with coverage and the sanitizers (GPUSCOPE_FUZZ);
-  # -O1 and line tables only, as libFuzzer builds usually are. The five runs
+  # -O1 and line tables only, as libFuzzer builds usually are. The six runs
   # are independent and single-threaded, so they share the cores.
   flags="-O1 -gline-tables-only -DNDEBUG"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSCOPE_FUZZ=ON \
         -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
         -DGPUSCOPE_BUILD_SAMPLES=OFF -DGPUSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_reader_seeds fuzz_control fuzz_control_seeds \
-        fuzz_nsys fuzz_nsys_seeds fuzz_kineto fuzz_kineto_seeds fuzz_python_lines fuzz_python_lines_seeds
+        fuzz_nsys fuzz_nsys_seeds fuzz_kineto fuzz_kineto_seeds fuzz_python_lines fuzz_python_lines_seeds \
+        fuzz_baseline fuzz_baseline_seeds
   (cd build-fuzz && ctest -R 'fuzz\..*_libfuzzer' -j"$jobs" --output-on-failure --timeout 600)
 else
   echo "== libFuzzer run skipped: clang's fuzzer runtime is not installed (corpus replay ran above)"

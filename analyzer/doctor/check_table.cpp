@@ -31,9 +31,9 @@ constexpr CheckSpec kChecks[] = {
      "cannot open a GPU it counts",
      "NVML API reference: nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2", check_driver, nullptr},
     {"devices", true, Asked::Always,
-     "fail when CUDA_VISIBLE_DEVICES hides every GPU, or when /dev/nvidiactl, /dev/nvidia-uvm or a visible "
-     "GPU's /dev/nvidiaN is missing or not readable and writable, or when it names MIG devices of which the first "
-     "is no MIG device here; warn when CUDA_VISIBLE_DEVICES holds an entry "
+     "fail when CUDA_VISIBLE_DEVICES hides every GPU or names MIG devices of which the first is no MIG device "
+     "here, or when /dev/nvidiactl, /dev/nvidia-uvm or a visible GPU's /dev/nvidiaN is missing, not readable and "
+     "writable, or refused at open() (a container's device cgroup); warn when CUDA_VISIBLE_DEVICES holds an entry "
      "that names no GPU (CUDA ignores it and every entry after it)",
      "CUDA Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES); NVIDIA driver README, device files",
      check_devices, nullptr},

@@ -1,9 +1,12 @@
 // The node-wide checks: is there a driver, which GPUs can this process
 // reach, and does the CUDA runtime on the library path fit the driver.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -61,11 +64,19 @@ VisibleDevices visible_devices(const std::vector<Gpu>& gpus) {
 
 namespace {
 
-// "" when usable, else what is wrong with the device node.
+// "" when usable, else what is wrong with the device node. The node is
+// opened as CUDA opens it: a container's device cgroup (its allowlist, an
+// eBPF program under cgroup v2) refuses at open(), whatever the file's mode
+// says, and nothing short of opening shows that.
 std::string node_problem(const std::string& path) {
   struct stat st{};
   if (stat(path.c_str(), &st) != 0) return path + " is missing";
   if (access(path.c_str(), R_OK | W_OK) != 0) return path + " is not readable and writable by this user";
+  const int fd = open(path.c_str(), O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return fmt::format("{} cannot be opened although its mode allows it ({}){}", path, std::strerror(errno),
+                       errno == EPERM ? ": the container's device cgroup does not allow it" : "");
+  close(fd);
   return "";
 }
 

@@ -61,6 +61,8 @@ CASES = {
     "mps_in_use": ("mps.json", {"mps": ("warn", "MPS is in use (control daemon at ")}, {"mps_daemon": True}),
     "persistence_off": ("persistence-off.json", {"persistence_mode": ("warn", "persistence mode off")}, {}),
     "missing_device_node": (None, {"devices": ("fail", "nvidia0 is missing")}, {"skip_nodes": ["nvidia0"]}),
+    "device_node_unopenable": (None, {"devices": ("fail", "nvidia-uvm cannot be opened although its mode allows it "
+                                                          "(Is a directory)")}, {"unopenable_nodes": ["nvidia-uvm"]}),
     "all_devices_hidden": (None, {"devices": ("fail", "no GPU is visible to CUDA: CUDA_VISIBLE_DEVICES= hides all 1")},
                            {"env": {"CUDA_VISIBLE_DEVICES": ""}}),
     "gpu_lost": ("gpu-lost.json", {"driver": ("fail", "counts 2 GPUs but cannot open 1: GPU 1: GPU is lost (15)")}, {}),
@@ -141,7 +143,12 @@ def environment(case, node, options, simgpu_lib, nodes_dir, cuda_lib):
 def device_dir(root, options):
     gpus = [f"nvidia{i}" for i in range(options.get("gpus", 1))]
     for name in ["nvidiactl", "nvidia-uvm"] + gpus:
-        if name not in options.get("skip_nodes", []):
+        if name in options.get("unopenable_nodes", []):
+            # Its mode allows anyone to read and write it, yet open() fails (EISDIR here; in a container,
+            # EPERM from the device cgroup): the check must open the node to see it.
+            os.mkdir(os.path.join(root, name))
+            os.chmod(os.path.join(root, name), 0o777)
+        elif name not in options.get("skip_nodes", []):
             open(os.path.join(root, name), "w").close()
             os.chmod(os.path.join(root, name), 0o666)  # usable by any user, as the driver's nodes are
     os.chmod(root, 0o755)
