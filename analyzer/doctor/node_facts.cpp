@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -34,6 +35,12 @@ bool read_facts(const json& object, const char* skip, Facts* facts, std::string*
   return true;
 }
 
+const GpuFacts* find_gpu(const NodeFacts& facts, unsigned index) {
+  for (const GpuFacts& g : facts.gpus)
+    if (g.index == index) return &g;
+  return nullptr;
+}
+
 bool parse_gpus(const json& gpus, NodeFacts* facts, std::string* error) {
   if (!gpus.is_array()) {
     *error = "\"facts\".\"gpus\" is not an array";
@@ -42,12 +49,17 @@ bool parse_gpus(const json& gpus, NodeFacts* facts, std::string* error) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     const json& gpu = gpus[i];
     const auto index = gpu.is_object() ? gpu.find("index") : gpu.end();
-    if (!gpu.is_object() || index == gpu.end() || !index->is_number_unsigned()) {
+    if (!gpu.is_object() || index == gpu.end() || !index->is_number_unsigned() ||
+        index->get<unsigned long long>() > std::numeric_limits<unsigned>::max()) {
       *error = fmt::format("\"facts\".\"gpus\"[{}] is not an object with an unsigned \"index\"", i);
       return false;
     }
     GpuFacts g;
     g.index = index->get<unsigned>();
+    if (find_gpu(*facts, g.index) != nullptr) {  // which one would this node's GPU be compared with?
+      *error = fmt::format("\"facts\".\"gpus\"[{}] repeats GPU index {}", i, g.index);
+      return false;
+    }
     std::string bad;
     if (!read_facts(gpu, "index", &g.facts, &bad)) {
       *error = fmt::format("\"facts\".\"gpus\"[{}].\"{}\" is not a string", i, bad);
@@ -76,12 +88,6 @@ bool parse_baseline(const json& doc, NodeFacts* facts, std::string* error) {
     return false;
   }
   return gpus == found->end() || parse_gpus(*gpus, facts, error);
-}
-
-const GpuFacts* find_gpu(const NodeFacts& facts, unsigned index) {
-  for (const GpuFacts& g : facts.gpus)
-    if (g.index == index) return &g;
-  return nullptr;
 }
 
 Drift drift_of(const std::string& name) {
@@ -169,6 +175,9 @@ bool parse_baseline_text(std::string_view text, const std::string& source, NodeF
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     *error = fmt::format("the baseline {} is not JSON (byte {}): {}", source, e.byte, without_tag(e.what()));
+    return false;
+  } catch (const json::exception& e) {  // found by fuzzing: a number too large for a double is out_of_range
+    *error = fmt::format("the baseline {} is not JSON gpuscope can read: {}", source, without_tag(e.what()));
     return false;
   }
   *facts = NodeFacts{};

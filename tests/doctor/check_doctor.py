@@ -316,6 +316,13 @@ def check_bad_baselines(gpuscope, env, where):
              "other.json": ('{"schema_version": 1, "checks": []}', 'no "facts" object'),
              "typed.json": ('{"facts": {"node": {}, "gpus": [{"index": 0, "name": 7}]}}',
                             '"facts"."gpus"[0]."name" is not a string'),
+             # Found by fuzzing: two GPUs with one index made the baseline differ from itself.
+             "repeated.json": ('{"facts": {"node": {}, "gpus": [{"index": 0}, {"index": 0, "name": "x"}]}}',
+                               '"facts"."gpus"[1] repeats GPU index 0'),
+             "huge.json": ('{"facts": {"node": {}, "gpus": [{"index": 4294967296}]}}',
+                           '"facts"."gpus"[0] is not an object with an unsigned "index"'),
+             # Found by fuzzing: a number out of a double's range threw past the parse error handling.
+             "overflow.json": ('{"facts": {"node": {"x": 1E5555}}}', "is not JSON gpuscope can read: number overflow"),
              "missing.json": (None, "cannot read the baseline")}
     for name, (content, said) in cases.items():
         path = os.path.join(where, name)
