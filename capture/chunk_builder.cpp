@@ -63,7 +63,8 @@ Offset<flatbuffers::Vector<Offset<fb::DeviceInfo>>> build_devices(FlatBufferBuil
         fbb, d.index, d.name.c_str(), d.uuid.c_str(), d.pci_bus_id.c_str(), d.memory_total_bytes,
         d.pcie_gen_current, d.pcie_gen_max, d.pcie_width_current, d.pcie_width_max, d.mig_mode, d.ecc_mode,
         d.ecc_corrected, d.ecc_uncorrected, d.numa_node, d.local_cpus.c_str(), &unsupported, d.vbios.c_str(),
-        d.persistence_mode, d.power_limit_mw, d.power_default_limit_mw));
+        d.persistence_mode, d.power_limit_mw, d.power_default_limit_mw, d.mig_devices.c_str(), d.nvlinks,
+        d.nvlinks_active));
   }
   return fbb.CreateVector(out);
 }

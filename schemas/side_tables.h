@@ -28,6 +28,8 @@ struct DeviceDescription {
   std::string vbios;
   int8_t persistence_mode = -1;
   uint32_t power_limit_mw = 0, power_default_limit_mw = 0;
+  std::string mig_devices;  // MIG on: the layout by profile ("1g.18gb x2"); empty when off or unknown
+  uint8_t nvlinks = 0, nvlinks_active = 0;
 };
 
 struct LibraryLoadEvent {

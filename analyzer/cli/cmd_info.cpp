@@ -110,6 +110,8 @@ void print_device(const container::DeviceDescription& d) {
              tri_state(d.ecc_mode, "on", "off"), d.ecc_corrected, d.ecc_uncorrected);
   fmt::print("             VBIOS {}, persistence mode {}, power limit {}\n", d.vbios.empty() ? "?" : d.vbios,
              tri_state(d.persistence_mode, "on", "off"), power_limit_text(d));
+  if (!d.mig_devices.empty()) fmt::print("             MIG devices: {}\n", d.mig_devices);
+  if (d.nvlinks != 0) fmt::print("             NVLinks: {} of {} up\n", d.nvlinks_active, d.nvlinks);
   if (!d.unsupported.empty()) {
     std::string names;
     for (const auto& u : d.unsupported) names += (names.empty() ? "" : ", ") + u;

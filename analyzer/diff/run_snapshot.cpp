@@ -59,7 +59,11 @@ void environment(const ReportInput& in, RunSnapshot& s) {
                               : std::string("unknown");
   });
   env["mig"] = join_devices(t, [](const container::DeviceDescription& d) {
+    if (d.mig_mode > 0 && !d.mig_devices.empty()) return "on (" + d.mig_devices + ")";
     return std::string(d.mig_mode < 0 ? "unknown" : d.mig_mode ? "on" : "off");
+  });
+  env["nvlinks"] = join_devices(t, [](const container::DeviceDescription& d) {
+    return d.nvlinks ? fmt::format("{} of {} up", d.nvlinks_active, d.nvlinks) : std::string("none");
   });
   env["vbios"] = join_devices(t, [](const container::DeviceDescription& d) {
     return d.vbios.empty() ? std::string("unknown") : d.vbios;

@@ -45,7 +45,7 @@ VisibleDevices visible_devices(const std::vector<Gpu>& gpus);
 // names one, else the first MIG device of the first visible GPU in MIG mode.
 struct MigLanding {
   const Gpu* gpu = nullptr;  // nullptr: no MIG device (why says why)
-  const MigSlice* slice = nullptr;
+  const nvml::MigDevice* slice = nullptr;
   std::string why;
 };
 MigLanding mig_landing(const NodeProbe& probe);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -19,52 +18,15 @@ template <size_t N, class Fn, class... Args> std::string read_string(Fn fn, Args
   return std::string(buf, strnlen(buf, N));
 }
 
-// The MIG devices under a GPU in MIG mode, by MIG device index.
-void list_mig_slices(const nvml::Api& api, Gpu& gpu) {
-  unsigned current = 0, pending = 0, max_count = 0;
-  if (api.device_get_mig_mode == nullptr || api.device_get_mig_mode(gpu.handle, &current, &pending) != nvml::kSuccess ||
-      current != 1)
-    return;
-  gpu.mig_enabled = true;
-  if (api.device_get_max_mig_device_count == nullptr || api.device_get_mig_device_handle_by_index == nullptr) {
-    gpu.mig_not_listed = "this NVML has no nvmlDeviceGetMigDeviceHandleByIndex";
-    return;
+// The MIG devices of a GPU in MIG mode, and its NVLinks (nvml_partitions.h).
+void read_partitions_and_links(const nvml::Api& api, Gpu& gpu) {
+  unsigned current = 0, pending = 0;
+  if (api.device_get_mig_mode != nullptr && api.device_get_mig_mode(gpu.handle, &current, &pending) == nvml::kSuccess &&
+      current == 1) {
+    gpu.mig_enabled = true;
+    nvml::list_mig_devices(api, gpu.handle, &gpu.mig_devices, &gpu.mig_not_listed);
   }
-  if (const nvml::Return r = api.device_get_max_mig_device_count(gpu.handle, &max_count); r != nvml::kSuccess) {
-    gpu.mig_not_listed = "nvmlDeviceGetMaxMigDeviceCount: " + nvml::describe_return(api, r);
-    return;
-  }
-  for (unsigned i = 0; i < max_count; ++i) {
-    nvml::Device mig = nullptr;
-    if (api.device_get_mig_device_handle_by_index(gpu.handle, i, &mig) != nvml::kSuccess) continue;  // Not Found: no device there
-    MigSlice slice;
-    slice.name = read_string<96>(api.device_get_name, mig);
-    slice.uuid = read_string<96>(api.device_get_uuid, mig);
-    if (api.device_get_gpu_instance_id != nullptr) api.device_get_gpu_instance_id(mig, &slice.gpu_instance);
-    if (api.device_get_compute_instance_id != nullptr) api.device_get_compute_instance_id(mig, &slice.compute_instance);
-    if (nvml::DeviceAttributes a{}; api.device_get_attributes_v2 != nullptr &&
-                                    api.device_get_attributes_v2(mig, &a) == nvml::kSuccess) {
-      slice.sm_count = a.multiprocessor_count;
-      slice.memory_mib = a.memory_size_mb;
-    }
-    gpu.mig_slices.push_back(std::move(slice));
-  }
-}
-
-// Which NVLinks the GPU has and which are up. A GPU without NVLink answers
-// Not Supported; a link number it does not have, Invalid Argument.
-void read_nvlinks(const nvml::Api& api, Gpu& gpu) {
-  if (api.device_get_nvlink_state == nullptr) {
-    gpu.nvlink_not_read = "this NVML has no nvmlDeviceGetNvLinkState";
-    return;
-  }
-  for (unsigned link = 0; link < nvml::kNvlinkMaxLinks; ++link) {
-    int active = 0;
-    const nvml::Return r = api.device_get_nvlink_state(gpu.handle, link, &active);
-    if (r == nvml::kSuccess) gpu.nvlinks.push_back(NvLink{link, active == nvml::kEnabled});
-    else if (r != nvml::kNotSupported && r != nvml::kInvalidArgument && gpu.nvlink_not_read.empty())
-      gpu.nvlink_not_read = fmt::format("nvmlDeviceGetNvLinkState(link {}): {}", link, nvml::describe_return(api, r));
-  }
+  nvml::read_nvlinks(api, gpu.handle, &gpu.nvlinks, &gpu.nvlink_not_read);
 }
 
 Gpu describe_gpu(const nvml::Api& api, unsigned index, nvml::Device handle) {
@@ -76,8 +38,7 @@ Gpu describe_gpu(const nvml::Api& api, unsigned index, nvml::Device handle) {
   nvml::PciInfo pci{};
   if (api.device_get_pci_info_v3 != nullptr && api.device_get_pci_info_v3(handle, &pci) == nvml::kSuccess)
     gpu.bus_id.assign(pci.bus_id, strnlen(pci.bus_id, sizeof pci.bus_id));
-  list_mig_slices(api, gpu);
-  read_nvlinks(api, gpu);
+  read_partitions_and_links(api, gpu);
   return gpu;
 }
 
@@ -142,16 +103,10 @@ void probe_cudart(NodeProbe& probe) {
 
 const char* enabled_text(bool on) { return on ? "enabled" : "disabled"; }
 
-// The MIG devices by profile, sorted ("1g.18gb x4, 3g.71gb"); "" when MIG is
-// off or they could not be listed, "none" when MIG is on without any.
+// The MIG devices by profile ("1g.18gb x2, 3g.71gb"); "" when MIG is off or
+// they could not be listed, "none" when MIG is on without any.
 std::string mig_layout(const Gpu& gpu) {
-  if (!gpu.mig_enabled || !gpu.mig_not_listed.empty()) return {};
-  std::map<std::string, int> profiles;
-  for (const MigSlice& s : gpu.mig_slices) ++profiles[s.profile()];
-  std::string text;
-  for (const auto& [profile, n] : profiles)
-    text += (text.empty() ? "" : ", ") + profile + (n > 1 ? fmt::format(" x{}", n) : "");
-  return text.empty() ? "none" : text;
+  return gpu.mig_enabled && gpu.mig_not_listed.empty() ? nvml::mig_layout(gpu.mig_devices) : "";
 }
 
 // One GPU's facts (node_facts.h): each query NVML answers, in fact_rules() order.
@@ -175,7 +130,7 @@ GpuFacts gpu_facts(const nvml::Api& api, const Gpu& gpu) {
   add("mig_devices", mig_layout(gpu));
   if (!gpu.nvlinks.empty())
     add("nvlinks_active", fmt::format("{} of {}", std::count_if(gpu.nvlinks.begin(), gpu.nvlinks.end(),
-                                                                [](const NvLink& l) { return l.active; }),
+                                                                [](const nvml::NvLink& l) { return l.active; }),
                                       gpu.nvlinks.size()));
   if (int mode = 0; query(api.device_get_persistence_mode, d, &mode)) add("persistence_mode", enabled_text(mode == 1));
   if (unsigned mw = 0; query(api.device_get_enforced_power_limit, d, &mw)) add("power_limit", fmt::format("{} W", mw / 1000));
@@ -207,12 +162,6 @@ NodeFacts collect_facts(const NodeProbe& probe) {
 }
 
 }  // namespace
-
-std::string MigSlice::profile() const {
-  const size_t at = name.rfind("MIG ");
-  return at != std::string::npos && at + 4 < name.size() ? name.substr(at + 4)
-                                                          : fmt::format("GPU instance {}", gpu_instance);
-}
 
 std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);

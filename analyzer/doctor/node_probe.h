@@ -8,32 +8,18 @@
 #include "doctor.h"
 #include "node_facts.h"
 #include "nvml_api.h"
+#include "nvml_partitions.h"
 
 namespace gpuscope::doctor {
-
-// A MIG device (one compute instance of one GPU instance): what a CUDA
-// process gets of a GPU in MIG mode.
-struct MigSlice {
-  unsigned gpu_instance = 0, compute_instance = 0;
-  std::string name, uuid;  // "NVIDIA H200 MIG 1g.18gb", "MIG-..."
-  unsigned sm_count = 0;   // 0: NVML did not say
-  unsigned long long memory_mib = 0;
-  std::string profile() const;  // "1g.18gb": the name after "MIG ", else "GPU instance N"
-};
-
-struct NvLink {
-  unsigned link = 0;
-  bool active = false;
-};
 
 struct Gpu {
   unsigned index = 0;  // NVML's: every GPU of the node, CUDA_VISIBLE_DEVICES or not
   nvml::Device handle = nullptr;
   std::string name, uuid, bus_id;
   bool mig_enabled = false;
-  std::vector<MigSlice> mig_slices;
+  std::vector<nvml::MigDevice> mig_devices;
   std::string mig_not_listed;  // why the MIG devices could not be listed ("" when they were)
-  std::vector<NvLink> nvlinks;  // the links NVML answers for; none on a GPU without NVLink
+  std::vector<nvml::NvLink> nvlinks;  // the links NVML answers for; none on a GPU without NVLink
   std::string nvlink_not_read;  // why the link states could not be read
 };
 

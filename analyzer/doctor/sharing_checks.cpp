@@ -104,7 +104,7 @@ namespace {
 
 // Whether a CUDA_VISIBLE_DEVICES entry names this MIG device: "MIG-<uuid>"
 // (a prefix will do, as for GPUs), or the older "MIG-GPU-<uuid>/<gi>/<ci>".
-bool names_slice(const std::string& entry, const Gpu& gpu, const MigSlice& slice) {
+bool names_slice(const std::string& entry, const Gpu& gpu, const nvml::MigDevice& slice) {
   const size_t first_slash = entry.find('/');
   if (entry.compare(0, 8, "MIG-GPU-") == 0 && first_slash != std::string::npos) {
     const size_t second_slash = entry.find('/', first_slash + 1);
@@ -115,7 +115,7 @@ bool names_slice(const std::string& entry, const Gpu& gpu, const MigSlice& slice
   return entry.size() > 4 && slice.uuid.compare(0, entry.size(), entry) == 0;
 }
 
-std::string describe_slice(const MigSlice& s) {
+std::string describe_slice(const nvml::MigDevice& s) {
   std::string text = fmt::format("MIG {} (GPU instance {}, compute instance {})", s.profile(), s.gpu_instance,
                                  s.compute_instance);
   if (s.sm_count > 0) text += fmt::format(": {} SMs, {:.1f} GiB", s.sm_count, s.memory_mib / 1024.0);
@@ -136,7 +136,7 @@ Finding judge_mig_devices(const NodeProbe& probe, const Gpu& gpu) {
     f.evidence.push_back("MIG devices not listed: " + gpu.mig_not_listed);
     return f;
   }
-  if (gpu.mig_slices.empty())
+  if (gpu.mig_devices.empty())
     return failed("MIG is enabled but no MIG device exists on this GPU: CUDA finds no device to run on here",
                   "create GPU and compute instances (nvidia-smi mig -cgi <profiles> -C) or disable MIG "
                   "(nvidia-smi -mig 0)");
@@ -146,9 +146,9 @@ Finding judge_mig_devices(const NodeProbe& probe, const Gpu& gpu) {
   else if (landing.gpu != nullptr) where = fmt::format("this process lands on GPU {}'s {}", landing.gpu->index,
                                                       describe_slice(*landing.slice));
   Finding f = warned(fmt::format("MIG is enabled with {} MIG device{}; {}; NVML reports no utilization for it",
-                                 gpu.mig_slices.size(), gpu.mig_slices.size() == 1 ? "" : "s", where),
+                                 gpu.mig_devices.size(), gpu.mig_devices.size() == 1 ? "" : "s", where),
                      fix);
-  for (const MigSlice& slice : gpu.mig_slices) f.evidence.push_back(describe_slice(slice) + ", " + slice.uuid);
+  for (const nvml::MigDevice& slice : gpu.mig_devices) f.evidence.push_back(describe_slice(slice) + ", " + slice.uuid);
   if (landing.gpu == &gpu) f.evidence.push_back("lands on " + landing.slice->uuid + ": " + landing.why);
   return f;
 }
@@ -160,13 +160,13 @@ MigLanding mig_landing(const NodeProbe& probe) {
   if (!visible.mig_instances.empty()) {
     const std::string& entry = visible.mig_instances.front();
     for (const Gpu& gpu : probe.gpus)
-      for (const MigSlice& slice : gpu.mig_slices)
+      for (const nvml::MigDevice& slice : gpu.mig_devices)
         if (names_slice(entry, gpu, slice)) return {&gpu, &slice, "CUDA_VISIBLE_DEVICES names it first"};
     return {nullptr, nullptr, "CUDA_VISIBLE_DEVICES names " + entry + ", which is no MIG device of this node"};
   }
   for (const Gpu* gpu : visible.gpus)
-    if (gpu->mig_enabled && !gpu->mig_slices.empty())
-      return {gpu, &gpu->mig_slices.front(), "the first MIG device of the first visible GPU in MIG mode"};
+    if (gpu->mig_enabled && !gpu->mig_devices.empty())
+      return {gpu, &gpu->mig_devices.front(), "the first MIG device of the first visible GPU in MIG mode"};
   return {nullptr, nullptr, "no visible GPU in MIG mode has a MIG device"};
 }
 

@@ -169,7 +169,7 @@ std::vector<std::string> nvlink_error_counts(const NodeProbe& probe, const Gpu& 
   if (counter == nullptr) return lines;
   static constexpr std::pair<int, const char*> kCounters[] = {
       {nvml::kNvlinkErrorReplay, "replay"}, {nvml::kNvlinkErrorRecovery, "recovery"}, {nvml::kNvlinkErrorCrcFlit, "CRC flit"}};
-  for (const NvLink& link : gpu.nvlinks) {
+  for (const nvml::NvLink& link : gpu.nvlinks) {
     std::string counts;
     for (const auto& [kind, name] : kCounters)
       if (unsigned long long n = 0; counter(gpu.handle, link.link, kind, &n) == nvml::kSuccess && n > 0)
@@ -187,7 +187,7 @@ Finding check_nvlink(const NodeProbe& probe, const Gpu& gpu) {
     return passed("no NVLink on this GPU: GPU-to-GPU copies go over PCIe");
   }
   std::vector<unsigned> down;
-  for (const NvLink& link : gpu.nvlinks)
+  for (const nvml::NvLink& link : gpu.nvlinks)
     if (!link.active) down.push_back(link.link);
   const size_t up = gpu.nvlinks.size() - down.size();
   Finding f = passed(fmt::format("all {} NVLinks are up", gpu.nvlinks.size()));

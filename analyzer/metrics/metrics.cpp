@@ -45,7 +45,6 @@ bool is_loaded_by_gpuscope(const std::string& path) {
   return base.starts_with("libcuda.") || base.starts_with("libnvidia-ml") || base.starts_with("libcupti");
 }
 
-std::string link_text(int gen, int width) { return gen > 0 && width > 0 ? fmt::format("Gen{} x{}", gen, width) : ""; }
 
 void host_metrics(const TraceModel& m, Metrics& x) {
   const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
@@ -250,15 +249,6 @@ void copy_metrics(const TraceModel& m, Metrics& x) {
   const uint64_t sync_count = count - h2d.async_count - d2h.async_count;
   const uint64_t sync_ns = h2d.ns + d2h.ns;
   if (!x.achieved_gbps && sync_count * 2 > count && sync_ns > 0) x.achieved_gbps = static_cast<double>(bytes) / sync_ns;
-  if (!m.summary.devices.empty()) {
-    const auto& d = m.summary.devices.front();
-    const double cur = pcie_gbps(d.pcie_gen_current, d.pcie_width_current);
-    const double max = pcie_gbps(d.pcie_gen_max, d.pcie_width_max);
-    if (cur > 0) x.link_gbps = cur;
-    if (max > 0) x.link_max_gbps = max;
-    x.link_text = link_text(d.pcie_gen_current, d.pcie_width_current);
-    x.link_max_text = link_text(d.pcie_gen_max, d.pcie_width_max);
-  }
 }
 
 void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
@@ -466,13 +456,6 @@ bool is_no_gpu_error(int code) { return std::find(std::begin(kNoGpuCodes), std::
 
 bool is_answer_not_failure(int code) { return code == kNotReady; }
 
-double pcie_gbps(int generation, int width) {
-  // Per lane, one direction, after line coding (8b/10b to Gen2, 128b/130b after).
-  static constexpr double kLaneGbps[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
-  if (generation <= 0 || generation > 6 || width <= 0) return 0;
-  return kLaneGbps[generation] * width;
-}
-
 Metrics compute_metrics(const TraceModel& m) {
   Metrics x;
   x.wall_s = m.wall_ns() / 1e9;
@@ -486,6 +469,7 @@ Metrics compute_metrics(const TraceModel& m) {
   host_inferred_metrics(m, x);
   launch_span_metrics(m, x);
   copy_metrics(m, x);
+  node_link_metrics(m, x);
   sync_and_memory_metrics(m, x);
   call_outcome_metrics(m, x);
   end_metrics(m, x);

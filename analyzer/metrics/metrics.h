@@ -157,6 +157,8 @@ struct Metrics {
   std::optional<double> achieved_gbps;    // host<->device bytes / host time in synchronous copies
   std::optional<double> link_gbps, link_max_gbps;  // current and maximum link of device 0
   std::string link_text, link_max_text;   // "Gen5 x16"
+  // "GPU 1: 2 of 18 NVLinks down" for each GPU with links down while others were up, at the start of capture.
+  std::vector<std::string> nvlinks_down;
 
   // Synchronization.
   uint64_t syncs = 0, launches = 0;  // launch calls (kernels and graphs), captured ones included
@@ -221,6 +223,9 @@ void implicit_sync_metrics(const TraceModel& model, Metrics& x);
 // The feeding thread's ranges that held the GPU idle, and GPU busy per
 // profiler step (range_idle_metrics.cpp); set with device timestamps only.
 void range_idle_metrics(const TraceModel& model, Metrics& x);
+// The GPUs' links as the trace describes them at the start of capture
+// (node_link_metrics.cpp): the PCIe link of device 0, NVLinks down.
+void node_link_metrics(const TraceModel& model, Metrics& x);
 
 // Theoretical PCIe bandwidth, one direction, GB/s (0 when unknown).
 double pcie_gbps(int generation, int width);

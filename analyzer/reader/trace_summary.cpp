@@ -66,6 +66,9 @@ container::DeviceDescription to_device(const fb::DeviceInfo& d) {
   out.persistence_mode = d.persistence_mode();
   out.power_limit_mw = d.power_limit_mw();
   out.power_default_limit_mw = d.power_default_limit_mw();
+  out.mig_devices = str(d.mig_devices());
+  out.nvlinks = d.nvlinks();
+  out.nvlinks_active = d.nvlinks_active();
   return out;
 }
 

@@ -58,6 +58,10 @@ std::optional<Finding> device_copy_finding(const TraceModel& m, const Metrics& x
   f.evidence.push_back(fmt::format("{} device-to-device copies ({}), {} peer copies ({}); none crossed the host's "
                                    "PCIe link",
                                    x.d2d_count, mib(x.d2d_bytes), x.peer_count, mib(x.peer_bytes)));
+  if (x.peer_count > 0)
+    for (const std::string& down : x.nvlinks_down)
+      f.evidence.push_back(down + " at the start of capture: peer copies lose that share of NVLink bandwidth "
+                                  "(gpuscope doctor's nvlink check)");
   if (x.wait_on_transfers_share > 0)
     f.evidence.push_back(fmt::format("a device-to-device cudaMemcpy returns before its bytes move: {} of wall time is "
                                      "synchronization waiting for queued copies (split with host copies by bytes)",

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <vector>
+
+#include "nvml_partitions.h"
 
 namespace gpuscope::gpu {
 namespace {
@@ -116,6 +119,17 @@ std::string first_line(const std::string& path) {
   return line;
 }
 
+// MIG devices (with MIG on) and NVLinks, read as doctor reads them.
+void describe_partitions_and_links(const Api& api, Device device, container::DeviceDescription& d) {
+  std::string why;
+  if (std::vector<nvml::MigDevice> migs; d.mig_mode == 1 && nvml::list_mig_devices(api, device, &migs, &why))
+    d.mig_devices = nvml::mig_layout(migs);
+  std::vector<nvml::NvLink> links;
+  nvml::read_nvlinks(api, device, &links, &why);
+  d.nvlinks = static_cast<uint8_t>(links.size());
+  for (const nvml::NvLink& l : links) d.nvlinks_active = static_cast<uint8_t>(d.nvlinks_active + (l.active ? 1 : 0));
+}
+
 }  // namespace
 
 std::string unsupported_name(const char* query, Return r) {
@@ -130,6 +144,7 @@ container::DeviceDescription describe_device(const Api& api, Device device, uint
     const Return r = q.query(api, device, d);
     if (r == nvml::kNotSupported || r == nvml::kFunctionNotFound) d.unsupported.push_back(unsupported_name(q.name, r));
   }
+  describe_partitions_and_links(api, device, d);
   const std::string address = sysfs_pci_address(d.pci_bus_id);
   if (!address.empty()) read_pci_topology(pci_devices_dir + "/" + address, d);
   return d;

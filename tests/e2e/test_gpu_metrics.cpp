@@ -144,6 +144,26 @@ TEST_F(GpuMetricsTest, LinkTrainedBelowItsMaximumIsDescribedAsSuch) {
   EXPECT_EQ(d.pcie_width_max, 16);
 }
 
+// Format 1.7: what doctor reads of how a GPU is split and linked, as the trace records it.
+TEST_F(GpuMetricsTest, MigLayoutIsDescribed) {
+  const auto mig = run_traced({bin("behave"), "spin:50"}, {"SIMGPU_NODE=" + node("mig-enabled.json")});
+  ASSERT_EQ(mig.trace.summary.devices.size(), 1u);
+  EXPECT_EQ(mig.trace.summary.devices[0].mig_mode, 1);
+  EXPECT_EQ(mig.trace.summary.devices[0].mig_devices, "1g.18gb x2, 3g.71gb");
+  EXPECT_EQ(mig.trace.summary.devices[0].nvlinks, 0);
+}
+
+TEST_F(GpuMetricsTest, NvLinksAreDescribed) {
+  const auto links = run_traced({bin("behave"), "spin:50"}, {"SIMGPU_NODE=" + node("nvlink-down.json")});
+  ASSERT_EQ(links.trace.summary.devices.size(), 1u);
+  const auto& d = links.trace.summary.devices[0];
+  EXPECT_EQ(d.mig_devices, "");  // MIG off: no layout
+  EXPECT_EQ(d.nvlinks, 18);
+  EXPECT_EQ(d.nvlinks_active, 16);
+  const auto info = run({gpuscope_exe(), "info", links.trace_path}, clean_env());
+  EXPECT_NE(info.out.find("NVLinks: 16 of 18 up"), std::string::npos) << info.out;
+}
+
 TEST_F(GpuMetricsTest, EveryDeviceIsDescribedAndSampled) {
   const auto t = run_traced({bin("behave"), "spin:150"}, {"SIMGPU_NODE=" + node("two-devices.json")});
   ASSERT_EQ(t.trace.summary.devices.size(), 2u);

@@ -107,9 +107,12 @@ def check_unsupported(gpuscope, trace, python):
     said = [line for line in report["coverage"] if "no Python frames" in line]
     if len(said) != 1 or "no frame layout known" not in said[0]:
         sys.exit(f"FAIL: coverage {report['coverage']} does not say why there are no Python frames")
-    frames = [f for finding in report["findings"] for site in finding["call_sites"] for f in site["frames"]]
-    if not frames or any(f.get("python") for f in frames):
-        sys.exit(f"FAIL: expected native frames only, got {frames[:6]}")
+    # The recorded call sites, not the findings': whether the copies make a finding depends on the machine's
+    # load (CI once saw none), while every recorded copy has a stack.
+    table = run([gpuscope, "export", "--format", "csv", "-o", "-", str(trace)])
+    sites = [row["call_site"] for row in csv.DictReader(table.splitlines()) if row["name"] == "cudaMemcpy"]
+    if not sites or any(not site or ".py:" in site for site in sites):
+        sys.exit(f"FAIL: expected native call sites only, got {sorted(set(sites))[:6]}")
     print(f"ok: {python}: native frames only; coverage: {said[0]}")
     return 0
 
