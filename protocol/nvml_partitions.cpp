@@ -79,4 +79,10 @@ bool read_nvlinks(const Api& api, Device gpu, std::vector<NvLink>* links, std::s
   return ok;
 }
 
+unsigned active_links(const std::vector<NvLink>& links) {
+  unsigned up = 0;
+  for (const NvLink& l : links) up += l.active ? 1 : 0;
+  return up;
+}
+
 }  // namespace gpuscope::nvml

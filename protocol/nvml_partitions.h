@@ -38,4 +38,7 @@ struct NvLink {
 // a link could not be read for another reason.
 bool read_nvlinks(const Api& api, Device gpu, std::vector<NvLink>* links, std::string* why);
 
+// How many of `links` are up.
+unsigned active_links(const std::vector<NvLink>& links);
+
 }  // namespace gpuscope::nvml

@@ -140,12 +140,14 @@ Finding check_devices(const NodeProbe& probe) {
     f = failed(fmt::format("no GPU is visible to CUDA: {} hides all {}", setting, probe.gpus.size()),
                "unset CUDA_VISIBLE_DEVICES or list the GPUs this process should use");
   if (!visible.mig_instances.empty() && visible.gpus.empty()) {
+    // Worse, not instead: an entry after the MIG ones that names nothing still warns.
     const MigLanding landing = mig_landing(probe);
-    f = landing.gpu == nullptr
-            ? failed(landing.why + ": CUDA sees no device",
-                     "list MIG devices by the UUIDs nvidia-smi -L prints (MIG-...) in CUDA_VISIBLE_DEVICES")
-            : passed(fmt::format("MIG device {} of GPU {} visible to CUDA ({})", landing.slice->uuid,
-                                 landing.gpu->index, setting));
+    f = worse(landing.gpu == nullptr
+                  ? failed(landing.why + ": CUDA sees no device",
+                           "list MIG devices by the UUIDs nvidia-smi -L prints (MIG-...) in CUDA_VISIBLE_DEVICES")
+                  : passed(fmt::format("MIG device {} of GPU {} visible to CUDA ({})", landing.slice->uuid,
+                                       landing.gpu->index, setting)),
+              f);
   }
   if (!problems.empty())
     f = worse(failed(problems.front() + (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1) : ""),

@@ -4,7 +4,6 @@
 #include <link.h>
 #include <sys/utsname.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -129,9 +128,7 @@ GpuFacts gpu_facts(const nvml::Api& api, const Gpu& gpu) {
     add("mig_mode", enabled_text(mode == 1));
   add("mig_devices", mig_layout(gpu));
   if (!gpu.nvlinks.empty())
-    add("nvlinks_active", fmt::format("{} of {}", std::count_if(gpu.nvlinks.begin(), gpu.nvlinks.end(),
-                                                                [](const nvml::NvLink& l) { return l.active; }),
-                                      gpu.nvlinks.size()));
+    add("nvlinks_active", fmt::format("{} of {}", nvml::active_links(gpu.nvlinks), gpu.nvlinks.size()));
   if (int mode = 0; query(api.device_get_persistence_mode, d, &mode)) add("persistence_mode", enabled_text(mode == 1));
   if (unsigned mw = 0; query(api.device_get_enforced_power_limit, d, &mw)) add("power_limit", fmt::format("{} W", mw / 1000));
   if (unsigned sm = 0, mem = 0; query(api.device_get_applications_clock, d, nvml::kClockSm, &sm) &&

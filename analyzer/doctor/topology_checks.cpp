@@ -189,7 +189,7 @@ Finding check_nvlink(const NodeProbe& probe, const Gpu& gpu) {
   std::vector<unsigned> down;
   for (const nvml::NvLink& link : gpu.nvlinks)
     if (!link.active) down.push_back(link.link);
-  const size_t up = gpu.nvlinks.size() - down.size();
+  const unsigned up = nvml::active_links(gpu.nvlinks);
   Finding f = passed(fmt::format("all {} NVLinks are up", gpu.nvlinks.size()));
   if (up == 0)  // a PCIe card without its bridge: not a fault, but GPU-to-GPU traffic takes PCIe
     f = passed(fmt::format("none of the {} NVLinks is up (no bridge or switch attached): GPU-to-GPU copies go over "

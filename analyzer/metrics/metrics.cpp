@@ -45,7 +45,6 @@ bool is_loaded_by_gpuscope(const std::string& path) {
   return base.starts_with("libcuda.") || base.starts_with("libnvidia-ml") || base.starts_with("libcupti");
 }
 
-
 void host_metrics(const TraceModel& m, Metrics& x) {
   const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
   uint64_t best = 0;

@@ -127,7 +127,7 @@ void describe_partitions_and_links(const Api& api, Device device, container::Dev
   std::vector<nvml::NvLink> links;
   nvml::read_nvlinks(api, device, &links, &why);
   d.nvlinks = static_cast<uint8_t>(links.size());
-  for (const nvml::NvLink& l : links) d.nvlinks_active = static_cast<uint8_t>(d.nvlinks_active + (l.active ? 1 : 0));
+  d.nvlinks_active = static_cast<uint8_t>(nvml::active_links(links));
 }
 
 }  // namespace

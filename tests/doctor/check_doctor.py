@@ -45,6 +45,11 @@ CASES = {
                                                "devices": ("pass", "MIG device MIG-5a1c0de0-0000-4000-9000-0000000000a0 "
                                                                    "of GPU 0 visible to CUDA")},
                           {"env": {"CUDA_VISIBLE_DEVICES": "MIG-5a1c0de0-0000-4000-9000-0000000000a0"}}),
+    # An entry after the MIG device that names nothing still warns (CUDA ignores it).
+    "mig_device_then_unknown": ("mig-enabled.json", {"mig": ("warn", "this process lands on MIG 1g.18gb (GPU instance "
+                                                                     "10"),
+                                                     "devices": ("warn", "CUDA_VISIBLE_DEVICES entry 'bogus' names no GPU")},
+                                {"env": {"CUDA_VISIBLE_DEVICES": "MIG-5a1c0de0-0000-4000-9000-0000000000a0,bogus"}}),
     "mig_device_unknown": ("mig-enabled.json", {"mig": ("warn", "this process lands on none of them"),
                                                 "devices": ("fail", "CUDA_VISIBLE_DEVICES names MIG-deadbeef, which is "
                                                                     "no MIG device of this node: CUDA sees no device")},
