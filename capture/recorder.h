@@ -109,7 +109,7 @@ inline void settle_poll_run(ThreadSlot* slot) noexcept {
 // in tick mode.
 template <class T> inline bool record(ThreadSlot* slot, const T& r, uint8_t flags = 0) noexcept {
   settle_poll_run(slot);
-  if (slot->ring.try_push(RecordTag<T>::value, &r, sizeof r, flags)) return true;
+  if (slot->ring.try_push_records(flags, r)) return true;
   slot->drops[static_cast<size_t>(fb::DropReason::BufferFull)].add();
   return false;
 }
@@ -118,10 +118,7 @@ template <class T> inline bool record(ThreadSlot* slot, const T& r, uint8_t flag
 // every figure computed from the trace pairs up.
 template <class A, class B> inline bool record_pair(ThreadSlot* slot, const A& a, const B& b, uint8_t flags = 0) noexcept {
   settle_poll_run(slot);
-  using Part = SpscRing::Part;
-  if (slot->ring.try_push_all<2>({Part{RecordTag<A>::value, &a, sizeof a}, Part{RecordTag<B>::value, &b, sizeof b}},
-                                 flags))
-    return true;
+  if (slot->ring.try_push_records(flags, a, b)) return true;
   slot->drops[static_cast<size_t>(fb::DropReason::BufferFull)].add(2);
   return false;
 }
@@ -194,8 +191,8 @@ class ApiCallScope {
 
   // Records the call, or counts it; returns its end timestamp (0 when
   // inactive or counted).
-  uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0, int16_t device = -1,
-                  uint32_t stack_id = 0) noexcept {
+  __attribute__((always_inline)) uint64_t finish(int32_t result, uint64_t stream = 0, uint8_t flags = 0,
+                                                 int16_t device = -1, uint32_t stack_id = 0) noexcept {
     return finish_with(result, stream, flags, device, stack_id, NoTypedRecord{});
   }
 
@@ -203,8 +200,8 @@ class ApiCallScope {
   // Kernel, ...) that `make_typed(end)` builds, in the same ring push as its
   // ApiCall: under backpressure both are kept or both dropped.
   template <class MakeTyped>
-  uint64_t finish_with(int32_t result, uint64_t stream, uint8_t flags, int16_t device, uint32_t stack_id,
-                       MakeTyped&& make_typed) noexcept {
+  __attribute__((always_inline)) uint64_t finish_with(int32_t result, uint64_t stream, uint8_t flags, int16_t device,
+                                                      uint32_t stack_id, MakeTyped&& make_typed) noexcept {
     if (slot_ == nullptr) return 0;
     if (result == 0 && counts_on_success()) {
       count_success();

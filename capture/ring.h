@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <utility>
 
 #include "record_types.h"
 
@@ -69,32 +70,29 @@ class SpscRing {
   template <size_t N> bool try_push_all(const std::array<Part, N>& parts, uint8_t flags = 0) noexcept {
     size_t total = 0;
     for (const Part& p : parts) total += sizeof(RingRecordHeader) + p.size;
+    return push_slow(parts.data(), N, total, flags);
+  }
+
+  // The same for records whose types are known here: the hot path's. Always
+  // inlined, so each record is copied by a few 8-byte moves (a memcpy of a
+  // non-constant size, or of one the compiler chose not to expand, is a call
+  // of its own). The common case, room without wrapping as the producer's
+  // cached view of the tail shows, is a mask, two compares and the stores;
+  // wrapping and reading the consumer's tail again are in push_slow.
+  template <class... T>
+  __attribute__((always_inline)) bool try_push_records(uint8_t flags, const T&... records) noexcept {
+    static_assert(((sizeof(T) % 8 == 0) && ...), "ring records are whole 8-byte words");
+    constexpr size_t total = ((sizeof(RingRecordHeader) + sizeof(T)) + ...);
     const uint64_t head = head_.load(std::memory_order_relaxed);
-    const size_t pos = head & (capacity_ - 1);
-    const size_t to_end = capacity_ - pos;
-    const size_t needed = total + (to_end < total ? to_end : 0);
-    if (head + needed - cached_tail_ > capacity_) {
-      cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (head + needed - cached_tail_ > capacity_) return false;
+    const size_t capacity = capacity_;
+    const size_t pos = head & (capacity - 1);
+    if (__builtin_expect(capacity - pos < total || head + total - cached_tail_ > capacity, 0)) {
+      const std::array<Part, sizeof...(T)> parts{Part{RecordTag<T>::value, &records, sizeof(T)}...};
+      return push_slow(parts.data(), parts.size(), total, flags);
     }
-    uint64_t at = head;
-    if (to_end < total) {  // fill the end with padding and start over at 0
-      write_header(pos, RecordType::Padding, 0, static_cast<uint32_t>(to_end - sizeof(RingRecordHeader)));
-      at += to_end;
-    }
-    for (const Part& p : parts) {  // the group never wraps: it starts where all of it fits
-      const size_t start = at & (capacity_ - 1);
-      write_header(start, p.type, flags, p.size);
-      std::memcpy(data_ + start + sizeof(RingRecordHeader), p.payload, p.size);
-      at += sizeof(RingRecordHeader) + p.size;
-    }
-    head_.store(at, std::memory_order_release);
-    // By the time the producer comes back to a line, the writer has read it
-    // on its core and it has usually left this core's cache: the record's
-    // store then waited for the line (~45 % of a launch hook's time,
-    // docs/performance.md). Asking for the line a few records ahead now
-    // overlaps that wait with the program's own work.
-    __builtin_prefetch(data_ + ((at + kPrefetchAhead) & (capacity_ - 1)), 1, 3);
+    std::byte* at = data_ + pos;
+    ((put_record(at, RecordTag<T>::value, flags, records), at += sizeof(RingRecordHeader) + sizeof(T)), ...);
+    publish(data_, capacity, head + total);
     return true;
   }
 
@@ -151,9 +149,60 @@ class SpscRing {
   }
 
  private:
-  void write_header(size_t pos, RecordType type, uint8_t flags, uint32_t payload_size) noexcept {
-    RingRecordHeader h{type, flags, {}, payload_size};
-    std::memcpy(data_ + pos, &h, sizeof h);
+  static void write_header(std::byte* to, RecordType type, uint8_t flags, uint32_t payload_size) noexcept {
+    const RingRecordHeader h{type, flags, {}, payload_size};
+    std::memcpy(to, &h, sizeof h);
+  }
+
+  template <class T> static void put_record(std::byte* to, RecordType type, uint8_t flags, const T& record) noexcept {
+    write_header(to, type, flags, sizeof(T));
+    copy_words(to + sizeof(RingRecordHeader), &record, std::make_index_sequence<sizeof(T) / 8>{});
+  }
+  template <size_t... I> static void copy_words(std::byte* to, const void* from, std::index_sequence<I...>) noexcept {
+    const auto* src = static_cast<const std::byte*>(from);
+    ((copy_word(to + 8 * I, src + 8 * I)), ...);
+  }
+  static void copy_word(std::byte* to, const std::byte* from) noexcept {
+    uint64_t w;
+    std::memcpy(&w, from, sizeof w);
+    std::memcpy(to, &w, sizeof w);
+  }
+
+  void publish(std::byte* data, size_t capacity, uint64_t head) noexcept {
+    head_.store(head, std::memory_order_release);
+    // By the time the producer comes back to a line, the writer has read it
+    // on its core and it has usually left this core's cache: the record's
+    // store then waited for the line (~45 % of a launch hook's time,
+    // docs/performance.md). Asking for the line a few records ahead now
+    // overlaps that wait with the program's own work.
+    __builtin_prefetch(data + ((head + kPrefetchAhead) & (capacity - 1)), 1, 3);
+  }
+
+  // try_push_all when the group does not fit before the end of the buffer
+  // (padding, then from 0) or the cached tail says there is no room (read
+  // the consumer's tail again). Out of line: once per lap of the ring.
+  __attribute__((noinline)) bool push_slow(const Part* parts, size_t count, size_t total, uint8_t flags) noexcept {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const size_t pos = head & (capacity_ - 1);
+    const size_t to_end = capacity_ - pos;
+    const size_t needed = total + (to_end < total ? to_end : 0);
+    if (head + needed - cached_tail_ > capacity_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (head + needed - cached_tail_ > capacity_) return false;
+    }
+    uint64_t at = head;
+    if (to_end < total) {  // fill the end with padding and start over at 0
+      write_header(data_ + pos, RecordType::Padding, 0, static_cast<uint32_t>(to_end - sizeof(RingRecordHeader)));
+      at += to_end;
+    }
+    for (size_t i = 0; i < count; ++i) {  // the group never wraps: it starts where all of it fits
+      const size_t start = at & (capacity_ - 1);
+      write_header(data_ + start, parts[i].type, flags, parts[i].size);
+      std::memcpy(data_ + start + sizeof(RingRecordHeader), parts[i].payload, parts[i].size);
+      at += sizeof(RingRecordHeader) + parts[i].size;
+    }
+    publish(data_, capacity_, at);
+    return true;
   }
 
   // head_ and the producer's cached view of tail_ share a cache line; tail_

@@ -10,7 +10,6 @@ namespace {
 
 using fb::MemoryKind;
 
-thread_local int16_t t_device __attribute__((tls_model("initial-exec"))) = 0;
 thread_local uint32_t t_launches __attribute__((tls_model("initial-exec"))) = 0;
 
 // The range the innermost free on this thread removed: a runtime free and
@@ -76,14 +75,13 @@ Endpoints endpoints(CopyKind kind, const void* dst, const void* src) {
 
 }  // namespace
 
-int16_t current_device() noexcept { return t_device; }
-void set_current_device(int device) noexcept { t_device = static_cast<int16_t>(device); }
+namespace detail {
+thread_local constinit int16_t t_device __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace detail
 
-// Only the outermost call unwinds: the driver call under a runtime call has
-// the same call site plus libcudart's frames. The unwind is gpuscope's time,
-// not the call's, so the call's clock starts after it.
-void CallInfo::before(capture::ApiCallScope& scope) noexcept {
-  if (!wants_stack || scope.depth() != 0) return;
+// The unwind is gpuscope's time, not the call's, so the call's clock starts
+// after it.
+void CallInfo::unwind(capture::ApiCallScope& scope) noexcept {
   if (sample_stack && t_launches++ % kLaunchStackEvery != 0) return;
   stack = stacks::capture_stack_id();
   scope.restart_clock();

@@ -23,8 +23,11 @@ namespace gpuscope::hooks {
 // (0 until then, like CUDA itself). Driver-API context switches
 // (cuCtxSetCurrent, cuCtxPushCurrent) are not followed yet: a driver-API
 // program on several devices has its records on device 0.
-int16_t current_device() noexcept;
-void set_current_device(int device) noexcept;
+namespace detail {
+extern thread_local constinit int16_t t_device __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+inline int16_t current_device() noexcept { return detail::t_device; }
+inline void set_current_device(int device) noexcept { detail::t_device = static_cast<int16_t>(device); }
 
 // Whether `stream` (0: the legacy default stream, or with kPerThreadStream
 // in `flags` the thread's own) is capturing into a CUDA graph right now, as
@@ -47,17 +50,25 @@ struct CallInfo {
   bool sample_stack = false;  // launches: unwind only every kLaunchStackEvery-th one
   uint32_t stack = 0;
 
-  void before(capture::ApiCallScope& scope) noexcept;
-  uint64_t finish(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+  // Only the outermost call unwinds (the driver call under a runtime call
+  // has the same call site plus libcudart's frames); calls without a stack
+  // pay one branch here.
+  void before(capture::ApiCallScope& scope) noexcept {
+    if (wants_stack && scope.depth() == 0) unwind(scope);
+  }
+  // Always inlined into the hook: out of line, the scope had to live in
+  // memory and every field of it was stored and loaded again.
+  __attribute__((always_inline)) uint64_t finish(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
     return scope.finish(result, stream, flags, current_device(), stack);
   }
   // The ApiCall and, for the outermost call, the typed record make(end)
   // builds: one ring push, so both are kept or both dropped.
   template <class MakeTyped>
-  uint64_t finish_with(capture::ApiCallScope& scope, int32_t result, uint8_t flags, MakeTyped&& make) noexcept {
+  __attribute__((always_inline)) uint64_t finish_with(capture::ApiCallScope& scope, int32_t result, uint8_t flags,
+                                                      MakeTyped&& make) noexcept {
     return scope.finish_with(result, stream, flags, current_device(), stack, make);
   }
-  void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
+  __attribute__((always_inline)) void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept {
     finish(scope, result, flags);
   }
   // For calls that put work on `stream`: the outermost call's work went
@@ -81,6 +92,10 @@ struct CallInfo {
     if (in_graph || result != 0) finish(scope, result, call_flags(flags, in_graph));
     else finish_with(scope, result, flags, make);
   }
+
+ private:
+  // The call stack, every time or (launches) every kLaunchStackEvery-th.
+  void unwind(capture::ApiCallScope& scope) noexcept;
 };
 
 // cudaProfilerStart/Stop and their driver twins: plain calls that also

@@ -103,6 +103,48 @@ TEST(Ring, GroupsAreAllOrNothingAndNeverSplitByTheWrap) {
   EXPECT_GT(refused, 0u);  // the test did fill the ring
 }
 
+// The hot path's typed push (try_push_records: sizes known at compile time,
+// word copies, the slow path only at the wrap or when the cached tail says
+// full) keeps the same contract: whole groups or nothing, never split, in
+// order, the flags on every record.
+TEST(Ring, TypedGroupsKeepTheContractAcrossLapsAndFullRings) {
+  Ring r;  // 256 bytes; a group of 64 + 48 bytes does not divide it
+  uint64_t pushed = 0, refused = 0, consumed = 0;
+  for (int round = 0; round < 300; ++round) {
+    for (int i = 0; i < 1 + round % 4; ++i) {  // sometimes more than fits
+      const fb::ApiCall call(pushed, 7, pushed, 0, 1, 0, 0, 0, 0, 0, 0, 0);
+      const fb::Sync sync(pushed, 7, pushed, ~pushed, fb::SyncKind::Stream, fb::Source::Host, 0, 0);
+      if (r.ring.try_push_records(kRecordInTicks, call, sync))
+        ++pushed;
+      else
+        ++refused;
+    }
+    bool expect_sync = false;
+    r.ring.drain([&](RecordType type, const std::byte* p, uint32_t size, uint8_t flags) {
+      EXPECT_EQ(flags, kRecordInTicks);
+      if (!expect_sync) {
+        ASSERT_EQ(type, RecordType::ApiCall);
+        ASSERT_EQ(size, sizeof(fb::ApiCall));
+        fb::ApiCall call;
+        std::memcpy(&call, p, sizeof call);
+        EXPECT_EQ(call.correlation_id(), consumed);
+      } else {
+        ASSERT_EQ(type, RecordType::Sync);
+        ASSERT_EQ(size, sizeof(fb::Sync));
+        fb::Sync sync;
+        std::memcpy(&sync, p, sizeof sync);
+        EXPECT_EQ(sync.correlation_id(), consumed);
+        EXPECT_EQ(sync.object(), ~consumed);
+        ++consumed;
+      }
+      expect_sync = !expect_sync;
+    });
+    EXPECT_FALSE(expect_sync) << "a call without its sync, round " << round;
+  }
+  EXPECT_EQ(consumed, pushed);
+  EXPECT_GT(refused, 0u);
+}
+
 // drain_runs hands over whole records, before and after the wrap point, and
 // frees only what the consumer says it consumed.
 TEST(Ring, DrainRunsStopsWhereTheConsumerStops) {
