@@ -61,8 +61,7 @@ uint16_t HookSlot::assign_counter() {
 
 namespace {
 
-using Family = std::span<HookSlot* const> (*)();
-constexpr Family kFamilies[] = {runtime_copy_hooks,      runtime_memset_hooks, runtime_alloc_hooks,
+constexpr HookFamily kFamilies[] = {runtime_copy_hooks,      runtime_memset_hooks, runtime_alloc_hooks,
                                 runtime_sync_hooks,      runtime_launch_hooks, runtime_device_hooks,
                                 runtime_graph_hooks,     runtime_memory_hooks, runtime_host_work_hooks,
                                 driver_copy_hooks,       driver_alloc_hooks,   driver_sync_hooks,
@@ -75,11 +74,13 @@ constexpr Family kFamilies[] = {runtime_copy_hooks,      runtime_memset_hooks, r
 // few hundred loads, against the several allocations of dlsym itself.
 HookSlot* find_hook(std::string_view name) {
   const uint64_t hash = hook_name_hash(name);
-  for (const Family family : kFamilies)
+  for (const HookFamily family : kFamilies)
     for (HookSlot* slot : family())
       if (slot->name_hash == hash && name == slot->name) return slot;
   return nullptr;
 }
+
+std::span<const HookFamily> hook_families() { return kFamilies; }
 
 }  // namespace gpuscope::hooks
 

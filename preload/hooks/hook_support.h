@@ -98,6 +98,10 @@ HookSlot* find_hook(std::string_view name);
 // exported function gets our interposed wrapper back, never the real one.
 void remember_library_handle(void* handle) noexcept;
 
+// Every family, in one order (hook_registry.cpp lists them).
+using HookFamily = std::span<HookSlot* const> (*)();
+std::span<const HookFamily> hook_families();
+
 // Families register their slots here (hook_registry.cpp lists them).
 std::span<HookSlot* const> runtime_copy_hooks();
 std::span<HookSlot* const> runtime_memset_hooks();

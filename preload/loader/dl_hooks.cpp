@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "dlerror_replay.h"
+#include "entry_points.h"
 #include "gpu/gpu_libraries.h"
 #include "real_symbol.h"
 #include "recorder.h"
@@ -163,7 +164,10 @@ GPUSCOPE_EXPORT int dlclose(void* handle) {
   errno = entry_errno;
   const int result = glibc_dlclose(handle);
   const int saved_errno = errno;
-  if (result == 0) gpuscope::stacks::note_modules_changed();
+  if (result == 0) {
+    gpuscope::stacks::note_modules_changed();
+    gpuscope::hooks::forget_entry_points();
+  }
   if (record) {
     gpuscope::container::LibraryLoadEvent e = make_event(start_ns, path.c_str(), 0);
     e.resolved_path = path;

@@ -16,6 +16,7 @@
 #include <cuda.h>
 #undef cuGetProcAddress  // cuda.h maps it to _v2; the v1 entry point is exported too
 
+#include "entry_points.h"
 #include "hooks/hook_support.h"
 #include "instance.h"
 
@@ -61,15 +62,14 @@ Interception intercept(void* handle, const char* name, void* caller) {
   return {true, slot->adopt(real) ? slot->wrapper() : real};  // a second, different implementation stays unhooked
 }
 
-// An entry point cuGetProcAddress handed out: named by dladdr (the exact
-// exported variant, e.g. cuMemcpyHtoDAsync_v2_ptsz, which fixes the
-// signature), and swapped for our wrapper when we hook that variant. A
-// driver that hands out its own exports through the GOT already returns our
-// wrapper; the slot then finds the real one in the driver's handle.
+// An entry point cuGetProcAddress handed out: named by its address (the
+// exact exported variant, e.g. cuMemcpyHtoDAsync_v2_ptsz, which fixes the
+// signature; entry_points.h), and swapped for our wrapper when we hook that
+// variant. A driver that hands out its own exports through the GOT already
+// returns our wrapper; the slot then finds the real one in the driver's
+// handle.
 void* substitute(void* p) {
-  Dl_info info{};
-  if (p == nullptr || dladdr(p, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != p) return p;
-  HookSlot* slot = find_hook(info.dli_sname);
+  HookSlot* slot = p != nullptr ? hook_defined_at(p) : nullptr;
   if (slot == nullptr) return p;
   if (p == slot->wrapper()) return p;  // real one resolved from the handle on first call
   return slot->adopt(p) ? slot->wrapper() : p;
