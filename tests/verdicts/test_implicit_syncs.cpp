@@ -45,6 +45,14 @@ class ImplicitSyncs : public ::testing::Test {
     return nullptr;
   }
 
+  static bool dropped_events(const json& j) {
+    for (const auto& line : j["coverage"])
+      if (line.is_string() && line.get<std::string>().starts_with("dropped events:") &&
+          line.get<std::string>() != "dropped events: none")
+        return true;
+    return false;
+  }
+
   static uint64_t tally(const json& j, const std::string& cause) {
     for (const auto& c : j["implicit_syncs"])
       if (c["cause"] == cause) return c["calls"].get<uint64_t>();
@@ -70,12 +78,20 @@ class ImplicitSyncs : public ::testing::Test {
       ADD_FAILURE() << "unparsable analysis of " << c.which;
       return j;
     }
-    EXPECT_EQ(tally(j, c.cause), c.calls) << c.which;
+    // Exact, unless the trace says it dropped events (a writer starved by a
+    // loaded machine: drop-and-count is the design); then what it kept.
+    const uint64_t counted = tally(j, c.cause);
+    if (dropped_events(j)) {
+      EXPECT_LE(counted, c.calls) << c.which;
+      EXPECT_GT(counted, 0u) << c.which;
+    } else {
+      EXPECT_EQ(counted, c.calls) << c.which;
+    }
     const json* f = finding(j);
     EXPECT_NE(f, nullptr) << j["findings"].dump(2);
     if (f != nullptr) {
       const std::string evidence = (*f)["evidence"].dump();
-      EXPECT_NE(evidence.find(c.label + ": " + std::to_string(c.calls) + " "), std::string::npos) << evidence;
+      EXPECT_NE(evidence.find(c.label + ": " + std::to_string(counted) + " "), std::string::npos) << evidence;
       bool site = false;
       for (const auto& s : (*f)["call_sites"]) site |= s["function"] == c.function;
       EXPECT_TRUE(site) << (*f)["call_sites"].dump(2);

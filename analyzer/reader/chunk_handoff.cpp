@@ -1,0 +1,68 @@
+#include "chunk_handoff.h"
+
+namespace gpuscope::reader {
+
+ChunkView DecodedChunk::view() const {
+  ChunkView v;
+  v.offset = offset;
+  v.sequence = sequence;
+  v.chunk = chunk;
+  records.fill_view(&v);
+  return v;
+}
+
+std::unique_ptr<DecodedChunk> ChunkHandoff::take_empty() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return stopped_ || !empty_.empty() || created_ < chunks_; });
+  if (stopped_) return nullptr;
+  if (empty_.empty()) {
+    ++created_;
+    return std::make_unique<DecodedChunk>();
+  }
+  auto chunk = std::move(empty_.front());
+  empty_.pop_front();
+  return chunk;
+}
+
+void ChunkHandoff::hand_over(std::unique_ptr<DecodedChunk> chunk) {
+  {
+    std::lock_guard lock(mutex_);
+    full_.push_back(std::move(chunk));
+  }
+  changed_.notify_all();
+}
+
+void ChunkHandoff::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+  }
+  changed_.notify_all();
+}
+
+std::unique_ptr<DecodedChunk> ChunkHandoff::next() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return !full_.empty() || finished_; });
+  if (full_.empty()) return nullptr;
+  auto chunk = std::move(full_.front());
+  full_.pop_front();
+  return chunk;
+}
+
+void ChunkHandoff::give_back(std::unique_ptr<DecodedChunk> chunk) {
+  {
+    std::lock_guard lock(mutex_);
+    empty_.push_back(std::move(chunk));
+  }
+  changed_.notify_all();
+}
+
+void ChunkHandoff::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+  }
+  changed_.notify_all();
+}
+
+}  // namespace gpuscope::reader
