@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,16 +26,10 @@
 
 #include "dl_hooks.h"
 #include "dlerror_replay.h"
+#include "object_of.h"
 
 namespace gpuscope::loader {
 namespace {
-
-link_map* map_of(const void* address) {
-  Dl_info info{};
-  link_map* map = nullptr;
-  if (dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0) return nullptr;
-  return map;
-}
 
 // The directories glibc would search for a bare name dlopen'ed by `map`, in
 // order ($ORIGIN already expanded). One entry that no directory can equal
@@ -60,20 +55,34 @@ bool in_base_namespace(link_map* map) {
   return dlinfo(map, RTLD_DI_LMID, &id) == 0 && id == LM_ID_BASE;
 }
 
+// libgpuscope.so's own search list, computed once and never destroyed
+// (dlopen may still be called while static objects are torn down). Not a
+// function-local static: its guard would be held across dlinfo while a
+// library's constructor, holding the loader's lock, calls dlopen and waits
+// for the guard. Racing first calls compute it twice and keep one.
+std::atomic<const std::vector<std::string>*> g_own_search_list{nullptr};
+
+const std::vector<std::string>& own_search_list(link_map* self) {
+  if (const auto* known = g_own_search_list.load(std::memory_order_acquire)) return *known;
+  const auto* mine = new std::vector<std::string>(search_list(self));
+  const std::vector<std::string>* expected = nullptr;
+  if (g_own_search_list.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) return *mine;
+  delete mine;
+  return *expected;
+}
+
 }  // namespace
 
 bool search_depends_on_caller(const char* file, const void* caller) {
   if (file == nullptr || file[0] == '\0') return false;  // the main program
   if (std::strchr(file, '$') != nullptr) return true;    // $ORIGIN, $LIB, $PLATFORM
   if (std::strchr(file, '/') != nullptr) return false;   // a path is used as given
-  static link_map* const self = map_of(reinterpret_cast<const void*>(&search_depends_on_caller));
-  link_map* const map = map_of(caller);
+  link_map* const self = object_of(reinterpret_cast<const void*>(&search_depends_on_caller));
+  link_map* const map = object_of(caller);
   if (map == nullptr || self == nullptr) return true;
   if (map == self) return false;
   if (!in_base_namespace(map)) return true;
-  // Never destroyed: dlopen may still be called while static objects are torn down.
-  static const auto* const own_list = new std::vector<std::string>(search_list(self));
-  return search_list(map) != *own_list;
+  return search_list(map) != own_search_list(self);
 }
 
 }  // namespace gpuscope::loader

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hooks/hook_support.h"
+#include "object_of.h"
 
 namespace gpuscope::hooks {
 namespace {
@@ -57,9 +58,8 @@ void object_range(const link_map* map, EntryTable& table) {
 
 // The table of the object containing `p`; null when p is in no object.
 EntryTable* build_table(void* p) {
-  Dl_info info{};
-  link_map* map = nullptr;
-  if (dladdr1(p, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 || map == nullptr) return nullptr;
+  link_map* const map = loader::object_of(p);
+  if (map == nullptr) return nullptr;
   auto* table = new EntryTable;
   table->epoch = g_epoch.load(std::memory_order_acquire);
   object_range(map, *table);
