@@ -4,6 +4,9 @@
 //   hooked_call_loop get_device N      cudaGetDevice: no stack captured
 //   hooked_call_loop stream_sync N     cudaStreamSynchronize on an idle stream,
 //                                      32 frames deep: stack captured
+//   hooked_call_loop malloc_free N     malloc(64) and free, no CUDA call: the
+//                                      loop other interposers (heaptrack) are
+//                                      timed on (scripts/bench-interceptors.sh)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -30,6 +33,16 @@ __attribute__((noinline)) double sync_loop(long n, cudaStream_t s) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
 }
 
+__attribute__((noinline)) double malloc_free_loop(long n) {
+  const auto t0 = Clock::now();
+  for (long i = 0; i < n; ++i) {
+    void* p = std::malloc(64);
+    asm volatile("" : : "r"(p) : "memory");  // the allocation must happen
+    std::free(p);
+  }
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
+}
+
 // Recurses so the synchronize happens about 32 frames below main.
 __attribute__((noinline)) double deep(int depth, long n, cudaStream_t s) {
   const double r = depth == 0 ? sync_loop(n, s) : deep(depth - 1, n, s);
@@ -41,15 +54,17 @@ __attribute__((noinline)) double deep(int depth, long n, cudaStream_t s) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: hooked_call_loop get_device|stream_sync ITERATIONS\n");
+    std::fprintf(stderr, "usage: hooked_call_loop get_device|stream_sync|malloc_free ITERATIONS\n");
     return 2;
   }
   const long n = std::atol(argv[2]);
   const bool sync = std::strcmp(argv[1], "stream_sync") == 0;
+  const bool allocate = std::strcmp(argv[1], "malloc_free") == 0;
   cudaStream_t stream = nullptr;
   if (cudaStreamCreate(&stream) != cudaSuccess) return 1;
   std::vector<double> runs;
-  for (int r = 0; r < 7; ++r) runs.push_back(sync ? deep(28, n, stream) : time_get_device(n));
+  for (int r = 0; r < 7; ++r)
+    runs.push_back(sync ? deep(28, n, stream) : allocate ? malloc_free_loop(n) : time_get_device(n));
   std::sort(runs.begin(), runs.end());
   std::printf("%s: %.1f ns per call (median of 7 runs of %ld)\n", argv[1], runs[3], n);
   cudaStreamDestroy(stream);
