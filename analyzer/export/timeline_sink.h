@@ -5,6 +5,7 @@
 // TracePacket stream (perfetto_sink.cpp). docs/export.md.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "chrome_trace.h"
+#include "output.h"
 #include "trace_summary.h"
 
 namespace gpuscope::exporter {
@@ -63,12 +65,24 @@ class Args {
     list_.push_back({key, Type::Text, text_.size(), v.size()});
     text_.append(v.data(), v.data() + v.size());
   }
-  template <class... A> void add_format(const char* key, fmt::format_string<A...> f, A&&... a) {
+  void add_hex(const char* key, uint64_t v) {  // every call's address: no format string
+    char text[kHexChars];
+    add_text(key, hex_text(v, text));
+  }
+  // Three dimensions as "XxYxZ" (grid and block sizes).
+  void add_dims(const char* key, uint32_t x, uint32_t y, uint32_t z) {
     const size_t at = text_.size();
-    fmt::format_to(fmt::appender(text_), f, std::forward<A>(a)...);
+    const auto put = [&](uint32_t v) {
+      char digits[10];  // 2^32 has 10
+      text_.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+    };
+    put(x);
+    text_.push_back('x');
+    put(y);
+    text_.push_back('x');
+    put(z);
     list_.push_back({key, Type::Text, at, text_.size() - at});
   }
-  void add_hex(const char* key, uint64_t v) { add_format(key, "0x{:x}", v); }
 
   bool empty() const { return list_.empty(); }
   const std::vector<Arg>& list() const { return list_; }

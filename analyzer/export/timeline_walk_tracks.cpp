@@ -33,8 +33,8 @@ void TimelineWalk::typed_args(const TypedRecord& r) {
     a.add_text("memory", fb::EnumNameMemoryKind(m->memory_kind()));
   } else if (const auto* k = std::get_if<fb::Kernel>(&r)) {
     a.add_text("kernel", name(k->name_id()).text);
-    a.add_format("grid", "{}x{}x{}", k->grid_x(), k->grid_y(), k->grid_z());
-    a.add_format("block", "{}x{}x{}", k->block_x(), k->block_y(), k->block_z());
+    a.add_dims("grid", k->grid_x(), k->grid_y(), k->grid_z());
+    a.add_dims("block", k->block_x(), k->block_y(), k->block_z());
     a.add_uint("dynamic_shared_bytes", k->dynamic_shared_bytes());
   } else if (const auto* s = std::get_if<fb::Sync>(&r)) {
     a.add_text("sync", fb::EnumNameSyncKind(s->kind()));
@@ -145,8 +145,8 @@ void TimelineWalk::device_span(Label label, const char* cat, int16_t device, uin
 
 void TimelineWalk::device_kernel(const fb::Kernel& k) {
   Args& a = device_args(k.stream(), k.correlation_id());
-  a.add_format("grid", "{}x{}x{}", k.grid_x(), k.grid_y(), k.grid_z());
-  a.add_format("block", "{}x{}x{}", k.block_x(), k.block_y(), k.block_z());
+  a.add_dims("grid", k.grid_x(), k.grid_y(), k.grid_z());
+  a.add_dims("block", k.block_x(), k.block_y(), k.block_z());
   a.add_uint("dynamic_shared_bytes", k.dynamic_shared_bytes());
   device_span(name(k.name_id()), "gpu.kernel", k.device(), k.stream(), k.start_ns(), k.duration_ns(),
               k.correlation_id());

@@ -1,6 +1,8 @@
 #include "gpu_breakdown.h"
 
 #include <algorithm>
+#include <bit>
+#include <new>
 #include <set>
 #include <string>
 
@@ -43,30 +45,34 @@ GpuBreakdownBuilder::GpuBreakdownBuilder(const reader::TraceSummary& names, uint
 // Nested calls (a driver call under a runtime call) may share the id: the
 // earliest start is the launch as the program made it.
 void GpuBreakdownBuilder::remember_launch(const fb::ApiCall& c) {
-  if (c.correlation_id() == 0) return;
-  auto [it, fresh] = launch_start_.try_emplace(c.correlation_id(), c.start_ns());
-  if (!fresh) {
-    it->second = std::min(it->second, c.start_ns());
+  const uint64_t id = c.correlation_id();
+  if (id == 0) return;
+  if (launch_slots_ == nullptr) {
+    launch_mask_ = std::bit_ceil(std::max<size_t>(limits_.pending_launches, 1)) - 1;
+    launch_slots_.reset(static_cast<LaunchSlot*>(std::calloc(launch_mask_ + 1, sizeof(LaunchSlot))));
+    if (launch_slots_ == nullptr) throw std::bad_alloc();
+  }
+  LaunchSlot& slot = launch_slots_[id & launch_mask_];
+  if (slot.correlation == id) {
+    slot.start_ns = std::min(slot.start_ns, c.start_ns());
     return;
   }
   // Kept after use: a graph launch's kernels all carry its id.
-  launch_order_.push_back(c.correlation_id());
-  if (launch_order_.size() <= limits_.pending_launches) return;
-  launch_start_.erase(launch_order_.front());
-  launch_order_.pop_front();
-  ++out_.launches_forgotten;
+  if (slot.correlation != 0) ++out_.launches_forgotten;
+  if (slot.correlation > id) return;  // older than the slot's: forgotten itself
+  slot = {id, c.start_ns()};
 }
 
 std::optional<uint64_t> GpuBreakdownBuilder::launch_of(uint64_t correlation) const {
-  auto it = correlation != 0 ? launch_start_.find(correlation) : launch_start_.end();
-  if (it == launch_start_.end()) return std::nullopt;
-  return it->second;
+  if (correlation == 0 || launch_slots_ == nullptr) return std::nullopt;
+  const LaunchSlot& slot = launch_slots_[correlation & launch_mask_];
+  if (slot.correlation != correlation) return std::nullopt;
+  return slot.start_ns;
 }
 
 bool GpuBreakdownBuilder::is_compute(uint32_t name_id) {
-  auto [it, fresh] = compute_by_name_.try_emplace(name_id, true);
-  if (fresh) it->second = is_compute_kernel_name(names_.name_of(name_id));
-  return it->second;
+  if (const bool* known = compute_by_name_.find(name_id)) return *known;
+  return compute_by_name_[name_id] = is_compute_kernel_name(names_.name_of(name_id));
 }
 
 void GpuBreakdownBuilder::add(const reader::ChunkView& v, const std::function<bool(uint64_t)>& keep) {

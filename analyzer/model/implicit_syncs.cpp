@@ -75,7 +75,7 @@ const ImplicitCauseInfo& implicit_cause_info(ImplicitCause cause) {
 }
 
 ImplicitSyncTally::Role ImplicitSyncTally::role_of(uint32_t function_id) {
-  if (auto it = roles_.find(function_id); it != roles_.end()) return it->second;
+  if (const Role* known = roles_.find(function_id)) return *known;
   const std::string name = names_.name_of(function_id);
   const std::string_view n = name;
   const bool async = n.find("Async") != std::string_view::npos;
@@ -94,7 +94,7 @@ ImplicitSyncTally::Role ImplicitSyncTally::role_of(uint32_t function_id) {
   else if (starts_with_any(n, {"__cudaLaunchKernel", "cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunch",
                                "cudaGraphLaunch", "cuGraphLaunch", "cudaEventRecord", "cuEventRecord"}))
     r = Role::Launch;
-  roles_.emplace(function_id, r);
+  roles_[function_id] = r;
   return r;
 }
 

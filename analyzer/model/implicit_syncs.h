@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "dense_id_map.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
 
@@ -114,7 +115,7 @@ class ImplicitSyncTally {
 
   const reader::TraceSummary& names_;
   ImplicitSyncs out_;
-  std::unordered_map<uint32_t, Role> roles_;
+  DenseIdMap<Role> roles_;
   // Typed records that make their call an implicit sync, by correlation id;
   // this chunk's and the previous one's (a frame may fall between a call
   // and its record).

@@ -2,6 +2,8 @@
 
 #include "call_sequence.h"
 #include "function_names.h"
+#include "dense_id_map.h"
+#include "node_cache.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -29,7 +31,12 @@ class ModelBuilder {
   TraceModel finish(reader::TraceSummary summary);
 
  private:
-  CallKind kind_of(uint32_t function_id);
+  // Per function name id: its kind (classified once) and host time.
+  struct FunctionTally {
+    std::optional<CallKind> kind;
+    TimeCount time;
+  };
+  FunctionTally& function_tally(uint32_t function_id);
   void add_call(const fb::ApiCall& c);
   void add_copy(const fb::Copy& c);
   void add_alloc(const fb::Alloc& a);
@@ -68,13 +75,14 @@ class ModelBuilder {
   std::unordered_map<uint32_t, ScopedCpu> scoped_cpu_;
   uint64_t origin_ns_ = 0;  // process start, once the metadata is read
   TraceModel m_;
-  std::unordered_map<uint32_t, CallKind> kinds_;
+  NodeCache<decltype(TraceModel::sites)> site_of_{m_.sites};
+  NodeCache<decltype(TraceModel::threads), 64> thread_of_{m_.threads};
   reader::CallRepeats repeats_;  // for the Sync records of coalesced polls
   CallSequence sequence_;
   ImplicitSyncTally implicit_;
   GpuBreakdownBuilder breakdown_;
-  std::unordered_map<uint32_t, TimeCount> by_function_id_;
-  std::unordered_map<uint32_t, uint64_t> kernels_by_name_id_;
+  DenseIdMap<FunctionTally> functions_;
+  DenseIdMap<uint64_t> kernels_by_name_id_;
   LiveAllocations live_;
   struct LastKernel {
     uint32_t name_id = 0;
@@ -101,12 +109,10 @@ bool ModelBuilder::in_window(uint64_t start_ns) {
   return t >= window_.start_s && (window_.end_s < 0 || t < window_.end_s);
 }
 
-CallKind ModelBuilder::kind_of(uint32_t function_id) {
-  auto it = kinds_.find(function_id);
-  if (it != kinds_.end()) return it->second;
-  const CallKind k = classify_function(names_.name_of(function_id));
-  kinds_.emplace(function_id, k);
-  return k;
+ModelBuilder::FunctionTally& ModelBuilder::function_tally(uint32_t function_id) {
+  FunctionTally& f = functions_[function_id];
+  if (!f.kind) f.kind = classify_function(names_.name_of(function_id));
+  return f;
 }
 
 // A record of coalesced polls counts as its polls (reader::calls_in) and
@@ -118,11 +124,12 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
     m_.nested_calls += calls;
     return;  // its outermost call accounts for the time
   }
-  const CallKind kind = kind_of(c.function_id());
+  FunctionTally& function = function_tally(c.function_id());
+  const CallKind kind = *function.kind;
   if ((c.flags() & container::kCallCaptured) != 0) ++m_.captured_by_kind[static_cast<size_t>(kind)];
-  by_function_id_[c.function_id()].add(c.duration_ns(), calls);
+  function.time.add(c.duration_ns(), calls);
   m_.host_by_kind[static_cast<size_t>(kind)].add(c.duration_ns(), calls);
-  ThreadActivity& t = m_.threads[c.tid()];
+  ThreadActivity& t = thread_of_[c.tid()];
   t.first_ns = std::min(t.first_ns, c.start_ns());
   t.last_ns = std::max(t.last_ns, c.start_ns() + c.duration_ns());
   t.blocked_ns[static_cast<size_t>(kind)] += c.duration_ns();
@@ -132,7 +139,7 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
     t.launch_last_ns = std::max(t.launch_last_ns, c.start_ns() + c.duration_ns());
   }
   if (locator_) attribute_to_range(c, kind, calls);
-  auto& site = m_.sites[SiteKey{c.function_id(), c.stack_id()}];
+  auto& site = site_of_[SiteKey{c.function_id(), c.stack_id()}];
   site.calls.add(c.duration_ns(), calls);
   site.kind = kind;
   sequence_.add(names_, kind, c.tid(), c.start_ns(), c.duration_ns(),
@@ -363,12 +370,12 @@ TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   m_.implicit_syncs = implicit_.finish();
   m_.gpu_breakdown = breakdown_.finish();
   const reader::TraceSummary& s = m_.summary;
-  for (const auto& [id, tc] : by_function_id_) {
+  functions_.for_each([&](uint32_t id, const FunctionTally& f) {
     TimeCount& out = m_.host_by_function[s.name_of(id)];
-    out.count += tc.count;
-    out.ns += tc.ns;
-  }
-  for (const auto& [id, n] : kernels_by_name_id_) m_.kernels_by_name[s.name_of(id)] += n;
+    out.count += f.time.count;
+    out.ns += f.time.ns;
+  });
+  kernels_by_name_id_.for_each([&](uint32_t id, uint64_t n) { m_.kernels_by_name[s.name_of(id)] += n; });
   for (const auto& [ids, n] : chain_ids_) m_.chain_pairs[s.name_of(ids.first) + " -> " + s.name_of(ids.second)] += n;
   m_.begin_ns = s.process && s.process->start_monotonic_ns != 0 ? s.process->start_monotonic_ns : s.first_ns;
   m_.end_ns = std::max(s.last_ns, s.end ? s.end->end_monotonic_ns : 0);

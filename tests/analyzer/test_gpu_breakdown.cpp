@@ -231,6 +231,26 @@ TEST(GpuBreakdown, TheLaunchTableIsBoundedAndCountsWhatItForgets) {
   EXPECT_EQ(b.devices[0].operations, 1u);
 }
 
+// Ids are handed out densely but arrive out of order across threads: id 2
+// is four launches older than id 6, which a table of four has forgotten, so
+// arriving late it does not push the newer one out of their shared slot.
+TEST(GpuBreakdown, AnOlderLaunchDoesNotEvictANewerOneFromTheTable) {
+  BuilderRun r;
+  r.calls.push_back(launch(1, 6));
+  r.calls.push_back(launch(2, 2));  // the same slot of 4 as 6, older
+  r.kernels.push_back(kernel(kGemm, 100, 110, 1, 6));
+  r.kernels.push_back(kernel(kGemm, 120, 130, 1, 2));
+  const GpuBreakdown b = r.run({.pending_launches = 4}, at(1000));
+  EXPECT_EQ(b.launches_forgotten, 1u);
+  EXPECT_EQ(b.left_out, 1u);  // the kernel of launch 2
+  ASSERT_EQ(b.devices.size(), 1u);
+  EXPECT_EQ(b.devices[0].operations, 1u);
+  // With room for both, both are found.
+  const GpuBreakdown roomy = r.run({.pending_launches = 8}, at(1000));
+  EXPECT_EQ(roomy.launches_forgotten, 0u);
+  EXPECT_EQ(roomy.left_out, 0u);
+}
+
 TEST(GpuBreakdown, StreamsPastTheLimitAreCountedNotKept) {
   BuilderRun r;
   for (uint64_t s = 1; s <= 5; ++s) r.kernels.push_back(kernel(kGemm, 0, 10, s, 0));

@@ -1,7 +1,12 @@
 // The model's pure helpers: call classification and --window parsing.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <unordered_map>
+
+#include "dense_id_map.h"
 #include "metrics.h"
+#include "node_cache.h"
 #include "trace_model.h"
 
 namespace gpuscope::analyzer {
@@ -83,6 +88,41 @@ TEST(IntervalSet, StaysCompactUnderManyAppends) {
   IntervalSet s;
   for (uint64_t i = 0; i < 1'000'000; ++i) s.add(i * 10, i * 10 + 12);  // each overlaps the next
   EXPECT_EQ(s.length(), 10'000'002u);
+}
+
+}  // namespace
+}  // namespace gpuscope::analyzer
+
+namespace gpuscope::analyzer {
+namespace {
+
+TEST(DenseIdMap, NearAndFarIdsAreKeptAndVisitedOnce) {
+  DenseIdMap<uint64_t> m;
+  EXPECT_EQ(m.find(3), nullptr);
+  m[3] += 2;
+  m[0] += 1;
+  m[0xFFFFFFF0u] += 5;  // a damaged trace's id: no 4-billion-entry vector
+  m[3] += 1;
+  EXPECT_EQ(m.find(4), nullptr);
+  ASSERT_NE(m.find(3), nullptr);
+  EXPECT_EQ(*m.find(3), 3u);
+  EXPECT_EQ(*m.find(0xFFFFFFF0u), 5u);
+  std::map<uint32_t, uint64_t> seen;
+  m.for_each([&](uint32_t id, uint64_t v) { EXPECT_TRUE(seen.emplace(id, v).second); });
+  EXPECT_EQ(seen, (std::map<uint32_t, uint64_t>{{0, 1}, {3, 3}, {0xFFFFFFF0u, 5}}));
+}
+
+// Keys that share a slot take turns in it; every answer is the map's own element.
+TEST(NodeCache, AnswersAreTheMapsElementsWhateverCollides) {
+  std::unordered_map<uint64_t, int> map;
+  NodeCache<std::unordered_map<uint64_t, int>, 4> cache(map);
+  for (int round = 0; round < 3; ++round)
+    for (uint64_t key = 0; key < 64; key += 3) {
+      cache[key] += 1;
+      EXPECT_EQ(&cache[key], &map.at(key));
+    }
+  EXPECT_EQ(map.size(), 22u);
+  for (const auto& [key, n] : map) EXPECT_EQ(n, 3) << key;
 }
 
 }  // namespace
