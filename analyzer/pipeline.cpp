@@ -135,13 +135,8 @@ PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const s
     return result;
   }
   analysis->run_rules();
-  if (following && analysis->first_model_ == nullptr) {
-    // The report's timeline does about as much per record as the model:
-    // reading ahead overlaps the two as in the model's pass.
-    analysis->reader_->set_read_ahead(true);
-    analysis->reader_->read(following(analysis->model_, analysis->metrics_));
-    analysis->reader_->set_read_ahead(false);
-  }
+  if (following && analysis->first_model_ == nullptr)  // the report's timeline: as costly per record as the model
+    analysis->reader_->read_overlapped(following(analysis->model_, analysis->metrics_));
   result.analysis = std::move(analysis);
   return result;
 }

@@ -485,13 +485,12 @@ TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window, co
                        const std::vector<std::pair<uint64_t, uint64_t>>& scope, const reader::ChunkVisitor& also) {
   reader::SummaryBuilder summary(reader.info());
   ModelBuilder model(summary.current(), window, known_ranges, scope);
-  reader.set_read_ahead(true);  // the model's work per record is about the reader's: they overlap
-  reader.read([&](const reader::ChunkView& v) {
+  // The model's work per record is about the reader's: they overlap.
+  reader.read_overlapped([&](const reader::ChunkView& v) {
     summary.add(v);
     model.add(v);
     if (also) also(v);
   });
-  reader.set_read_ahead(false);  // a later pass decides for itself
   return model.finish(summary.finish(reader));
 }
 

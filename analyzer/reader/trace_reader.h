@@ -125,6 +125,18 @@ class TraceReader {
     read_ahead_from_ = from_bytes;
   }
   static constexpr uint64_t kReadAheadFrom = uint64_t{4} << 20;
+  // read() with read-ahead for this pass only, for a visitor about as costly
+  // per record as decoding (the model, the report's timeline); the setting
+  // is restored however the pass ends, a throwing visitor included.
+  void read_overlapped(const ChunkVisitor& visit) {
+    struct Restore {
+      TraceReader& reader;
+      bool was;
+      ~Restore() { reader.read_ahead_ = was; }
+    } restore{*this, read_ahead_};
+    read_ahead_ = true;
+    read(visit);
+  }
 
   const std::vector<Problem>& problems() const { return problems_; }
   const ReadStats& stats() const { return stats_; }
