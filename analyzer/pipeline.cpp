@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include "host_profile.h"
+#include "profiler_windows.h"
 #include "pytorch_shapes.h"
 #include "site_merge.h"
 
@@ -56,16 +57,22 @@ std::optional<PipelineError> empty_window(const TraceModel& m, const TimeWindow&
                                    w.start_s, to, path, span)};
 }
 
-// --requests NAME: the ranges with that message starting in the window.
+// --requests NAME: the ranges with that message starting in the window, or
+// with --requests cudaProfilerApi the profiler API's windows (`windows`).
 std::optional<PipelineError> select_requests(const TraceModel& m, const AnalysisScope& scope, const std::string& path,
-                                             std::vector<RangeInstance>* out) {
+                                             ProfilerWindows* windows, std::vector<RangeInstance>* out) {
   if (scope.requests.empty()) return std::nullopt;
-  for (const size_t i : ranges_named(m, scope.requests)) {
-    const RangeInstance& r = m.ranges.ranges[i];
+  const bool profiler = windows != nullptr;
+  std::vector<RangeInstance> candidates;
+  if (profiler) candidates = windows->finish(m.end_ns);
+  else
+    for (const size_t i : ranges_named(m, scope.requests)) candidates.push_back(m.ranges.ranges[i]);
+  for (const RangeInstance& r : candidates)
     if (r.start_ns >= m.begin_ns && r.start_ns < m.end_ns) out->push_back(r);
-  }
   if (out->empty())
-    return PipelineError{"--requests " + scope.requests + ": " + path + " has no NVTX range with that message" +
+    return PipelineError{"--requests " + scope.requests + ": " + path +
+                         (profiler ? " has no cudaProfilerStart or cuProfilerStart call"
+                                   : " has no NVTX range with that message") +
                          (whole_trace(scope.window) ? "" : " starting in the window")};
   return std::nullopt;
 }
@@ -73,12 +80,18 @@ std::optional<PipelineError> select_requests(const TraceModel& m, const Analysis
 }  // namespace
 
 std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& scope, const FollowingPass& following) {
-  model_ = analyzer::build_model(*reader_, scope.window);
+  std::unique_ptr<ProfilerWindows> windows;
+  reader::ChunkVisitor first_pass_also;
+  if (scope.requests == kProfilerApiRequests) {
+    windows = std::make_unique<ProfilerWindows>();
+    first_pass_also = [w = windows.get()](const reader::ChunkView& v) { w->add(v); };
+  }
+  model_ = analyzer::build_model(*reader_, scope.window, nullptr, {}, first_pass_also);
   if (auto error = empty_window(model_, scope.window, path_)) return error;
   std::vector<RangeInstance> requests;
-  if (auto error = select_requests(model_, scope, path_, &requests)) return error;
+  if (auto error = select_requests(model_, scope, path_, windows.get(), &requests)) return error;
   const std::vector<std::pair<uint64_t, uint64_t>> captured = model_.capture_windows;
-  if (model_.ranges.empty() && scope.range.empty() && captured.empty()) return std::nullopt;
+  if (model_.ranges.empty() && scope.range.empty() && captured.empty() && requests.empty()) return std::nullopt;
   std::vector<std::pair<uint64_t, uint64_t>> spans = captured;
   if (!scope.range.empty()) {
     spans = range_spans(model_, scope.range);

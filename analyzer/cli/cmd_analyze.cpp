@@ -184,14 +184,21 @@ int analyze_command(const AnalyzeOptions& given) {
     print_error("{}", error->message);
     return 2;
   }
-  if (!options.requests.empty() && options.format == "prometheus") {
-    print_error("--requests: request latency is reported in text and JSON only (no Prometheus summary yet)");
-    return 2;
-  }
   scope.requests = options.requests;
   scope.tail_quantile = options.tail_percentile / 100;
   if (options.format == "prometheus") return prometheus_command(options, scope);
   return text_or_json_command(options, scope);
+}
+
+void add_request_options(CLI::App* command, std::string* requests, double* tail_percentile, const std::string& what) {
+  CLI::Option* name = command->add_option(
+      "--requests", *requests,
+      "Latency per request, a request being each NVTX range with this message (any domain), or with "
+      "cudaProfilerApi each cudaProfilerStart->cudaProfilerStop window: " + what);
+  command->add_option("--tail", *tail_percentile,
+                      "With --requests: the percentile above which requests are the tail (default 95)")
+      ->check(CLI::Range(50.0, 99.9))
+      ->needs(name);
 }
 
 Subcommand add_analyze_command(CLI::App& app) {
@@ -215,14 +222,8 @@ Subcommand add_analyze_command(CLI::App& app) {
                       "Analyze only START:END, seconds from the process start (either end may be left out)");
   analyze->add_option("--range", o->range,
                       "Analyze only the time inside NVTX ranges with this message (all of them, any domain)");
-  CLI::Option* requests = analyze->add_option(
-      "--requests", o->requests,
-      "Latency per request, a request being each NVTX range with this message (any domain): quantiles, the "
-      "slowest, and what the tail spends its extra time on");
-  analyze->add_option("--tail", o->tail_percentile,
-                      "With --requests: the percentile above which requests are the tail (default 95)")
-      ->check(CLI::Range(50.0, 99.9))
-      ->needs(requests);
+  add_request_options(analyze, &o->requests, &o->tail_percentile,
+                      "quantiles, the slowest, and what the tail spends its extra time on");
   analyze->add_option("--top", o->top, "Findings and call sites to show (default 5)")->check(CLI::Range(1, 100));
   analyze->footer(
       "Exit status: 0 analyzed, 2 when an input is not a readable trace or has no range named by --range or "

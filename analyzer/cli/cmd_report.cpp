@@ -15,6 +15,9 @@ int report_command(const ReportOptions& options) {
     print_error("{}", error);
     return 2;
   }
+  analyzer::AnalysisScope scope;
+  scope.requests = options.requests;
+  scope.tail_quantile = options.tail_percentile / 100;
   int status = 0;
   nlohmann::ordered_json sections = nlohmann::ordered_json::array();
   for (const auto& path : expand_inputs(options.inputs)) {
@@ -25,7 +28,7 @@ int report_command(const ReportOptions& options) {
       timeline = std::make_unique<analyzer::Timeline>(model, metrics);
       return [t = timeline.get()](const reader::ChunkView& v) { t->add(v); };
     };
-    const auto analysis = analyze_path(path, {}, true, make_timeline);
+    const auto analysis = analyze_path(path, scope, true, make_timeline);
     if (analysis == nullptr || analysis->import_damage() != nullptr) status = 2;
     if (analysis == nullptr) continue;
     sections.push_back(analyzer::html_section(analysis->report_input(options.top), *timeline));
@@ -54,8 +57,13 @@ Subcommand add_report_command(CLI::App& app) {
   report->add_option("-o,--output", o->output, "The HTML file to write")->required();
   report->add_flag("-f,--force", o->force, "Replace an existing file at the output path");
   report->add_option("--top", o->top, "Findings to show (default 10)")->check(CLI::Range(1, 100));
+  add_request_options(report, &o->requests, &o->tail_percentile,
+                      "a Requests section with the quantiles, the latency histogram, the slowest requests (each a "
+                      "link to its place on the timeline) and what the tail spends its time on");
   report->footer("Example: gpuscope report traces/ -o report.html\n"
-                 "Exit status: 0 written, 2 when an input is not a readable trace (the others are still in the page).");
+                 "         gpuscope report serve.gpuscope --requests request -o serve.html\n"
+                 "Exit status: 0 written, 2 when an input is not a readable trace or has no range named by --requests (the "
+                 "others are still in the page).");
   return {report, [o] { return report_command(*o); }};
 }
 }  // namespace gpuscope::cli

@@ -25,6 +25,10 @@ struct Subcommand {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
+// --requests NAME and --tail P, as analyze, report and diff take them;
+// `what` says what --requests adds to that command.
+void add_request_options(CLI::App* command, std::string* requests, double* tail_percentile, const std::string& what);
+
 Subcommand add_run_command(CLI::App& app);
 Subcommand add_attach_command(CLI::App& app);
 Subcommand add_detach_command(CLI::App& app);
@@ -117,6 +121,8 @@ struct DiffOptions {
   std::string fail_on;     // gates; docs/diff.md
   bool json = false;
   size_t top = 10;
+  std::string requests;         // NVTX range message of one request: latency quantiles as figures
+  double tail_percentile = 95;  // --tail: requests above it are the tail
 };
 
 // Compares two runs; 0 when every gate passed (or none was given), 1 when a
@@ -145,6 +151,8 @@ struct ReportOptions {
   std::string output;               // the .html file to write
   bool force = false;               // replace an existing file at output
   size_t top = 10;
+  std::string requests;             // NVTX range message of one request: the latency section
+  double tail_percentile = 95;      // --tail: requests above it are the tail
 };
 
 // Writes the HTML report of the inputs to options.output; 0 when every input

@@ -22,6 +22,8 @@ std::string format_value(FigureUnit unit, double v) {
     case FigureUnit::Rate: return fmt::format("{:.1f}/s", v);
     case FigureUnit::GBps: return fmt::format("{:.2f} GB/s", v);
     case FigureUnit::Cores: return fmt::format("{:.2f} cores", v);
+    case FigureUnit::Latency: return v < 1 ? fmt::format("{:.3f} ms", v * 1e3) : fmt::format("{:.3f} s", v);
+    case FigureUnit::Ratio: return fmt::format("{:.2f}x", v);
   }
   return fmt::format("{}", v);
 }
@@ -124,6 +126,12 @@ std::string diff_text(const DiffInput& in) {
   out += fmt::format("VERDICT{}\n  base: {}\n  new:  {}\n\n", changed ? " CHANGED" : "", in.base.verdict_headline,
                      in.next.verdict_headline);
   figures_text(out, in);
+  if (!in.base.requests.empty()) {
+    const bool cause_changed = in.base.tail_cause != in.next.tail_cause;
+    out += fmt::format("REQUESTS \"{}\"\n  tail cause: {}{}\n\n", in.base.requests,
+                       cause_changed ? in.base.tail_cause + " -> " + in.next.tail_cause : in.base.tail_cause,
+                       cause_changed ? "   CHANGED" : "");
+  }
   kernels_and_sites_text(out, in);
   environment_text(out, in);
   for (const auto* run : {&in.base, &in.next})
@@ -169,6 +177,10 @@ json diff_json(const DiffInput& in) {
               {"new", json{{"trace", in.next.path}, {"program", in.next.program}, {"pid", in.next.pid},
                            {"verdict", in.next.verdict_class}, {"blind_spots", in.next.blind_spots}}},
               {"verdict_changed", in.base.verdict_class != in.next.verdict_class},
+              {"requests", in.base.requests.empty()
+                               ? json(nullptr)
+                               : json{{"name", in.base.requests}, {"base_tail_cause", in.base.tail_cause},
+                                      {"new_tail_cause", in.next.tail_cause}}},
               {"figures", figures}, {"kernels", kernels}, {"call_sites", sites}, {"environment", environment},
               {"gates", gates}, {"failed", failed}};
 }

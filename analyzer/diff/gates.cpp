@@ -22,10 +22,15 @@ bool parse_changed(const std::string& text, Gate* g, std::string* error) {
     g->kind = Gate::Kind::VerdictChanged;
     return true;
   }
+  if (subject == "tail-cause") {
+    g->kind = Gate::Kind::TailCauseChanged;
+    return true;
+  }
   g->kind = Gate::Kind::EnvironmentChanged;
   if (subject == "env") return true;
   if (!is_environment_key(subject)) {
-    *error = fmt::format("--fail-on: '{}': unknown; expected verdict-changed, env-changed or one of {}-changed",
+    *error = fmt::format("--fail-on: '{}': unknown; expected verdict-changed, tail-cause-changed, env-changed or one "
+                         "of {}-changed",
                          text, fmt::join(environment_keys(), "-changed, "));
     return false;
   }
@@ -102,6 +107,11 @@ GateResult evaluate(const Gate& g, const RunSnapshot& base, const RunSnapshot& n
     r.detail = fmt::format("{} -> {}", base.verdict_class, next.verdict_class);
     return r;
   }
+  if (g.kind == Gate::Kind::TailCauseChanged) {
+    r.status = base.tail_cause != next.tail_cause ? S::Fail : S::Pass;
+    r.detail = fmt::format("{} -> {}", base.tail_cause, next.tail_cause);
+    return r;
+  }
   if (g.kind == Gate::Kind::EnvironmentChanged) {
     std::vector<std::string> changed;
     for (const auto& key : environment_keys())
@@ -139,6 +149,13 @@ bool parse_gates(const std::string& spec, std::vector<Gate>* out, std::string* e
     return false;
   }
   return true;
+}
+
+bool gate_needs_requests(const Gate& g) {
+  if (g.kind == Gate::Kind::TailCauseChanged) return true;
+  if (g.kind == Gate::Kind::VerdictChanged || g.kind == Gate::Kind::EnvironmentChanged) return false;
+  const FigureSpec* spec = find_figure(g.subject);
+  return spec != nullptr && spec->per_request;
 }
 
 std::vector<GateResult> evaluate_gates(const std::vector<Gate>& gates, const RunSnapshot& base,

@@ -4,6 +4,8 @@
 //   FIGURE>+N    FIGURE<-N    absolute change, in the figure's unit (dropped>+0)
 //   verdict-changed, KEY-changed (driver, runtime, cupti, gpu, pcie_link,
 //   mig, visible_devices), env-changed (any of them)
+//   with --requests NAME: p50 ... p99.9, max_latency, requests and
+//   tail_slowdown as figures (p99>+10%), and tail-cause-changed
 // A gate whose figure is unknown in either run is not evaluated, and says so.
 #pragma once
 
@@ -15,7 +17,7 @@
 namespace gpuscope::analyzer {
 
 struct Gate {
-  enum class Kind { Relative, Points, Absolute, VerdictChanged, EnvironmentChanged };
+  enum class Kind { Relative, Points, Absolute, VerdictChanged, EnvironmentChanged, TailCauseChanged };
   std::string text;    // as written
   Kind kind = Kind::Relative;
   std::string subject;  // figure name or environment key ("" = any)
@@ -25,6 +27,10 @@ struct Gate {
 
 // False with a one-line reason naming the offending gate.
 bool parse_gates(const std::string& spec, std::vector<Gate>* out, std::string* error);
+
+// True when the gate judges requests (a latency figure, tail-cause-changed):
+// it needs --requests NAME.
+bool gate_needs_requests(const Gate& g);
 
 struct GateResult {
   enum class Status { Pass, Fail, NotEvaluated };

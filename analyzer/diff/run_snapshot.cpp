@@ -77,6 +77,25 @@ void environment(const ReportInput& in, RunSnapshot& s) {
   env["visible_devices"] = x.visible_devices ? "'" + *x.visible_devices + "'" : "unset";
 }
 
+// --requests: count, quantiles (nearest rank, as `analyze` gives them), the
+// maximum and the tail's slowdown over the median band, and the tail's cause.
+void request_figures(const RequestLatency& r, RunSnapshot& s) {
+  if (!r.requested()) return;
+  s.requests = r.name;
+  put(s, "requests", static_cast<double>(r.count));
+  if (r.count == 0) return;
+  for (const RequestQuantile& q : r.quantiles) put(s, fmt::format("p{:g}", q.quantile * 100).c_str(), q.ns / 1e9);
+  put(s, "max_latency", r.max_ns / 1e9);
+  if (!r.thin_evidence.empty()) {
+    s.tail_cause = "not judged";
+    return;
+  }
+  if (r.median_band.mean_ns() > 0) put(s, "tail_slowdown", r.tail.mean_ns() / r.median_band.mean_ns());
+  const auto cause = tail_cause(r);
+  s.tail_cause = cause ? request_part_id(cause->part) : "none";
+  if (const auto other = concurrent_cause(r)) s.tail_cause += std::string(" while other threads: ") + request_part_id(other->part);
+}
+
 // A call site by what a person recognizes in both runs: the CUDA function
 // and the program's frame that called it (stack ids differ between traces).
 std::string site_label(const ReportInput& in, const SiteKey& key) {
@@ -111,6 +130,14 @@ const std::vector<FigureSpec>& figure_specs() {
       {"alloc_rate", "allocation rate", U::Rate},
       {"live_peak_bytes", "peak live device memory", U::Bytes},
       {"dropped", "dropped events", U::Count},
+      {"requests", "requests", U::Count, true},
+      {"p50", "request p50", U::Latency, true},
+      {"p90", "request p90", U::Latency, true},
+      {"p95", "request p95", U::Latency, true},
+      {"p99", "request p99", U::Latency, true},
+      {"p99.9", "request p99.9", U::Latency, true},
+      {"max_latency", "slowest request", U::Latency, true},
+      {"tail_slowdown", "tail / median band", U::Ratio, true},
   };
   return specs;
 }
@@ -148,6 +175,7 @@ RunSnapshot snapshot_of(const ReportInput& in) {
     total.count += site.calls.count;
     total.seconds += site.calls.ns / 1e9;
   }
+  request_figures(in.analysis.requests, s);
   environment(in, s);
   for (const auto& line : in.analysis.coverage)
     if (line.starts_with("dropped events: ") && line != "dropped events: none") s.blind_spots.push_back(line);

@@ -16,12 +16,13 @@
 namespace gpuscope::analyzer {
 
 // How a figure's change is read and gated.
-enum class FigureUnit { Seconds, Share, Bytes, Count, Rate, GBps, Cores };
+enum class FigureUnit { Seconds, Share, Bytes, Count, Rate, GBps, Cores, Latency, Ratio };
 
 struct FigureSpec {
   const char* name;   // as used in --fail-on: wall, sync_share, ...
   const char* label;  // as printed
   FigureUnit unit;
+  bool per_request = false;  // known only with --requests NAME (request latency)
 };
 // Every figure a snapshot may hold, in report order.
 const std::vector<FigureSpec>& figure_specs();
@@ -46,6 +47,13 @@ struct RunSnapshot {
   std::map<std::string, SiteTotal> call_sites;    // "cudaMemcpy at main (app.cu:42)"
   std::map<std::string, std::string> environment; // by environment_keys(); "unknown" when not recorded
   std::vector<std::string> blind_spots;           // coverage lines worth repeating (drops, truncation)
+  // --requests: the request name, and the part the tail's requests grew most
+  // in ("none" without one cause, "not judged" on thin evidence; "" without
+  // --requests), and " while other threads: PART" when other threads were
+  // busy during the tail (concurrent_cause); the quantiles are figures (p50
+  // ... p99.9, max_latency).
+  std::string requests;
+  std::string tail_cause;
 
   std::optional<double> figure(const std::string& name) const;
 };

@@ -10,6 +10,7 @@ namespace {
 struct Family {
   const char* name;
   const char* help;
+  const char* type = "gauge";
 };
 
 // Exposition order; a family absent from a run (unknown figure) is skipped.
@@ -33,6 +34,19 @@ constexpr Family kFamilies[] = {
     {"gpuscope_verdict_share", "Share of wall time the verdict's bottleneck explains."},
     {"gpuscope_verdict_confidence", "Verdict confidence: 0 low, 1 medium, 2 high."},
     {"gpuscope_trace_truncated", "1 when the trace ended without its end record (the run's end is missing)."},
+    {"gpuscope_request_latency_seconds",
+     "Latency of the requests named by --requests (NVTX ranges): nearest-rank quantiles over the run's closed ones.",
+     "summary"},
+    {"gpuscope_request_latency_max_seconds", "The slowest request's latency."},
+    {"gpuscope_request_unterminated", "Requests still open when the trace ended (no latency; left out of the summary)."},
+    {"gpuscope_request_tail_slowdown_ratio",
+     "Mean latency of the tail requests (above --tail, default p95) over the median band's (p40-p60)."},
+    {"gpuscope_request_tail_cause",
+     "Share of the tail requests whose time grew most in this part over the median band; present when the tail has "
+     "one cause (docs/rules.md, Requests and tail latency)."},
+    {"gpuscope_request_tail_other_threads",
+     "Share of the tail requests during which another thread of the process was busy in this part (10 % of the "
+     "request or more); present when that was so for half the tail or more and a fifth of the median band or less."},
 };
 
 // Every class a process that did CUDA work can get; one that did none sets
@@ -60,6 +74,12 @@ class Collector {
   void add(const char* family, const std::optional<double>& value) {
     if (value) add(family, *value);
   }
+  void add_suffixed(const char* family, const char* suffix, double value,
+                    std::vector<std::pair<std::string, std::string>> extra) {
+    if (!std::isfinite(value)) return;
+    add(family, value, std::move(extra));
+    out_.back().suffix = suffix;
+  }
   std::vector<PrometheusSample> take() { return std::move(out_); }
 
  private:
@@ -74,6 +94,39 @@ void verdict_samples(const ReportInput& in, Collector& c) {
   for (Bottleneck b : kClasses) c.add("gpuscope_verdict", b == v.cls ? 1 : 0, {{"class", bottleneck_id(b)}});
   c.add("gpuscope_verdict_share", v.share);
   c.add("gpuscope_verdict_confidence", v.confidence == "high" ? 2 : v.confidence == "medium" ? 1 : 0);
+}
+
+// --requests: the latency summary, labeled with the request's name, and the
+// tail's cause when tail_cause() names one (the part, its class, whether the
+// median's largest part is another; the value is the share of tail requests
+// that grew most in it). Without requests measured there is no summary.
+void request_samples(const RequestLatency& r, Collector& c) {
+  if (!r.requested() || r.count == 0) return;
+  const std::vector<std::pair<std::string, std::string>> name{{"request", r.name}};
+  const auto with = [&](const char* key, std::string value) {
+    auto labels = name;
+    labels.emplace_back(key, std::move(value));
+    return labels;
+  };
+  for (const RequestQuantile& q : r.quantiles)
+    c.add("gpuscope_request_latency_seconds", q.ns / 1e9, with("quantile", fmt::format("{}", q.quantile)));
+  c.add_suffixed("gpuscope_request_latency_seconds", "_sum", r.total_ns / 1e9, name);
+  c.add_suffixed("gpuscope_request_latency_seconds", "_count", static_cast<double>(r.count), name);
+  c.add("gpuscope_request_latency_max_seconds", r.max_ns / 1e9, name);
+  c.add("gpuscope_request_unterminated", static_cast<double>(r.unterminated), name);
+  if (!r.thin_evidence.empty() || r.median_band.mean_ns() <= 0) return;
+  c.add("gpuscope_request_tail_slowdown_ratio", r.tail.mean_ns() / r.median_band.mean_ns(), name);
+  if (const auto other = concurrent_cause(r)) {
+    auto labels = with("part", request_part_id(other->part));
+    labels.emplace_back("class", bottleneck_id(tail_cause_class(other->part)));
+    c.add("gpuscope_request_tail_other_threads", other->tail_share, std::move(labels));
+  }
+  const auto cause = tail_cause(r);
+  if (!cause) return;
+  auto labels = with("part", request_part_id(cause->part));
+  labels.emplace_back("class", bottleneck_id(tail_cause_class(cause->part)));
+  labels.emplace_back("differs_from_median", cause->differs ? "true" : "false");
+  c.add("gpuscope_request_tail_cause", cause->request_share, std::move(labels));
 }
 
 }  // namespace
@@ -112,6 +165,7 @@ std::vector<PrometheusSample> prometheus_samples(const ReportInput& in, const st
   c.add("gpuscope_dropped_events", static_cast<double>(x.dropped));
   verdict_samples(in, c);
   c.add("gpuscope_trace_truncated", x.truncated ? 1 : 0);
+  request_samples(in.analysis.requests, c);
   return c.take();
 }
 
@@ -121,11 +175,11 @@ std::string prometheus_text(const std::vector<PrometheusSample>& samples) {
     bool header = false;
     for (const PrometheusSample& s : samples) {
       if (s.family != f.name) continue;
-      if (!header) out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", f.name, f.help, f.name);
+      if (!header) out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, f.type);
       header = true;
       std::string labels;
       for (const auto& [k, v] : s.labels) labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, prometheus_escape(v));
-      out += fmt::format("{}{{{}}} {}\n", s.family, labels, s.value);
+      out += fmt::format("{}{}{{{}}} {}\n", s.family, s.suffix, labels, s.value);
     }
   }
   return out;

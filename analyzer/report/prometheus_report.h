@@ -1,7 +1,9 @@
 // `gpuscope analyze --format prometheus`: the summary of each trace as
 // Prometheus text exposition (version 0.0.4), for node_exporter's textfile
 // collector. Fleets already aggregate with Prometheus; gpuscope only has to
-// speak its format. Every value is a gauge describing one analyzed run.
+// speak its format. Every value is a gauge describing one analyzed run,
+// except request latency (--requests), a summary: its quantiles, _sum and
+// _count, as a service's own client library would expose them.
 #pragma once
 
 #include <string>
@@ -15,6 +17,7 @@ struct PrometheusSample {
   std::string family;  // metric name, without labels
   std::vector<std::pair<std::string, std::string>> labels;
   double value = 0;
+  std::string suffix;  // appended to the family's name: a summary's "_sum" and "_count"
 };
 
 // The samples of one analysis, labeled host, exe, pid (and job when given).

@@ -3,6 +3,7 @@
 // median band part by part (request_latency.h, rules/tail_rules.cpp).
 #include <fmt/format.h>
 
+#include "profiler_windows.h"
 #include "report.h"
 #include "units.h"
 
@@ -19,8 +20,16 @@ double seconds_since(uint64_t origin, uint64_t ns) { return ns >= origin ? (ns -
 
 std::string quantile_name(double q) { return fmt::format("p{:g}", q * 100); }
 
-std::string cause_line(const RequestLatency& r) {
-  if (!r.thin_evidence.empty()) return "evidence too thin to compare the tail: " + r.thin_evidence;
+// Other threads busy during the tail and not the median band, or "".
+std::string concurrent_sentence(const RequestLatency& r) {
+  const auto c = concurrent_cause(r);
+  if (!c) return "";
+  return fmt::format("; meanwhile another thread of the process was in {} during {} of the tail requests and {} of "
+                     "the median band's ({:.3f} ms inside each tail request)",
+                     request_part_label(c->part), pct(c->tail_share), pct(c->band_share), c->overlap_ns / 1e6);
+}
+
+std::string own_cause_line(const RequestLatency& r) {
   const auto cause = tail_cause(r);
   if (!cause) {
     const double slowdown = r.median_band.mean_ns() > 0 ? r.tail.mean_ns() / r.median_band.mean_ns() : 0;
@@ -40,6 +49,11 @@ std::string cause_line(const RequestLatency& r) {
                      cause->slowdown, request_part_label(cause->median_part));
 }
 
+std::string cause_line(const RequestLatency& r) {
+  if (!r.thin_evidence.empty()) return "evidence too thin to compare the tail: " + r.thin_evidence;
+  return own_cause_line(r) + concurrent_sentence(r);
+}
+
 void comparison_table(std::string& out, const RequestLatency& r) {
   const RequestGroup &t = r.tail, &b = r.median_band;
   out += fmt::format("  per request, tail (above {}, {} requests) against median band ({}-{}, {} requests):\n",
@@ -56,16 +70,40 @@ void comparison_table(std::string& out, const RequestLatency& r) {
   out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "KiB copied", each(t, t.copied_bytes) / 1024,
                      each(b, b.copied_bytes) / 1024);
   out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "kernels", each(t, t.kernels), each(b, b.kernels));
+  for (size_t p = 0; p < kRequestParts; ++p) {
+    if (t.concurrent_ns[p] == 0 && b.concurrent_ns[p] == 0) continue;
+    const char* id = request_part_id(static_cast<RequestPart>(p));
+    out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", fmt::format("other threads' {}, inside the request", id),
+                       each(t, t.concurrent_ns[p]) / 1e6, each(b, b.concurrent_ns[p]) / 1e6);
+    out += fmt::format("    {:<64} {:>10} {:>10}\n",
+                       fmt::format("requests with other threads' {} >= {} of them", id, pct(kConcurrentShare)),
+                       pct(t.concurrent_request_share(p)), pct(b.concurrent_request_share(p)));
+  }
 }
 
 json group_json(const RequestGroup& g) {
-  json parts = json::object();
-  for (size_t p = 0; p < kRequestParts; ++p)
-    parts[request_part_id(static_cast<RequestPart>(p))] = g.mean_part_ns(p) / 1e9;
+  json parts = json::object(), concurrent = json::object(), busy = json::object();
   const auto each = [&](uint64_t total) { return g.requests ? double(total) / g.requests : 0.0; };
+  for (size_t p = 0; p < kRequestParts; ++p) {
+    const char* id = request_part_id(static_cast<RequestPart>(p));
+    parts[id] = g.mean_part_ns(p) / 1e9;
+    if (g.concurrent_ns[p] == 0) continue;
+    concurrent[id] = each(g.concurrent_ns[p]) / 1e9;
+    busy[id] = g.concurrent_requests[p];
+  }
   return json{{"requests", g.requests},     {"mean_s", g.mean_ns() / 1e9},
               {"parts_s", parts},           {"copied_bytes", each(g.copied_bytes)},
-              {"kernels", each(g.kernels)}, {"cuda_calls", each(g.cuda_calls)}};
+              {"kernels", each(g.kernels)}, {"cuda_calls", each(g.cuda_calls)},
+              {"other_threads_s", concurrent}, {"other_threads_busy_requests", busy}};
+}
+
+json concurrent_json(const RequestLatency& r) {
+  const auto c = concurrent_cause(r);
+  if (!c) return nullptr;
+  return json{{"part", request_part_id(c->part)},
+              {"tail_share", c->tail_share},
+              {"median_share", c->band_share},
+              {"overlap_s", c->overlap_ns / 1e9}};
 }
 
 json cause_json(const RequestLatency& r) {
@@ -84,9 +122,9 @@ json cause_json(const RequestLatency& r) {
 std::string requests_text(const ReportInput& in) {
   const RequestLatency& r = in.analysis.requests;
   if (!r.requested()) return "";
-  std::string out = fmt::format("REQUESTS \"{}\" ({} request(s), each an NVTX range with that message; nearest-rank "
-                                "quantiles)\n",
-                                r.name, r.count);
+  const bool profiler = r.name == kProfilerApiRequests;
+  std::string out = fmt::format("REQUESTS \"{}\" ({} request(s), each {}; nearest-rank quantiles)\n", r.name, r.count,
+                                profiler ? "a cudaProfilerStart->cudaProfilerStop window" : "an NVTX range with that message");
   std::string line;
   for (const RequestQuantile& q : r.quantiles) line += fmt::format("{} {:.3f} ms, ", quantile_name(q.quantile), q.ns / 1e6);
   out += fmt::format("  {}max {:.3f} ms\n", line, r.max_ns / 1e6);
@@ -96,6 +134,10 @@ std::string requests_text(const ReportInput& in) {
                        s.tid);
   if (r.unterminated > 0)
     out += fmt::format("  {} request(s) still open at the end of the trace were left out\n", r.unterminated);
+  if (r.overlap_lookups_cut > 0)
+    out += fmt::format("  {} call(s) of other threads overlapped more than {} requests in flight; the earliest-started "
+                       "of those requests do not count them\n",
+                       r.overlap_lookups_cut, kOverlapLookback);
   if (r.thin_evidence.empty()) comparison_table(out, r);
   out += "  " + cause_line(r) + "\n\n";
   return out;
@@ -110,6 +152,9 @@ nlohmann::ordered_json requests_json(const ReportInput& in) {
   json slowest = json::array();
   for (const SlowRequest& s : r.slowest)
     slowest.push_back(json{{"start_s", seconds_since(origin, s.start_ns)}, {"seconds", s.duration_ns / 1e9}, {"tid", s.tid}});
+  json histogram = json::array();
+  for (const LatencyBin& b : r.histogram)
+    histogram.push_back(json{{"from_s", b.from_ns / 1e9}, {"to_s", b.to_ns / 1e9}, {"count", b.count}});
   return json{{"name", r.name},
               {"count", r.count},
               {"unterminated", r.unterminated},
@@ -117,13 +162,17 @@ nlohmann::ordered_json requests_json(const ReportInput& in) {
               {"quantiles", quantiles},
               {"max_s", r.max_ns / 1e9},
               {"slowest", slowest},
+              {"histogram", histogram},
               {"tail_quantile", r.tail_quantile},
               {"tail_from_s", r.tail_from_ns / 1e9},
               {"median_band", json::array({kMedianBandLow, kMedianBandHigh})},
               {"thin_evidence", r.thin_evidence.empty() ? json(nullptr) : json(r.thin_evidence)},
               {"tail", group_json(r.tail)},
               {"median", group_json(r.median_band)},
-              {"tail_cause", cause_json(r)}};
+              {"tail_cause", cause_json(r)},
+              {"other_threads_cause", concurrent_json(r)},
+              {"overlap_lookups_cut", r.overlap_lookups_cut},
+              {"tail_summary", cause_line(r)}};
 }
 
 }  // namespace gpuscope::analyzer

@@ -43,6 +43,30 @@ uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double quantile) {
   return sorted[index];
 }
 
+std::vector<LatencyBin> latency_histogram(const std::vector<uint64_t>& sorted) {
+  if (sorted.empty()) return {};
+  const uint64_t lo = sorted.front(), hi = sorted.back();
+  const bool log_spaced = lo > 0 && hi / 2 >= lo;
+  std::vector<uint64_t> edges;
+  for (size_t i = 0; i <= kHistogramBins; ++i) {
+    const double f = static_cast<double>(i) / kHistogramBins;
+    const double edge = log_spaced ? lo * std::pow(static_cast<double>(hi) / lo, f) : lo + (hi - lo) * f;
+    edges.push_back(i == kHistogramBins ? hi : std::min(hi, static_cast<uint64_t>(std::llround(edge))));
+  }
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());  // narrow ranges round to the same ns
+  if (edges.size() == 1) return {{lo, hi, sorted.size()}};
+  std::vector<LatencyBin> bins;
+  size_t below = 0;
+  for (size_t k = 0; k + 1 < edges.size(); ++k) {
+    const bool last = k + 2 == edges.size();
+    const size_t upto = last ? sorted.size()
+                             : std::lower_bound(sorted.begin(), sorted.end(), edges[k + 1]) - sorted.begin();
+    bins.push_back({edges[k], edges[k + 1], upto - below});
+    below = upto;
+  }
+  return bins;
+}
+
 // Ranks are by duration, ties by start time (the earlier ranks lower), so
 // the groups are the same on every read of the trace. The tail is the
 // requests ranked above ceil(q * n): the slowest n - ceil(q * n).
@@ -63,6 +87,8 @@ std::vector<uint8_t> rank_requests(const std::vector<RangeInstance>& requests, d
   out->tail_quantile = tail_quantile;
   for (const double q : kReportedQuantiles) out->quantiles.push_back({q, nearest_rank(sorted, q)});
   out->max_ns = n ? sorted.back() : 0;
+  out->total_ns = std::accumulate(sorted.begin(), sorted.end(), uint64_t{0});
+  out->histogram = latency_histogram(sorted);
   for (size_t k = 0; k < std::min(n, kSlowestShown); ++k) {
     const RangeInstance& r = requests[order[n - 1 - k]];
     out->slowest.push_back({r.start_ns, r.end_ns - r.start_ns, r.tid});

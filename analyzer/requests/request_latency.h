@@ -42,6 +42,15 @@ inline constexpr size_t kSlowestShown = 5;
 // request, the only kind whose growth names a cause.
 inline constexpr double kTailSlowdown = 1.5;
 
+// Another thread's time in a part counts as busy during a request when it
+// covers this share of the request's span or more (a stray call is not a
+// storm).
+inline constexpr double kConcurrentShare = 0.10;
+// Requests looked back at for another thread's call (the requests open at
+// its start, in start order): more requests in flight at once than this and
+// the earliest-started ones miss that call, counted in overlap_lookups_cut.
+inline constexpr size_t kOverlapLookback = 64;
+
 // The time, bytes and calls of a group of requests (the tail or the median
 // band), summed over its requests.
 struct RequestGroup {
@@ -53,15 +62,33 @@ struct RequestGroup {
     TimeCount calls;
   };
   std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
+  // What the process's other threads were doing in CUDA while the group's
+  // requests were open: their outermost calls' time overlapping each
+  // request, by part (summed), how many requests had another thread busy in
+  // the part (kConcurrentShare of the request or more), and the other
+  // threads' call sites by overlapping time.
+  std::array<uint64_t, kRequestParts> concurrent_ns{};
+  std::array<uint64_t, kRequestParts> concurrent_requests{};
+  std::unordered_map<SiteKey, Site, SiteKeyHash> concurrent_sites;
   // Per request, averaged over the group.
   double mean_ns() const { return requests ? static_cast<double>(total_ns) / requests : 0; }
   double mean_part_ns(size_t part) const { return requests ? static_cast<double>(part_ns[part]) / requests : 0; }
+  double concurrent_request_share(size_t part) const {
+    return requests ? static_cast<double>(concurrent_requests[part]) / requests : 0;
+  }
 };
 
 struct RequestQuantile {
   double quantile = 0;  // 0.5, 0.9, 0.95, 0.99, 0.999
   uint64_t ns = 0;
 };
+
+// Requests with durations in [from_ns, to_ns) (the last bin includes its
+// upper edge): the distribution the HTML report draws.
+struct LatencyBin {
+  uint64_t from_ns = 0, to_ns = 0, count = 0;
+};
+inline constexpr size_t kHistogramBins = 30;
 
 struct SlowRequest {
   uint64_t start_ns = 0, duration_ns = 0;
@@ -74,7 +101,9 @@ struct RequestLatency {
   uint64_t unterminated = 0; // still open at the end of the trace: no latency, left out
   std::vector<RequestQuantile> quantiles;  // nearest rank over `count` durations
   uint64_t max_ns = 0;
+  uint64_t total_ns = 0;                   // the `count` durations summed (a Prometheus summary's _sum)
   std::vector<SlowRequest> slowest;       // slowest first
+  std::vector<LatencyBin> histogram;      // latency_histogram() of the `count` durations
   double tail_quantile = kDefaultTailQuantile;
   uint64_t tail_from_ns = 0;              // the fastest request of the tail
   RequestGroup tail, median_band;
@@ -85,12 +114,19 @@ struct RequestLatency {
   // median grew in noise, and counts nowhere).
   std::array<uint64_t, kRequestParts> tail_grew_most{};
   std::string thin_evidence;              // why the tail is not compared; empty when it is
+  uint64_t overlap_lookups_cut = 0;       // other threads' calls whose overlap search stopped at kOverlapLookback
   bool requested() const { return !name.empty(); }
 };
 
 // The nearest-rank quantile of sorted durations: the value at rank
 // ceil(q * n) (1-based), so every quantile is a duration a request took.
 uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double quantile);
+
+// Up to kHistogramBins bins from the fastest duration to the slowest,
+// log-spaced when the slowest is 2x the fastest or more (a tail ten times the
+// median still gets bins of its own), evenly spaced otherwise; every duration
+// is in one bin. Empty for no durations.
+std::vector<LatencyBin> latency_histogram(const std::vector<uint64_t>& sorted);
 
 // The requests' groups, by index into the range model: 1 tail, 2 median
 // band, 0 neither; fills the figures that need durations only.

@@ -44,10 +44,14 @@ RequestTally::RequestTally(const reader::TraceSummary& names, std::string name,
   for (size_t i = 0; i < requests.size(); ++i) {
     const RangeInstance& r = requests[i];
     durations_.push_back(r.end_ns - r.start_ns);
-    if (groups_[i] != 0) by_thread_[r.tid].push_back(Member{r.start_ns, r.end_ns, groups_[i], i});
+    if (groups_[i] == 0) continue;
+    by_thread_[r.tid].push_back(Member{r.start_ns, r.end_ns, groups_[i], i, r.tid});
+    by_start_.push_back(by_thread_[r.tid].back());
   }
-  for (auto& [tid, members] : by_thread_)
-    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.start_ns < b.start_ns; });
+  const auto earlier = [](const Member& a, const Member& b) { return a.start_ns < b.start_ns; };
+  for (auto& [tid, members] : by_thread_) std::sort(members.begin(), members.end(), earlier);
+  std::sort(by_start_.begin(), by_start_.end(), earlier);
+  for (const Member& m : by_start_) latest_end_.push_back(std::max(latest_end_.empty() ? 0 : latest_end_.back(), m.end_ns));
   implicit_.on_counted([this](ImplicitCause cause, const fb::ApiCall& c) {
     if (implicit_cause_info(cause).counts_as_blocked) implicit_calls_.insert(&c);
   });
@@ -96,11 +100,36 @@ RequestPart RequestTally::part_of(const fb::ApiCall& c, const Linked& link) {
   return part_of_kind(it->second);
 }
 
+// Another thread's call: its time inside each request open meanwhile (the
+// requests started before it ends, latest first, until every earlier one
+// has ended before it starts).
+void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part) {
+  const uint64_t start = c.start_ns(), end = start + c.duration_ns();
+  size_t i = std::lower_bound(by_start_.begin(), by_start_.end(), end,
+                              [](const Member& m, uint64_t t) { return m.start_ns < t; }) - by_start_.begin();
+  for (size_t looked = 0; i > 0 && latest_end_[i - 1] > start; ++looked) {
+    if (looked == kOverlapLookback) {
+      ++out_.overlap_lookups_cut;
+      return;
+    }
+    const Member& m = by_start_[--i];
+    if (m.tid == c.tid() || m.end_ns <= start) continue;
+    const uint64_t overlap = std::min(end, m.end_ns) - std::max(start, m.start_ns);
+    concurrent_[m.request][static_cast<size_t>(part)] += overlap;
+    RequestGroup& g = m.group == 1 ? out_.tail : out_.median_band;
+    g.concurrent_ns[static_cast<size_t>(part)] += overlap;
+    RequestGroup::Site& site = g.concurrent_sites[SiteKey{c.function_id(), c.stack_id()}];
+    site.part = part;
+    site.calls.add(overlap, 1);
+  }
+}
+
 void RequestTally::add_call(const fb::ApiCall& c) {
   const Member* in = locate(c.tid(), c.start_ns());
-  if (in == nullptr) return;
   const Linked link = linked(c.correlation_id());
   const RequestPart part = part_of(c, link);
+  if (!by_start_.empty()) add_concurrent(c, part);
+  if (in == nullptr) return;
   RequestGroup& g = in->group == 1 ? out_.tail : out_.median_band;
   const uint64_t ns = std::min(c.duration_ns(), in->end_ns - c.start_ns());  // a call past the request's end
   g.part_ns[static_cast<size_t>(part)] += ns;
@@ -133,9 +162,19 @@ RequestLatency RequestTally::finish() {
     const uint64_t outside = durations_[i] - std::min(durations_[i], cuda_ns_[i]);
     g.part_ns[static_cast<size_t>(RequestPart::OutsideCuda)] += outside;
     if (groups_[i] == 1) tail_parts_[i][static_cast<size_t>(RequestPart::OutsideCuda)] = outside;
+    count_concurrent(i, g);
   }
   count_tail_growth();
   return std::move(out_);
+}
+
+// The parts other threads were busy in for kConcurrentShare of the request.
+void RequestTally::count_concurrent(size_t request, RequestGroup& g) {
+  const auto it = concurrent_.find(request);
+  if (it == concurrent_.end()) return;
+  for (size_t p = 0; p < kRequestParts; ++p)
+    if (static_cast<double>(it->second[p]) >= kConcurrentShare * static_cast<double>(durations_[request]))
+      ++g.concurrent_requests[p];
 }
 
 void RequestTally::count_tail_growth() {

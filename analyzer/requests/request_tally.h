@@ -5,6 +5,9 @@
 // and kernels their count, from the typed records linked to the call.
 // Implicit synchronization is what the model's ImplicitSyncTally counts as
 // blocked time (implicit_syncs.h), so both say the same of one call.
+// Every other thread's outermost calls are also summed, by part, into the
+// requests they overlap (RequestGroup::concurrent_*): what else the process
+// did while the slow requests waited.
 #pragma once
 
 #include <unordered_map>
@@ -31,7 +34,9 @@ class RequestTally {
     uint64_t start_ns = 0, end_ns = 0;
     uint8_t group = 0;  // 1 tail, 2 median band
     size_t request = 0;
+    uint32_t tid = 0;
   };
+  using PartTimes = std::array<uint64_t, kRequestParts>;
   struct Linked {  // what a call's typed records say about it
     RequestPart copy_part = RequestPart::CopyOther;
     uint64_t bytes = 0;
@@ -42,13 +47,18 @@ class RequestTally {
   Linked linked(uint64_t correlation_id) const;
   RequestPart part_of(const fb::ApiCall& c, const Linked& link);
   void add_call(const fb::ApiCall& c);
+  void add_concurrent(const fb::ApiCall& c, RequestPart part);
   void count_tail_growth();
+  void count_concurrent(size_t request, RequestGroup& g);
 
   const reader::TraceSummary& names_;
   RequestLatency out_;
   std::unordered_map<uint32_t, std::vector<Member>> by_thread_;  // sorted by start
   std::vector<uint64_t> cuda_ns_;  // per request: host time in outermost CUDA calls
-  std::unordered_map<size_t, std::array<uint64_t, kRequestParts>> tail_parts_;  // per tail request
+  std::unordered_map<size_t, PartTimes> tail_parts_;  // per tail request
+  std::vector<Member> by_start_;           // every grouped request, any thread, sorted by start
+  std::vector<uint64_t> latest_end_;       // latest end among by_start_[0..i]
+  std::unordered_map<size_t, PartTimes> concurrent_;  // per grouped request: other threads' time by part
   std::vector<uint8_t> groups_;
   std::vector<uint64_t> durations_;
   std::unordered_map<uint64_t, Linked> linked_, linked_before_;  // by correlation id; this chunk's, the last one's

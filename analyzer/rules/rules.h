@@ -140,6 +140,22 @@ struct TailCause {
   bool differs = false;      // `part` is not the median's largest: a finding
 };
 std::optional<TailCause> tail_cause(const RequestLatency& r);
+// What the process's other threads were doing during the tail and not
+// during the median band (RequestGroup::concurrent_*): the part another
+// thread was busy in during at least kTailCauseShare of the tail requests
+// and at most kConcurrentBandShare of the band's, the largest such
+// difference. Needs a slow tail (kTailSlowdown) and enough evidence.
+struct ConcurrentCause {
+  RequestPart part = RequestPart::OtherCuda;
+  double tail_share = 0, band_share = 0;  // of each group's requests, another thread busy in `part`
+  double overlap_ns = 0;                  // per tail request: other threads' time in `part` inside it
+};
+std::optional<ConcurrentCause> concurrent_cause(const RequestLatency& r);
+inline constexpr double kConcurrentBandShare = 0.20;
+// The class a tail cause's part belongs to: copies PCIe-bound,
+// synchronization sync-bound, allocation, freeing and memsets memory-bound,
+// launches CPU-bound, the rest inconclusive.
+Bottleneck tail_cause_class(RequestPart part);
 // The tail finding (after the verdict: it names a cause of the slowest
 // requests, not of the process's average), ranked among the others.
 void add_tail_finding(const TraceModel& model, Analysis* analysis);

@@ -19,7 +19,9 @@ size_t largest_part(const RequestGroup& g) {
   return best;
 }
 
-Bottleneck class_of(RequestPart part) {
+}  // namespace
+
+Bottleneck tail_cause_class(RequestPart part) {
   switch (part) {
     case RequestPart::CopyToDevicePageable: case RequestPart::CopyToDevicePinned:
     case RequestPart::CopyToHostPageable: case RequestPart::CopyToHostPinned: case RequestPart::CopyOther:
@@ -31,8 +33,10 @@ Bottleneck class_of(RequestPart part) {
   }
 }
 
+namespace {
+
 const char* fix_for(RequestPart part) {
-  switch (class_of(part)) {
+  switch (tail_cause_class(part)) {
     case Bottleneck::PcieBound:
       return "stage the occasional large inputs and results in pinned buffers (a cudaHostAlloc pool, or "
              "cudaHostRegister on the existing ones) and keep tensors resident between requests, so a large request "
@@ -98,7 +102,87 @@ std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause&
   return e;
 }
 
+// The other threads' sites of `part` by their time inside the tail requests.
+std::vector<CallSite> concurrent_sites(const TraceModel& m, const RequestLatency& r, RequestPart part) {
+  std::vector<CallSite> out;
+  for (const auto& [key, site] : r.tail.concurrent_sites)
+    if (site.part == part)
+      out.push_back(CallSite{m.summary.name_of(key.function_id), key.stack_id, site.calls.count, site.calls.ns});
+  std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) { return a.ns > b.ns; });
+  if (out.size() > kTailSitesShown) out.resize(kTailSitesShown);
+  return out;
+}
+
+const char* concurrent_fix_for(RequestPart part) {
+  switch (tail_cause_class(part)) {
+    case Bottleneck::MemoryBound:
+      return "take the other thread's allocations out of the requests' way: preallocate its buffers or give it a "
+             "memory pool (cudaMallocAsync/cudaFreeAsync); cudaFree and cudaMalloc of new memory wait for the whole "
+             "device, so every request in flight waits with them";
+    case Bottleneck::SyncBound:
+      return "the other thread's device-wide synchronization waits for the requests' work and holds its own "
+             "behind it: let it wait for its own stream or an event (cudaStreamSynchronize, cudaEventSynchronize)";
+    case Bottleneck::PcieBound:
+      return "the other thread's copies share the link and the copy engines with the requests': stage them in "
+             "pinned memory, move them between requests, or put them on a lower-priority stream";
+    default:
+      return "the other thread's GPU work competes with the requests: run it between requests, or give the "
+             "requests' stream a higher priority (cudaStreamCreateWithPriority)";
+  }
+}
+
+std::string concurrent_line(const RequestLatency& r, const ConcurrentCause& c) {
+  return fmt::format("{} of the {} tail requests had another thread in {} for {} of the request or more ({:.3f} ms "
+                     "inside each tail request on average), against {} of the {} median band requests",
+                     r.tail.concurrent_requests[static_cast<size_t>(c.part)], r.tail.requests,
+                     request_part_label(c.part), pct(kConcurrentShare), c.overlap_ns / 1e6,
+                     r.median_band.concurrent_requests[static_cast<size_t>(c.part)], r.median_band.requests);
+}
+
+// The finding when the tail's difference is on other threads: the own
+// thread's growth (where the requests waited) follows as evidence.
+Finding concurrent_finding(const TraceModel& model, const RequestLatency& r, const ConcurrentCause& c,
+                           const std::optional<TailCause>& own) {
+  Finding f;
+  f.cls = tail_cause_class(c.part);
+  f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow while another thread of the process is in "
+                        "{}: {} of them, {} of the median band",
+                        r.name, r.tail_quantile * 100, request_part_label(c.part), pct(c.tail_share),
+                        pct(c.band_share));
+  f.evidence.push_back(fmt::format("tail ({} requests): {:.3f} ms each on average; median band ({} requests): {:.3f} "
+                                   "ms; {:.1f}x slower",
+                                   r.tail.requests, r.tail.mean_ns() / 1e6, r.median_band.requests,
+                                   r.median_band.mean_ns() / 1e6, r.tail.mean_ns() / r.median_band.mean_ns()));
+  f.evidence.push_back(concurrent_line(r, c));
+  f.sites = concurrent_sites(model, r, c.part);
+  if (own) {
+    const auto p = static_cast<size_t>(own->part);
+    f.evidence.push_back(fmt::format("on their own thread the tail requests grew most in {}: {:.3f} ms per tail "
+                                     "request against {:.3f} ms in the median band (where they waited)",
+                                     request_part_label(own->part), r.tail.mean_part_ns(p) / 1e6,
+                                     r.median_band.mean_part_ns(p) / 1e6));
+    for (CallSite& s : grown_sites(model, r, own->part)) f.sites.push_back(std::move(s));
+  }
+  f.fix = concurrent_fix_for(c.part);
+  return f;
+}
+
 }  // namespace
+
+std::optional<ConcurrentCause> concurrent_cause(const RequestLatency& r) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  if (!r.thin_evidence.empty() || t.requests == 0 || b.requests == 0 || b.mean_ns() <= 0) return std::nullopt;
+  if (t.mean_ns() < kTailSlowdown * b.mean_ns()) return std::nullopt;
+  std::optional<ConcurrentCause> best;
+  for (size_t p = 0; p < kRequestParts; ++p) {
+    const double tail_share = t.concurrent_request_share(p), band_share = b.concurrent_request_share(p);
+    if (tail_share < kTailCauseShare || band_share > kConcurrentBandShare) continue;
+    if (best && tail_share - band_share <= best->tail_share - best->band_share) continue;
+    best = ConcurrentCause{static_cast<RequestPart>(p), tail_share, band_share,
+                           static_cast<double>(t.concurrent_ns[p]) / t.requests};
+  }
+  return best;
+}
 
 std::optional<TailCause> tail_cause(const RequestLatency& r) {
   const RequestGroup &t = r.tail, &b = r.median_band;
@@ -118,22 +202,34 @@ std::optional<TailCause> tail_cause(const RequestLatency& r) {
   return c;
 }
 
+// A tail whose own thread grew in another part than the median's is that
+// part's finding (other threads' activity, when there is some, as
+// evidence); a tail that only waited longer in the median's own part, or in
+// no single part, is a finding when other threads were busy during it and
+// not during the median band.
 void add_tail_finding(const TraceModel& model, Analysis* analysis) {
   const RequestLatency& r = analysis->requests;
   const auto cause = tail_cause(r);
-  if (!cause || !cause->differs) return;
+  const auto other = concurrent_cause(r);
+  if (!(cause && cause->differs) && !other) return;
   Finding f;
+  if (cause && cause->differs) {
+    f.cls = tail_cause_class(cause->part);
+    f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow from {}, not from what the median "
+                          "spends its time on",
+                          r.name, r.tail_quantile * 100, request_part_label(cause->part));
+    f.evidence = tail_evidence(r, *cause);
+    f.sites = grown_sites(model, r, cause->part);
+    f.fix = fix_for(cause->part);
+    if (other) f.evidence.push_back(concurrent_line(r, *other));
+  } else {
+    f = concurrent_finding(model, r, *other, cause);
+  }
   f.id = "requests.tail_cause";
-  f.cls = class_of(cause->part);
-  f.severity = cause->slowdown >= kTailFailSlowdown ? Status::Fail : Status::Warn;
+  const double slowdown = r.tail.mean_ns() / r.median_band.mean_ns();
+  f.severity = slowdown >= kTailFailSlowdown ? Status::Fail : Status::Warn;
   const double extra_ns = (r.tail.mean_ns() - r.median_band.mean_ns()) * r.tail.requests;
   f.share = model.wall_ns() ? std::min(1.0, extra_ns / static_cast<double>(model.wall_ns())) : 0;
-  f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow from {}, not from what the median spends "
-                        "its time on",
-                        r.name, r.tail_quantile * 100, request_part_label(cause->part));
-  f.evidence = tail_evidence(r, *cause);
-  f.sites = grown_sites(model, r, cause->part);
-  f.fix = fix_for(cause->part);
   auto& all = analysis->findings;
   all.insert(std::upper_bound(all.begin(), all.end(), f,
                               [](const Finding& a, const Finding& b) { return a.share > b.share; }),

@@ -7,9 +7,21 @@
 // brings a large input (--large-mib M) that it copies from pageable memory,
 // as a service does with the occasional big upload it did not stage: those
 // requests are the tail, slow from pageable copies where the median waits
-// for its kernel. The output depends on the data only.
+// for its kernel. With --storm-every K instead, every K-th request wakes a
+// helper thread that churns device memory while the request runs
+// (cudaMalloc, a fill kernel on the legacy stream, cudaFree, --storm-rounds
+// times): the request's own calls are the median's, it only waits longer,
+// and what grew is on another thread. With --profiler-api each request is
+// a cudaProfilerStart/cudaProfilerStop window instead of an NVTX range
+// (--requests cudaProfilerApi). The output depends on the data only.
+#include <cuda_profiler_api.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -27,6 +39,75 @@ __global__ void score(float* data, int n) {
   if (i < n) data[i] = data[i] * 0.5f + 1.0f;
 }
 
+__global__ void fill(char* data, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) data[i] = 1;
+}
+
+// The helper thread's allocator storm, one round per wake-up: scratch
+// buffers allocated, filled and freed, as a background task that does not
+// pool its memory would.
+class Storm {
+ public:
+  explicit Storm(long rounds) : rounds_(std::max(1L, rounds)), thread_([this] { run(); }) {}
+  ~Storm() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  // Starts a storm and returns once its first scratch buffer's fill is
+  // queued: the request arrives while the storm is under way.
+  void start() {
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    pending_ = 1;
+    queued_ = false;
+    wake_.notify_one();
+    done_.wait(lock, [&] { return queued_; });
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || pending_ != 0; });
+      if (stop_) return;
+      lock.unlock();
+      churn();
+      lock.lock();
+      pending_ = 0;
+      done_.notify_all();
+    }
+  }
+  void churn() {
+    constexpr size_t kScratch = 32u << 20;
+    for (long i = 0; i < rounds_; ++i) {
+      char* scratch = nullptr;
+      CHECK(cudaMalloc(&scratch, kScratch));
+      fill<<<kKernelsPerRequest * kBlocks, kThreads>>>(scratch, kScratch);  // as long as a request's kernels
+      CHECK_LAUNCH(fill);
+      if (i == 0) {
+        std::lock_guard lock(mu_);
+        queued_ = true;
+        done_.notify_all();
+      }
+      CHECK(cudaFree(scratch));  // waits for the whole device: the request's kernels too
+    }
+  }
+  const long rounds_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  int pending_ = 0;
+  bool queued_ = false, stop_ = false;
+  std::thread thread_;
+};
+
 struct Buffers {
   float *host_in = nullptr, *host_out = nullptr, *device = nullptr;
   char* device_large = nullptr;
@@ -34,8 +115,10 @@ struct Buffers {
 };
 
 // One request; the large input's copy is the call site the tail comes from.
-void serve(Buffers& b, cudaStream_t stream, bool large) {
-  nvtxRangePushA("request");
+void serve(Buffers& b, cudaStream_t stream, bool large, Storm* storm, bool profiler_api) {
+  if (profiler_api) CHECK(cudaProfilerStart());
+  else nvtxRangePushA("request");
+  if (storm != nullptr) storm->start();
   CHECK(cudaMemcpyAsync(b.device, b.host_in, kSmallElems * sizeof(float), cudaMemcpyHostToDevice, stream));
   if (large) CHECK(cudaMemcpy(b.device_large, b.large_input.data(), b.large_input.size(), cudaMemcpyHostToDevice));
   for (int k = 0; k < kKernelsPerRequest; ++k) {
@@ -44,17 +127,23 @@ void serve(Buffers& b, cudaStream_t stream, bool large) {
   }
   CHECK(cudaMemcpyAsync(b.host_out, b.device, kSmallElems * sizeof(float), cudaMemcpyDeviceToHost, stream));
   CHECK(cudaStreamSynchronize(stream));
-  nvtxRangePop();
+  if (profiler_api) CHECK(cudaProfilerStop());
+  else nvtxRangePop();
+  if (storm != nullptr) storm->wait();  // the next request starts after the storm
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   sample::name() = "request_service";
-  const sample::Flags flags(argc, argv, {"requests=", "large-every=", "large-mib=", "healthy"},
-                            "[--requests N] [--large-every K | --healthy] [--large-mib M]");
+  const sample::Flags flags(argc, argv,
+                            {"requests=", "large-every=", "large-mib=", "healthy", "storm-every=", "storm-rounds=",
+                             "profiler-api"},
+                            "[--requests N] [--large-every K | --storm-every K [--storm-rounds R] | --healthy] "
+                            "[--large-mib M] [--profiler-api]");
   const long requests = flags.get("requests", 120);
-  const long large_every = flags.has("healthy") ? 0 : flags.get("large-every", 10);
+  const long storm_every = flags.get("storm-every", 0);
+  const long large_every = flags.has("healthy") || storm_every > 0 ? 0 : flags.get("large-every", 10);
   Buffers b;
   b.large_input.assign(static_cast<size_t>(flags.get("large-mib", 64)) << 20, 1);
   CHECK(cudaMallocHost(&b.host_in, kSmallElems * sizeof(float)));
@@ -65,9 +154,15 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   double checksum = 0;
-  for (long r = 0; r < requests; ++r) {
-    serve(b, stream, large_every > 0 && r % large_every == large_every - 1);
-    checksum += b.host_out[r % kSmallElems];
+  {
+    std::unique_ptr<Storm> storm;
+    if (storm_every > 0) storm = std::make_unique<Storm>(flags.get("storm-rounds", 3));
+    for (long r = 0; r < requests; ++r) {
+      const bool stormy = storm_every > 0 && r % storm_every == storm_every - 1;
+      serve(b, stream, large_every > 0 && r % large_every == large_every - 1, stormy ? storm.get() : nullptr,
+            flags.has("profiler-api"));
+      checksum += b.host_out[r % kSmallElems];
+    }
   }
   CHECK(cudaStreamDestroy(stream));
   CHECK(cudaFree(b.device_large));

@@ -3,6 +3,8 @@
 // the tail's cause from the two groups' parts (rules/tail_rules.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "request_latency.h"
 #include "rules.h"
 
@@ -56,6 +58,42 @@ TEST(RequestLatency, TheTailIsRankedAboveTheQuantileAndTheBandAroundTheMedian) {
   EXPECT_EQ(tail, 5u);
   EXPECT_EQ(band, 20u);
   EXPECT_EQ(group.back(), 0);
+}
+
+// Every duration lands in exactly one bin, bins tile [fastest, slowest]
+// without gaps, and a long tail gets log-spaced bins of its own.
+TEST(RequestLatency, TheHistogramHoldsEveryRequestOnce) {
+  std::vector<uint64_t> sorted;
+  for (uint64_t i = 0; i < 95; ++i) sorted.push_back(1'000'000 + i * 1000);  // ~1 ms
+  for (uint64_t i = 0; i < 5; ++i) sorted.push_back(50'000'000 + i);        // 50 ms tail
+  const std::vector<LatencyBin> bins = latency_histogram(sorted);
+  ASSERT_FALSE(bins.empty());
+  EXPECT_LE(bins.size(), kHistogramBins);
+  EXPECT_EQ(bins.front().from_ns, sorted.front());
+  EXPECT_EQ(bins.back().to_ns, sorted.back());
+  uint64_t total = 0;
+  for (size_t k = 0; k < bins.size(); ++k) {
+    total += bins[k].count;
+    EXPECT_LT(bins[k].from_ns, bins[k].to_ns);
+    if (k > 0) EXPECT_EQ(bins[k].from_ns, bins[k - 1].to_ns);
+    // Each bin's count is the durations in [from, to) (the last: [from, to]).
+    const auto in_bin = std::count_if(sorted.begin(), sorted.end(), [&](uint64_t d) {
+      return d >= bins[k].from_ns && (d < bins[k].to_ns || (k + 1 == bins.size() && d == bins[k].to_ns));
+    });
+    EXPECT_EQ(bins[k].count, static_cast<uint64_t>(in_bin)) << "bin " << k;
+  }
+  EXPECT_EQ(total, sorted.size());
+  // Log-spaced: the 1 ms requests are spread over bins near the fastest, not one bin of 1.7 ms out of 50.
+  EXPECT_LT(bins.front().to_ns, 1'300'000u);
+  EXPECT_EQ(bins.back().count, 5u);
+  // One duration, or a spread narrower than the bins: still every request once.
+  EXPECT_EQ(latency_histogram({7, 7, 7}).size(), 1u);
+  EXPECT_EQ(latency_histogram({7, 7, 7})[0].count, 3u);
+  uint64_t narrow = 0;
+  for (const LatencyBin& b : latency_histogram({10, 11, 12, 12, 13})) narrow += b.count;
+  EXPECT_EQ(narrow, 5u);
+  EXPECT_TRUE(latency_histogram({}).empty());
+  EXPECT_EQ(latency_histogram({0, 0, 5})[0].from_ns, 0u);  // zero-length requests: evenly spaced from 0
 }
 
 TEST(RequestLatency, TooFewRequestsOrTooFewInTheTailAreThinEvidence) {
@@ -141,6 +179,47 @@ TEST(TailCause, ATightDistributionOrASpreadGrowthHasNone) {
                                  group_of(24, {{RequestPart::ExplicitSync, 1000}}), {{RequestPart::Alloc, 6}});
   thin.thin_evidence = "only 10 request(s)";
   EXPECT_FALSE(tail_cause(thin));
+}
+
+// Other threads busy during the tail and not the median band: the part with
+// the largest difference, when half the tail or more and a fifth of the band
+// or less had it.
+TEST(TailCause, OtherThreadsBusyOnlyDuringTheTailAreACause) {
+  auto tail = group_of(6, {{RequestPart::ExplicitSync, 3000}});
+  auto median = group_of(24, {{RequestPart::ExplicitSync, 1000}});
+  const auto busy = [](RequestGroup& g, RequestPart part, uint64_t requests, uint64_t ns) {
+    g.concurrent_requests[static_cast<size_t>(part)] = requests;
+    g.concurrent_ns[static_cast<size_t>(part)] = ns;
+  };
+  busy(tail, RequestPart::Free, 5, 6 * 2500);
+  busy(tail, RequestPart::Launch, 6, 6 * 100);   // every request, but the band too: no difference
+  busy(median, RequestPart::Launch, 24, 24 * 100);
+  busy(median, RequestPart::Free, 4, 4 * 200);    // a sixth of the band: under kConcurrentBandShare
+  RequestLatency r = compared(tail, median, {{RequestPart::ExplicitSync, 6}});
+  const auto c = concurrent_cause(r);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->part, RequestPart::Free);
+  EXPECT_NEAR(c->tail_share, 5.0 / 6, 1e-12);
+  EXPECT_NEAR(c->band_share, 4.0 / 24, 1e-12);
+  EXPECT_DOUBLE_EQ(c->overlap_ns, 2500);
+  EXPECT_EQ(tail_cause_class(c->part), Bottleneck::MemoryBound);
+
+  // A band as busy as a fifth and more: the same thing happens to typical requests.
+  RequestLatency common = r;
+  common.median_band.concurrent_requests[static_cast<size_t>(RequestPart::Free)] = 6;
+  EXPECT_FALSE(concurrent_cause(common));
+  // Under half the tail.
+  RequestLatency rare = r;
+  rare.tail.concurrent_requests[static_cast<size_t>(RequestPart::Free)] = 2;
+  EXPECT_FALSE(concurrent_cause(rare));
+  // A tail that is not slow, or thin evidence: nothing to explain.
+  RequestLatency tight = r;
+  tight.tail = group_of(6, {{RequestPart::ExplicitSync, 1400}});
+  tight.tail.concurrent_requests = r.tail.concurrent_requests;
+  EXPECT_FALSE(concurrent_cause(tight));
+  RequestLatency thin = r;
+  thin.thin_evidence = "only 10 request(s)";
+  EXPECT_FALSE(concurrent_cause(thin));
 }
 
 }  // namespace

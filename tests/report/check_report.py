@@ -4,7 +4,9 @@
 Chromium; each must draw without a console error or exception, show its
 verdict and the timeline's lanes, and label the simulated GPU; its charts'
 axes, their alignment with the timeline and the lanes' full names are
-measured as laid out (check_layout.py). A report with deliberately broken
+measured as laid out (check_layout.py). A service's report with
+--requests must hold every request in its histogram, name the tail's cause,
+and move the timeline onto a slowest request when its link is clicked. A report with deliberately broken
 JavaScript must be caught, and so must a report broken in each way a layout
 check is about, so the checks themselves are known to work. Exit 77 (ctest:
 skipped) when Chromium is not installed.
@@ -13,6 +15,8 @@ skipped) when Chromium is not installed.
 """
 import argparse
 import atexit
+import html as html_lib
+import json
 import os
 import re
 import shutil
@@ -113,6 +117,65 @@ def report(args, inputs, html):
         sys.exit(f"FAIL: gpuscope report {inputs}: exit {r.returncode}\n{r.stderr}")
 
 
+# Injected after the report's script: clicks the first slowest request's link
+# and records the timeline's view before and after, as a user would see it.
+CLICK_PROBE = """<script>
+(function () {
+  const link = document.querySelector("[data-start-ns]"), canvas = document.querySelector("canvas.timeline-canvas");
+  const before = canvas ? canvas.dataset.view : "";
+  if (link) link.click();
+  const out = document.createElement("pre");
+  out.id = "click-probe";
+  out.textContent = JSON.stringify({ start: link ? Number(link.dataset.startNs) : null, before: before,
+                                     after: canvas ? canvas.dataset.view : "" });
+  document.body.append(out);
+})();
+</script>"""
+
+
+def request_problems(chromium, args, work):
+    """The Requests section of a service's report: the histogram holds every
+    request, the tail's cause is named, and a slowest request's link moves the
+    timeline onto that request."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE")}
+    env["LD_LIBRARY_PATH"] = args.simgpu_lib
+    trace = os.path.join(work, "service.gpuscope")
+    r = run([os.path.join(args.bin, "gpuscope"), "run", "-q", "-o", trace, "--",
+             os.path.join(args.bin, "request_service"), "--requests", "120", "--large-every", "10"], env)
+    if r.returncode != 0:
+        return [f"tracing request_service: exit {r.returncode}: {r.stderr[-500:]}"]
+    html = os.path.join(work, "service.html")
+    r = run([os.path.join(args.bin, "gpuscope"), "report", trace, "--requests", "request", "-o", html])
+    if r.returncode != 0:
+        return [f"gpuscope report --requests: exit {r.returncode}: {r.stderr[-500:]}"]
+    with open(html, encoding="utf-8") as f:
+        page = f.read()
+    probed = html + ".click.html"
+    with open(probed, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", CLICK_PROBE + "</body>"))
+    dom, errors = render(chromium, probed)
+    out = problems_in(dom, errors, None, 1)
+    if 'data-requests="request"' not in dom:
+        out.append("no Requests section")
+    counts = [int(c) for c in re.findall(r'data-count="(\d+)"', dom)]
+    if sum(counts) != 120:
+        out.append(f"the histogram holds {sum(counts)} requests in {len(counts)} bins, not 120")
+    if dom.count("data-start-ns=") != 5:
+        out.append(f"{dom.count('data-start-ns=')} slowest-request links, not 5")
+    if 'data-tail-cause="copy_to_device_pageable"' not in dom:
+        out.append("the tail's cause (pageable host->device copies) is not named")
+    probe = re.search(r'<pre id="click-probe">(.*?)</pre>', dom, re.S)
+    if probe is None:
+        return out + ["the click probe did not run"]
+    click = json.loads(html_lib.unescape(probe.group(1)))
+    v0, v1 = (int(x) for x in click["after"].split(":"))
+    if click["after"] == click["before"] or not v0 <= click["start"] <= v1:
+        out.append(f"clicking the slowest request at {click['start']} ns left the timeline on {click['after']} "
+                   f"(was {click['before']})")
+    print(f"requests: {len(counts)} bins, link to {click['start']} ns -> view {click['after']}")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
@@ -139,6 +202,8 @@ def main():
     all_html = os.path.join(work, "all.html")
     report(args, traces, all_html)
     failures += [f"directory report: {m}" for m in check_page(chromium, all_html, None, len(SAMPLES))[0]]
+
+    failures += [f"requests report: {m}" for m in request_problems(chromium, args, work)]
 
     # The check must catch a script error: the same page with a name that does not exist.
     with open(os.path.join(work, "pcie_bound.html"), encoding="utf-8") as f:

@@ -4,15 +4,19 @@
 // over the trace's own NVTX push/pop records (read here, not through the
 // analyzer's range model); the service whose every tenth request copies a
 // large pageable input gets the tail finding naming those copies and their
-// call site, the healthy one none. Judged by shares and ratios only: the
+// call site, the healthy one none. The Prometheus summary carries the same
+// quantiles, and the tail's cause as a labeled gauge. Judged by shares and ratios only: the
 // machine may be loaded. RUN_SERIAL, like the other verdict tests.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,28 @@ std::vector<uint64_t> request_durations(const std::string& path) {
   return out;
 }
 
+// Every cudaProfilerStart -> cudaProfilerStop window's duration, from the
+// trace's outermost calls: start call's start to stop call's end.
+std::vector<uint64_t> profiler_window_durations(const std::string& path) {
+  const TraceContents t = read_trace_file(path);
+  EXPECT_TRUE(t.error.empty()) << t.error;
+  std::vector<std::pair<uint64_t, bool>> edges;  // (ns, start)
+  for (const fb::ApiCall& c : t.api_calls) {
+    if (c.depth() != 0) continue;
+    const std::string name = t.summary.name_of(c.function_id());
+    if (name == "cudaProfilerStart") edges.push_back({c.start_ns(), true});
+    if (name == "cudaProfilerStop") edges.push_back({c.start_ns() + c.duration_ns(), false});
+  }
+  std::sort(edges.begin(), edges.end());
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i + 1 < edges.size(); i += 2) {
+    EXPECT_TRUE(edges[i].second && !edges[i + 1].second) << "window " << i / 2 << " is not start then stop";
+    out.push_back(edges[i + 1].first - edges[i].first);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 double nearest_rank_s(const std::vector<uint64_t>& sorted, double q) {
   const size_t rank = static_cast<size_t>(std::ceil(q * sorted.size()));
   return sorted[std::max<size_t>(rank, 1) - 1] / 1e9;
@@ -54,9 +80,13 @@ class TailLatency : public ::testing::Test {
       GTEST_SKIP() << "simgpu or request_service is not built";
   }
 
-  std::string trace(const std::vector<std::string>& args) {
+  // request_service traced with `args`; `run_args` go to gpuscope run.
+  std::string trace(const std::vector<std::string>& args, const std::vector<std::string>& run_args = {}) {
     const std::string path = dir_.file("service" + std::to_string(++n_) + ".gpuscope");
-    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", path, "--", bin("request_service")};
+    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", path};
+    argv.insert(argv.end(), run_args.begin(), run_args.end());
+    argv.push_back("--");
+    argv.push_back(bin("request_service"));
     argv.insert(argv.end(), args.begin(), args.end());
     const auto ran = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)},
                                                 {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
@@ -64,8 +94,9 @@ class TailLatency : public ::testing::Test {
     return path;
   }
 
-  static json analyze(const std::string& path, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {gpuscope_exe(), "analyze", "--json", path, "--requests", "request"};
+  static json analyze(const std::string& path, const std::vector<std::string>& extra = {},
+                      const std::string& requests = "request") {
+    std::vector<std::string> argv = {gpuscope_exe(), "analyze", "--json", path, "--requests", requests};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const auto r = run(argv);
     EXPECT_EQ(r.exit_code(), 0) << r.err;
@@ -79,13 +110,56 @@ class TailLatency : public ::testing::Test {
   }
 
   static void expect_direct_quantiles(const std::string& path, const json& requests) {
-    const std::vector<uint64_t> direct = request_durations(path);
+    expect_quantiles_of(request_durations(path), requests);
+  }
+
+  static void expect_quantiles_of(const std::vector<uint64_t>& direct, const json& requests) {
+    ASSERT_FALSE(direct.empty());
     ASSERT_EQ(requests["count"].get<size_t>(), direct.size());
     for (const auto& q : requests["quantiles"])
       EXPECT_DOUBLE_EQ(q["seconds"].get<double>(), nearest_rank_s(direct, q["quantile"].get<double>()))
           << "p" << q["quantile"].get<double>() * 100;
     EXPECT_DOUBLE_EQ(requests["max_s"].get<double>(), direct.back() / 1e9);
     EXPECT_DOUBLE_EQ(requests["slowest"][0]["seconds"].get<double>(), direct.back() / 1e9);
+  }
+
+  // `analyze --format prometheus --requests request`: sample lines by name
+  // with their labels ("name{labels}" -> value).
+  static std::map<std::string, double> prometheus(const std::string& path) {
+    const auto r = run({gpuscope_exe(), "analyze", "--format", "prometheus", path, "--requests", "request"});
+    EXPECT_EQ(r.exit_code(), 0) << r.err;
+    std::map<std::string, double> out;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const size_t space = line.rfind(' ');
+      out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    }
+    EXPECT_NE(r.out.find("# TYPE gpuscope_request_latency_seconds summary\n"), std::string::npos) << r.out;
+    return out;
+  }
+
+  // The summary equals the direct computation; returns the tail-cause
+  // samples (their label sets, after the base labels).
+  static std::vector<std::string> expect_direct_summary(const std::string& path) {
+    const std::vector<uint64_t> direct = request_durations(path);
+    const auto samples = prometheus(path);
+    std::map<std::string, double> quantiles;
+    std::vector<std::string> causes;
+    double sum = -1, count = -1;
+    for (const auto& [name, value] : samples) {
+      const size_t q = name.find("quantile=\"");
+      if (name.starts_with("gpuscope_request_latency_seconds{") && q != std::string::npos)
+        quantiles[name.substr(q + 10, name.find('"', q + 10) - q - 10)] = value;
+      if (name.starts_with("gpuscope_request_latency_seconds_sum{")) sum = value;
+      if (name.starts_with("gpuscope_request_latency_seconds_count{")) count = value;
+      if (name.starts_with("gpuscope_request_tail_cause{")) causes.push_back(name.substr(name.find("request=")));
+    }
+    EXPECT_EQ(quantiles.size(), 5u);
+    for (const auto& [q, seconds] : quantiles) EXPECT_DOUBLE_EQ(seconds, nearest_rank_s(direct, std::stod(q))) << q;
+    EXPECT_EQ(count, static_cast<double>(direct.size()));
+    EXPECT_DOUBLE_EQ(sum, std::accumulate(direct.begin(), direct.end(), uint64_t{0}) / 1e9);
+    return causes;
   }
 
   TempDir dir_;
@@ -101,6 +175,7 @@ TEST_F(TailLatency, PageableLargeInputsAreTheTailsCauseWithTheirCallSite) {
   expect_direct_quantiles(path, r);
   EXPECT_EQ(r["tail"]["requests"], 6);  // above p95: 120 - ceil(0.95 * 120)
   EXPECT_EQ(r["tail_cause"]["part"], "copy_to_device_pageable") << r.dump(2);
+  EXPECT_TRUE(r["other_threads_cause"].is_null()) << r.dump(2);  // one thread
   EXPECT_EQ(r["tail_cause"]["differs"], true);
   // The tail copied the 64 MiB inputs (most of its requests did: the first
   // request, which starts the GPU, may be among the slowest), the median
@@ -117,6 +192,10 @@ TEST_F(TailLatency, PageableLargeInputsAreTheTailsCauseWithTheirCallSite) {
   EXPECT_TRUE(site) << (*f)["call_sites"].dump(2);
   const auto text = run({gpuscope_exe(), "analyze", path, "--requests", "request"});
   EXPECT_NE(text.out.find("REQUESTS \"request\" (120 request(s)"), std::string::npos) << text.out;
+  const std::vector<std::string> causes = expect_direct_summary(path);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0], "request=\"request\",part=\"copy_to_device_pageable\",class=\"pcie_bound\","
+                       "differs_from_median=\"true\"}");
   EXPECT_NE(text.out.find("the tail's cause differs from the median's: host->device copies from pageable memory"),
             std::string::npos)
       << text.out;
@@ -129,6 +208,8 @@ TEST_F(TailLatency, AHealthyServiceHasNoTailFinding) {
   expect_direct_quantiles(path, j["requests"]);
   EXPECT_TRUE(j["requests"]["thin_evidence"].is_null());
   EXPECT_EQ(tail_finding(j), nullptr) << j["requests"].dump(2);
+  for (const std::string& cause : expect_direct_summary(path))
+    EXPECT_EQ(cause.find("differs_from_median=\"true\""), std::string::npos) << cause;
   // --tail moves the tail's lower bound: above p90, 12 of 120.
   EXPECT_EQ(analyze(path, {"--tail", "90"})["requests"]["tail"]["requests"], 12);
 }
@@ -151,6 +232,102 @@ TEST_F(TailLatency, TooFewRequestsAreNotJudged) {
   const auto schema = run({"python3", source + "/tests/verdicts/check_json_schema.py", source + "/docs/analysis.schema.json",
                            gpuscope_exe(), "--requests", "request", path, trace({"--requests", "60"})});
   EXPECT_EQ(schema.exit_code(), 0) << schema.out << schema.err;
+}
+
+// Every tenth request arrives while a helper thread churns device memory:
+// the request's own thread only waits longer in its synchronization (the
+// median's own largest part), so the cause is the other thread's freeing,
+// named with its call site; the other requests see none of it.
+TEST_F(TailLatency, AnAllocatorStormOnAHelperThreadIsTheTailsCause) {
+  const std::string path = trace({"--requests", "120", "--storm-every", "10"});
+  const json j = analyze(path);
+  ASSERT_FALSE(j.is_discarded());
+  const json& r = j["requests"];
+  expect_direct_quantiles(path, r);
+  ASSERT_TRUE(r["other_threads_cause"].is_object()) << r.dump(2);
+  EXPECT_EQ(r["other_threads_cause"]["part"], "free") << r.dump(2);
+  EXPECT_LE(r["other_threads_cause"]["median_share"].get<double>(), 0.2);
+  EXPECT_EQ(r["median"]["other_threads_busy_requests"].value("free", 0), 0) << r["median"].dump(2);
+  const json* f = tail_finding(j);
+  ASSERT_NE(f, nullptr) << j["findings"].dump(2);
+  EXPECT_EQ((*f)["class"], "memory_bound");
+  EXPECT_NE((*f)["title"].get<std::string>().find("another thread of the process is in freeing"), std::string::npos);
+  bool helper_site = false;
+  for (const auto& s : (*f)["call_sites"])
+    for (const auto& frame : s["frames"])
+      helper_site |= s["function"] == "cudaFree" && frame.value("function", "").find("Storm::churn") != std::string::npos;
+  EXPECT_TRUE(helper_site) << (*f)["call_sites"].dump(2);
+  // The Prometheus exposition carries it as a labeled gauge.
+  const auto p = run({gpuscope_exe(), "analyze", "--format", "prometheus", path, "--requests", "request"});
+  EXPECT_NE(p.out.find("gpuscope_request_tail_other_threads{"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("part=\"free\",class=\"memory_bound\"}"), std::string::npos) << p.out;
+}
+
+// --requests cudaProfilerApi: each cudaProfilerStart/Stop window is a
+// request, whether the run recorded everything or only inside the windows
+// (--capture-range cudaProfilerApi --capture-range-end repeat); the same
+// tail cause either way.
+TEST_F(TailLatency, ProfilerApiWindowsAreRequests) {
+  for (const auto& run_args : {std::vector<std::string>{}, std::vector<std::string>{"--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat"}}) {
+    const std::string path = trace({"--requests", "120", "--large-every", "10", "--profiler-api"}, run_args);
+    const json j = analyze(path, {}, "cudaProfilerApi");
+    ASSERT_FALSE(j.is_discarded());
+    const json& r = j["requests"];
+    EXPECT_EQ(r["count"], 120) << run_args.size();
+    expect_quantiles_of(profiler_window_durations(path), r);
+    EXPECT_EQ(r["tail_cause"]["part"], "copy_to_device_pageable") << r.dump(2);
+    const auto text = run({gpuscope_exe(), "analyze", path, "--requests", "cudaProfilerApi"});
+    EXPECT_NE(text.out.find("each a cudaProfilerStart->cudaProfilerStop window"), std::string::npos) << text.out;
+  }
+  // A trace without profiler calls has no such requests: an error naming it.
+  const std::string nvtx = trace({"--requests", "20"});
+  const auto r = run({gpuscope_exe(), "analyze", nvtx, "--requests", "cudaProfilerApi"});
+  EXPECT_EQ(r.exit_code(), 2);
+  EXPECT_NE(r.err.find("--requests cudaProfilerApi: " + nvtx + " has no cudaProfilerStart or cuProfilerStart call"),
+            std::string::npos)
+      << r.err;
+}
+
+// diff --requests: the quantiles are figures and gates, the tail's cause a
+// gate; each run's figures are its own analysis's quantiles.
+TEST_F(TailLatency, DiffGatesOnTheQuantilesAndTheTailsCause) {
+  const std::string base = trace({"--requests", "120", "--healthy"});
+  const std::string next = trace({"--requests", "120", "--large-every", "10"});
+  const auto r = run({gpuscope_exe(), "diff", base, next, "--json", "--requests", "request", "--fail-on",
+                      "p99>+10%,tail-cause-changed"});
+  EXPECT_EQ(r.exit_code(), 1) << r.out << r.err;
+  const json d = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(d.is_discarded()) << r.out;
+  EXPECT_EQ(d["requests"]["new_tail_cause"], "copy_to_device_pageable") << d["requests"].dump();
+  std::map<std::string, json> figures;
+  for (const auto& f : d["figures"]) figures[f["name"]] = f;
+  const auto figure_name = [](double quantile) {  // 0.999 -> "p99.9"
+    char name[16];
+    std::snprintf(name, sizeof name, "p%g", quantile * 100);
+    return std::string(name);
+  };
+  for (const auto& [path, side] : {std::pair{base, "base"}, std::pair{next, "new"}}) {
+    const json analysis = analyze(path);
+    for (const auto& q : analysis["requests"]["quantiles"])
+      EXPECT_DOUBLE_EQ(figures.at(figure_name(q["quantile"].get<double>()))[side].get<double>(),
+                       q["seconds"].get<double>());
+    EXPECT_EQ(figures.at("requests")[side], 120);
+  }
+  ASSERT_EQ(d["gates"].size(), 2u);
+  EXPECT_EQ(d["gates"][0]["status"], "FAIL") << d["gates"].dump();  // 64 MiB pageable inputs in the tail
+  EXPECT_EQ(d["gates"][1]["status"], "FAIL") << d["gates"].dump();
+  const auto text = run({gpuscope_exe(), "diff", base, next, "--requests", "request"});
+  EXPECT_NE(text.out.find("-> copy_to_device_pageable   CHANGED"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("request p99"), std::string::npos) << text.out;
+  // A run against itself passes every request gate.
+  const auto same = run({gpuscope_exe(), "diff", next, next, "--requests", "request", "--fail-on",
+                         "p50>+0%,p99.9>+0%,max_latency>+0,tail-cause-changed"});
+  EXPECT_EQ(same.exit_code(), 0) << same.out << same.err;
+  // A request gate without --requests is an error naming the gate.
+  const auto bare = run({gpuscope_exe(), "diff", base, next, "--fail-on", "wall>+50%,p99>+10%"});
+  EXPECT_EQ(bare.exit_code(), 2);
+  EXPECT_NE(bare.err.find("'p99>+10%' judges request latency: it needs --requests NAME"), std::string::npos)
+      << bare.err;
 }
 
 }  // namespace
