@@ -195,12 +195,17 @@ std::string range_group_name(const std::string& name) {
 }
 
 std::vector<size_t> ranges_named(const TraceModel& model, const std::string& name) {
-  std::unordered_map<uint32_t, bool> matches;  // name id -> message equals `name`
+  std::unordered_map<uint32_t, bool> matches;  // name id -> message is `name` (or starts with its prefix)
+  const bool prefix = name.size() > 1 && name.back() == '*';
+  const std::string_view wanted = prefix ? std::string_view(name).substr(0, name.size() - 1) : std::string_view(name);
   std::vector<size_t> out;
   for (size_t i = 0; i < model.ranges.ranges.size(); ++i) {
     const RangeInstance& r = model.ranges.ranges[i];
     auto [it, fresh] = matches.try_emplace(r.name_id, false);
-    if (fresh) it->second = r.name_id != 0 && model.summary.name_of(r.name_id) == name;
+    if (fresh && r.name_id != 0) {
+      const std::string message = model.summary.name_of(r.name_id);
+      it->second = prefix ? message.starts_with(wanted) : message == wanted;
+    }
     if (it->second) out.push_back(i);
   }
   return out;

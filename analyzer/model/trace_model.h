@@ -217,7 +217,9 @@ std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std
                                                            const std::vector<std::pair<uint64_t, uint64_t>>& windows);
 
 // The ranges with that message (any domain), by index into model.ranges:
-// what --range and --requests select.
+// what --range and --requests select. A name ending in '*' matches every
+// message that starts with the rest ("ProfilerStep#*": each PyTorch
+// profiler step, numbered in its name).
 std::vector<size_t> ranges_named(const TraceModel& model, const std::string& name);
 // --range NAME: the spans of every range with that message (any domain),
 // merged. Empty when the trace has no such range.

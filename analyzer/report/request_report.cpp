@@ -70,6 +70,11 @@ void comparison_table(std::string& out, const RequestLatency& r) {
   out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "KiB copied", each(t, t.copied_bytes) / 1024,
                      each(b, b.copied_bytes) / 1024);
   out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "kernels", each(t, t.kernels), each(b, b.kernels));
+  if (r.device_records)
+    for (const auto& [label, kind] : {std::pair{"device time: kernels", &RequestGroup::device_kernel_ns},
+                                      std::pair{"device time: copies", &RequestGroup::device_copy_ns},
+                                      std::pair{"device time: memsets", &RequestGroup::device_memset_ns}})
+      out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", label, each(t, t.*kind) / 1e6, each(b, b.*kind) / 1e6);
   for (size_t p = 0; p < kRequestParts; ++p) {
     if (t.concurrent_ns[p] == 0 && b.concurrent_ns[p] == 0) continue;
     const char* id = request_part_id(static_cast<RequestPart>(p));
@@ -81,7 +86,7 @@ void comparison_table(std::string& out, const RequestLatency& r) {
   }
 }
 
-json group_json(const RequestGroup& g) {
+json group_json(const RequestGroup& g, bool device_records) {
   json parts = json::object(), concurrent = json::object(), busy = json::object();
   const auto each = [&](uint64_t total) { return g.requests ? double(total) / g.requests : 0.0; };
   for (size_t p = 0; p < kRequestParts; ++p) {
@@ -94,7 +99,11 @@ json group_json(const RequestGroup& g) {
   return json{{"requests", g.requests},     {"mean_s", g.mean_ns() / 1e9},
               {"parts_s", parts},           {"copied_bytes", each(g.copied_bytes)},
               {"kernels", each(g.kernels)}, {"cuda_calls", each(g.cuda_calls)},
-              {"other_threads_s", concurrent}, {"other_threads_busy_requests", busy}};
+              {"other_threads_s", concurrent}, {"other_threads_busy_requests", busy},
+              {"device_s", device_records ? json{{"kernels", each(g.device_kernel_ns) / 1e9},
+                                                 {"copies", each(g.device_copy_ns) / 1e9},
+                                                 {"memsets", each(g.device_memset_ns) / 1e9}}
+                                          : json(nullptr)}};
 }
 
 json concurrent_json(const RequestLatency& r) {
@@ -122,9 +131,12 @@ json cause_json(const RequestLatency& r) {
 std::string requests_text(const ReportInput& in) {
   const RequestLatency& r = in.analysis.requests;
   if (!r.requested()) return "";
-  const bool profiler = r.name == kProfilerApiRequests;
+  std::string each = "a range with that message (NVTX, or an imported trace's annotation)";
+  if (r.name == kProfilerApiRequests) each = "a cudaProfilerStart->cudaProfilerStop window";
+  else if (r.name.size() > 1 && r.name.back() == '*')
+    each = fmt::format("a range whose message starts with \"{}\"", r.name.substr(0, r.name.size() - 1));
   std::string out = fmt::format("REQUESTS \"{}\" ({} request(s), each {}; nearest-rank quantiles)\n", r.name, r.count,
-                                profiler ? "a cudaProfilerStart->cudaProfilerStop window" : "an NVTX range with that message");
+                                each);
   std::string line;
   for (const RequestQuantile& q : r.quantiles) line += fmt::format("{} {:.3f} ms, ", quantile_name(q.quantile), q.ns / 1e6);
   out += fmt::format("  {}max {:.3f} ms\n", line, r.max_ns / 1e6);
@@ -167,8 +179,9 @@ nlohmann::ordered_json requests_json(const ReportInput& in) {
               {"tail_from_s", r.tail_from_ns / 1e9},
               {"median_band", json::array({kMedianBandLow, kMedianBandHigh})},
               {"thin_evidence", r.thin_evidence.empty() ? json(nullptr) : json(r.thin_evidence)},
-              {"tail", group_json(r.tail)},
-              {"median", group_json(r.median_band)},
+              {"tail", group_json(r.tail, r.device_records)},
+              {"median", group_json(r.median_band, r.device_records)},
+              {"device_links_over_limit", r.device_links_over_limit},
               {"tail_cause", cause_json(r)},
               {"other_threads_cause", concurrent_json(r)},
               {"overlap_lookups_cut", r.overlap_lookups_cut},

@@ -50,6 +50,9 @@ inline constexpr double kConcurrentShare = 0.10;
 // its start, in start order): more requests in flight at once than this and
 // the earliest-started ones miss that call, counted in overlap_lookups_cut.
 inline constexpr size_t kOverlapLookback = 64;
+// Calls of tail and median-band requests remembered until their device
+// records come (CUPTI delivers them late); past this many, counted instead.
+inline constexpr size_t kMaxDeviceLinks = size_t{1} << 20;
 
 // The time, bytes and calls of a group of requests (the tail or the median
 // band), summed over its requests.
@@ -70,6 +73,9 @@ struct RequestGroup {
   std::array<uint64_t, kRequestParts> concurrent_ns{};
   std::array<uint64_t, kRequestParts> concurrent_requests{};
   std::unordered_map<SiteKey, Site, SiteKeyHash> concurrent_sites;
+  // Device time (CUPTI or an imported trace's device records) of the work
+  // the group's own calls issued: kernels, copies, memsets.
+  uint64_t device_kernel_ns = 0, device_copy_ns = 0, device_memset_ns = 0;
   // Per request, averaged over the group.
   double mean_ns() const { return requests ? static_cast<double>(total_ns) / requests : 0; }
   double mean_part_ns(size_t part) const { return requests ? static_cast<double>(part_ns[part]) / requests : 0; }
@@ -115,6 +121,8 @@ struct RequestLatency {
   std::array<uint64_t, kRequestParts> tail_grew_most{};
   std::string thin_evidence;              // why the tail is not compared; empty when it is
   uint64_t overlap_lookups_cut = 0;       // other threads' calls whose overlap search stopped at kOverlapLookback
+  bool device_records = false;            // the trace has device timestamps: the groups' device_* are measured
+  uint64_t device_links_over_limit = 0;   // requests' calls past kMaxDeviceLinks: their device time is not counted
   bool requested() const { return !name.empty(); }
 };
 

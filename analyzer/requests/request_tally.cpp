@@ -142,12 +142,51 @@ void RequestTally::add_call(const fb::ApiCall& c) {
   site.calls.add(ns, calls);
   cuda_ns_[in->request] += ns;
   if (in->group == 1) tail_parts_[in->request][static_cast<size_t>(part)] += ns;
+  if (c.correlation_id() != 0) link_to_device(c.correlation_id(), *in);
+}
+
+// The call's device records: those already read (early), and the ones to
+// come through device_link_.
+void RequestTally::link_to_device(uint64_t correlation_id, const Member& in) {
+  RequestGroup& g = in.group == 1 ? out_.tail : out_.median_band;
+  for (auto* early : {&early_device_, &early_device_before_}) {
+    const auto [first, last] = early->equal_range(correlation_id);
+    for (auto it = first; it != last; ++it) g.*(it->second.kind) += it->second.ns;
+    early->erase(first, last);
+  }
+  if (device_link_.size() < kMaxDeviceLinks) device_link_.emplace(correlation_id, in.group);
+  else ++out_.device_links_over_limit;
+}
+
+void RequestTally::add_device_time(uint64_t correlation_id, uint64_t ns, uint64_t RequestGroup::*kind) {
+  out_.device_records = true;
+  if (correlation_id == 0) return;
+  const auto it = device_link_.find(correlation_id);
+  if (it == device_link_.end()) {
+    early_device_.emplace(correlation_id, EarlyDevice{ns, kind});
+    return;
+  }
+  RequestGroup& g = it->second == 1 ? out_.tail : out_.median_band;
+  g.*kind += ns;
+}
+
+void RequestTally::add_device_records(const reader::ChunkView& v) {
+  early_device_before_.swap(early_device_);
+  early_device_.clear();
+  for (const auto& k : v.kernels)
+    if (k.source() == fb::Source::Device) add_device_time(k.correlation_id(), k.duration_ns(), &RequestGroup::device_kernel_ns);
+  for (const auto& c : v.copies)
+    if (c.source() == fb::Source::Device) add_device_time(c.correlation_id(), c.duration_ns(), &RequestGroup::device_copy_ns);
+  for (const auto& m : v.memsets)
+    if (m.source() == fb::Source::Device)
+      add_device_time(m.correlation_id(), m.duration_ns(), &RequestGroup::device_memset_ns);
 }
 
 void RequestTally::add(const reader::ChunkView& v) {
   link_typed_records(v);
   implicit_calls_.clear();
   implicit_.add(v, [](uint64_t) { return true; });
+  add_device_records(v);
   for (const auto& c : v.api_calls)
     if (c.depth() == 0) add_call(c);
 }

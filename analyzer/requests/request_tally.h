@@ -47,6 +47,9 @@ class RequestTally {
   Linked linked(uint64_t correlation_id) const;
   RequestPart part_of(const fb::ApiCall& c, const Linked& link);
   void add_call(const fb::ApiCall& c);
+  void add_device_records(const reader::ChunkView& v);
+  void add_device_time(uint64_t correlation_id, uint64_t ns, uint64_t RequestGroup::*kind);
+  void link_to_device(uint64_t correlation_id, const Member& in);
   void add_concurrent(const fb::ApiCall& c, RequestPart part);
   void count_tail_growth();
   void count_concurrent(size_t request, RequestGroup& g);
@@ -59,6 +62,14 @@ class RequestTally {
   std::vector<Member> by_start_;           // every grouped request, any thread, sorted by start
   std::vector<uint64_t> latest_end_;       // latest end among by_start_[0..i]
   std::unordered_map<size_t, PartTimes> concurrent_;  // per grouped request: other threads' time by part
+  std::unordered_map<uint64_t, uint8_t> device_link_;  // correlation id of a grouped request's call -> its group
+  // Device records whose call was not seen yet (an imported trace may order
+  // them first): this chunk's and the last one's, by correlation id.
+  struct EarlyDevice {
+    uint64_t ns;
+    uint64_t RequestGroup::*kind;
+  };
+  std::unordered_multimap<uint64_t, EarlyDevice> early_device_, early_device_before_;
   std::vector<uint8_t> groups_;
   std::vector<uint64_t> durations_;
   std::unordered_map<uint64_t, Linked> linked_, linked_before_;  // by correlation id; this chunk's, the last one's

@@ -77,6 +77,16 @@ std::vector<CallSite> grown_sites(const TraceModel& m, const RequestLatency& r, 
   return out;
 }
 
+// What the requests' own work took on the device (CUPTI or imported device
+// records): more device time in the tail is more work, not more waiting.
+std::string device_line(const RequestLatency& r) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  return fmt::format("device time per request, tail against median band: kernels {:.3f} against {:.3f} ms, copies "
+                     "{:.3f} against {:.3f} ms",
+                     per_request(t, t.device_kernel_ns) / 1e6, per_request(b, b.device_kernel_ns) / 1e6,
+                     per_request(t, t.device_copy_ns) / 1e6, per_request(b, b.device_copy_ns) / 1e6);
+}
+
 std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause& c) {
   const RequestGroup &t = r.tail, &b = r.median_band;
   const auto p = static_cast<size_t>(c.part), mp = static_cast<size_t>(c.median_part);
@@ -99,6 +109,7 @@ std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause&
                           per_request(t, t.copied_bytes) / 1024, per_request(b, b.copied_bytes) / 1024,
                           per_request(t, t.kernels), per_request(b, b.kernels), per_request(t, t.cuda_calls),
                           per_request(b, b.cuda_calls)));
+  if (r.device_records) e.push_back(device_line(r));
   return e;
 }
 
@@ -163,6 +174,7 @@ Finding concurrent_finding(const TraceModel& model, const RequestLatency& r, con
                                      r.median_band.mean_part_ns(p) / 1e6));
     for (CallSite& s : grown_sites(model, r, own->part)) f.sites.push_back(std::move(s));
   }
+  if (r.device_records) f.evidence.push_back(device_line(r));
   f.fix = concurrent_fix_for(c.part);
   return f;
 }

@@ -19,6 +19,7 @@ directory per test; nothing generated is checked in).
 """
 import gzip
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -152,6 +153,34 @@ def check_commands(gpuscope, gen, workdir, workload):
     with open(page) as f:
         if "<html" not in f.read(4096).lower():
             return fail("the report is not an HTML page")
+    return check_steps_as_requests(gpuscope, path)
+
+
+def check_steps_as_requests(gpuscope, path):
+    """--requests 'ProfilerStep#*': every profiler step is a request, its
+    nearest-rank quantiles those of the steps' own durations in the file,
+    and its device time that of the kernels it launched."""
+    with open(path) as f:
+        doc = json.load(f)
+    steps = sorted(round(float(e["dur"]) * 1000) for e in doc["traceEvents"]
+                   if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X")
+    run = subprocess.run([gpuscope, "analyze", "--json", "--requests", "ProfilerStep#*", "--tail", "50", path],
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    if run.returncode != 0:
+        return fail(f"analyze --requests 'ProfilerStep#*': exit {run.returncode}\n{run.stderr}")
+    requests = json.loads(run.stdout)["requests"]
+    if requests["count"] != len(steps) or not steps:
+        return fail(f"{requests['count']} requests for {len(steps)} profiler steps")
+    for q in requests["quantiles"]:
+        rank = max(1, math.ceil(q["quantile"] * len(steps)))
+        if abs(q["seconds"] - steps[rank - 1] / 1e9) > 2e-9:
+            return fail(f"p{q['quantile'] * 100:g} is {q['seconds']} s; the steps' nearest rank is {steps[rank - 1]} ns")
+    # Every kernel of this workload runs inside a step, and the steps are
+    # alike: the device time per request is the kernels' total over the steps.
+    kernel_s = sum(float(e["dur"]) for e in doc["traceEvents"] if e.get("cat") == "kernel") / 1e6
+    device = requests["median"]["device_s"]
+    if device is None or abs(device["kernels"] - kernel_s / len(steps)) > 0.01 * kernel_s / len(steps):
+        return fail(f"device kernel time per request {device}, expected {kernel_s / len(steps):.6f} s")
     return 0
 
 
