@@ -2,9 +2,10 @@
 // simgpu become one text exposition that follows the format's grammar
 // (each family once with HELP and TYPE, every sample line
 // `name{labels} value`), labeled host/exe/pid/job, with the verdict as a
-// one-hot labeled gauge.
+// one-hot labeled gauge; with --requests, request latency as a summary.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
@@ -17,6 +18,7 @@ namespace {
 
 struct Exposition {
   std::map<std::string, int> help, type;           // family -> times seen
+  std::map<std::string, std::string> type_of;      // family -> gauge or summary
   std::vector<std::pair<std::string, std::string>> samples;  // family, labels
   double verdict_ones = 0;                         // sum of gpuscope_verdict values
   std::multiset<std::string> verdict_classes;      // classes with value 1
@@ -33,7 +35,8 @@ Exposition parse(const std::string& text) {
   while (std::getline(in, line)) {
     if (std::regex_match(line, m, comment)) {
       (m[1] == "HELP" ? e.help : e.type)[m[2]]++;
-      if (m[1] == "TYPE" && m[3] != "gauge") e.bad_lines.push_back(line);
+      if (m[1] == "TYPE") e.type_of[m[2]] = m[3];
+      if (m[1] == "TYPE" && m[3] != "gauge" && m[3] != "summary") e.bad_lines.push_back(line);
     } else if (std::regex_match(line, m, sample)) {
       size_t used = 0;
       (void)std::stod(m[3].str(), &used);
@@ -86,6 +89,51 @@ TEST(Prometheus, TwoTracesMakeOneValidExposition) {
   // Which class is the verdict tests' business: under a loaded machine the
   // sample's synchronizations can be judged healthy; here, one class each.
   EXPECT_EQ(e.verdict_classes.size(), 2u);
+}
+
+// The family a sample line belongs to: a summary's _sum and _count lines
+// are its own.
+std::string family_of(const Exposition& e, const std::string& name) {
+  for (const char* suffix : {"_sum", "_count"})
+    if (name.ends_with(suffix)) {
+      const std::string base = name.substr(0, name.size() - std::string(suffix).size());
+      if (e.type_of.count(base) != 0 && e.type_of.at(base) == "summary") return base;
+    }
+  return name;
+}
+
+// --requests adds request latency as a summary (quantile-labeled samples,
+// _sum, _count) to the same exposition, every line still in the grammar.
+TEST(Prometheus, RequestLatencyIsASummary) {
+  if (!simgpu_built() || !std::filesystem::exists(bin("request_service")))
+    GTEST_SKIP() << "simgpu or request_service not built";
+  TempDir dir;
+  const std::string trace = dir.file("service.gpuscope");
+  const auto ran = run({gpuscope_exe(), "run", "-q", "-o", trace, "--", bin("request_service"), "--requests", "30"},
+                       environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)}));
+  ASSERT_EQ(ran.exit_code(), 0) << ran.err;
+  const auto r = run({gpuscope_exe(), "analyze", "--format", "prometheus", trace, "--requests", "request"}, clean_env());
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const Exposition e = parse(r.out);
+  EXPECT_TRUE(e.bad_lines.empty()) << e.bad_lines.front();
+  ASSERT_EQ(e.type_of.count("gpuscope_request_latency_seconds"), 1u) << r.out;
+  EXPECT_EQ(e.type_of.at("gpuscope_request_latency_seconds"), "summary");
+  std::set<std::string> quantiles;
+  int sums = 0, counts = 0;
+  for (const auto& [name, labels] : e.samples) {
+    const std::string family = family_of(e, name);
+    EXPECT_EQ(e.type.count(family), 1u) << name << " without TYPE";
+    if (family != "gpuscope_request_latency_seconds") continue;
+    EXPECT_NE(labels.find("request=\"request\""), std::string::npos) << labels;
+    if (name.ends_with("_sum")) ++sums;
+    else if (name.ends_with("_count")) ++counts;
+    else quantiles.insert(labels.substr(labels.find("quantile=")));
+  }
+  EXPECT_EQ(quantiles, (std::set<std::string>{"quantile=\"0.5\"", "quantile=\"0.9\"", "quantile=\"0.95\"",
+                                               "quantile=\"0.99\"", "quantile=\"0.999\""}));
+  EXPECT_EQ(sums, 1);
+  EXPECT_EQ(counts, 1);
+  EXPECT_NE(r.out.find("gpuscope_request_latency_seconds_count{host="), std::string::npos);
 }
 
 TEST(Prometheus, UnknownFormatIsRefused) {
