@@ -164,7 +164,7 @@ ignored_traced=$("${venv_env[@]}" gpuscope run -q -o "$work/signals/" -- sh -c '
   python3 "$source/tests/python/cuda_workload.py" copies "$build/lib/libpykernels.so" >"$work/python.log" 2>&1 ||
   { cat "$work/python.log"; fail "gpuscope (wheel) run -- python3 cuda_workload.py failed"; }
 info=$("${venv_env[@]}" gpuscope info "$work"/python/*.gpuscope) || fail "gpuscope (wheel) info failed"
-grep -q '^events: .* 200 copies' <<<"$info" || { echo "$info"; fail "the wheel's trace of cuda_workload.py lacks its 200 copies"; }
+grep -q '^events: .* 500 copies' <<<"$info" || { echo "$info"; fail "the wheel's trace of cuda_workload.py lacks its 500 copies"; }
 analysis=$("${venv_env[@]}" gpuscope analyze "$work"/python/*.gpuscope) || fail "gpuscope (wheel) analyze failed"
 grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope (wheel) analyze gave no verdict"; }
 
