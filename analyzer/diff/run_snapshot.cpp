@@ -84,7 +84,7 @@ void request_figures(const RequestLatency& r, RunSnapshot& s) {
   s.requests = r.name;
   put(s, "requests", static_cast<double>(r.count));
   if (r.count == 0) return;
-  for (const RequestQuantile& q : r.quantiles) put(s, fmt::format("p{:g}", q.quantile * 100).c_str(), q.ns / 1e9);
+  for (const RequestQuantile& q : r.quantiles) put(s, quantile_name(q.quantile).c_str(), q.ns / 1e9);
   put(s, "max_latency", r.max_ns / 1e9);
   if (!r.thin_evidence.empty()) {
     s.tail_cause = "not judged";

@@ -194,17 +194,21 @@ std::string range_group_name(const std::string& name) {
   return name.substr(0, digits) + "*";
 }
 
+std::string_view range_name_prefix(std::string_view name) {
+  return name.size() > 1 && name.back() == '*' ? name.substr(0, name.size() - 1) : std::string_view();
+}
+
 std::vector<size_t> ranges_named(const TraceModel& model, const std::string& name) {
   std::unordered_map<uint32_t, bool> matches;  // name id -> message is `name` (or starts with its prefix)
-  const bool prefix = name.size() > 1 && name.back() == '*';
-  const std::string_view wanted = prefix ? std::string_view(name).substr(0, name.size() - 1) : std::string_view(name);
+  const std::string_view prefix = range_name_prefix(name);
+  const std::string_view wanted = prefix.empty() ? std::string_view(name) : prefix;
   std::vector<size_t> out;
   for (size_t i = 0; i < model.ranges.ranges.size(); ++i) {
     const RangeInstance& r = model.ranges.ranges[i];
     auto [it, fresh] = matches.try_emplace(r.name_id, false);
     if (fresh && r.name_id != 0) {
       const std::string message = model.summary.name_of(r.name_id);
-      it->second = prefix ? message.starts_with(wanted) : message == wanted;
+      it->second = prefix.empty() ? message == wanted : message.starts_with(wanted);
     }
     if (it->second) out.push_back(i);
   }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -221,6 +222,9 @@ std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std
 // message that starts with the rest ("ProfilerStep#*": each PyTorch
 // profiler step, numbered in its name).
 std::vector<size_t> ranges_named(const TraceModel& model, const std::string& name);
+// The prefix a name ending in '*' stands for ("ProfilerStep#"); empty for a
+// plain name.
+std::string_view range_name_prefix(std::string_view name);
 // --range NAME: the spans of every range with that message (any domain),
 // merged. Empty when the trace has no such range.
 std::vector<std::pair<uint64_t, uint64_t>> range_spans(const TraceModel& model, const std::string& name);

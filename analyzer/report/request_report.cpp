@@ -18,8 +18,6 @@ uint64_t process_origin(const reader::TraceSummary& s) {
 
 double seconds_since(uint64_t origin, uint64_t ns) { return ns >= origin ? (ns - origin) / 1e9 : 0; }
 
-std::string quantile_name(double q) { return fmt::format("p{:g}", q * 100); }
-
 // Other threads busy during the tail and not the median band, or "".
 std::string concurrent_sentence(const RequestLatency& r) {
   const auto c = concurrent_cause(r);
@@ -133,8 +131,8 @@ std::string requests_text(const ReportInput& in) {
   if (!r.requested()) return "";
   std::string each = "a range with that message (NVTX, or an imported trace's annotation)";
   if (r.name == kProfilerApiRequests) each = "a cudaProfilerStart->cudaProfilerStop window";
-  else if (r.name.size() > 1 && r.name.back() == '*')
-    each = fmt::format("a range whose message starts with \"{}\"", r.name.substr(0, r.name.size() - 1));
+  else if (const std::string_view prefix = range_name_prefix(r.name); !prefix.empty())
+    each = fmt::format("a range whose message starts with \"{}\"", prefix);
   std::string out = fmt::format("REQUESTS \"{}\" ({} request(s), each {}; nearest-rank quantiles)\n", r.name, r.count,
                                 each);
   std::string line;

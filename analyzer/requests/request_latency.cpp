@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace gpuscope::analyzer {
@@ -35,6 +36,12 @@ constexpr std::array<double, 5> kReportedQuantiles = {0.5, 0.9, 0.95, 0.99, 0.99
 
 const char* request_part_id(RequestPart part) { return kPartNames[static_cast<size_t>(part)].id; }
 const char* request_part_label(RequestPart part) { return kPartNames[static_cast<size_t>(part)].label; }
+
+std::string quantile_name(double quantile) {
+  char name[16];
+  std::snprintf(name, sizeof name, "p%g", quantile * 100);
+  return name;
+}
 
 uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double quantile) {
   if (sorted.empty()) return 0;

@@ -126,6 +126,9 @@ struct RequestLatency {
   bool requested() const { return !name.empty(); }
 };
 
+// "p50", "p99.9": a quantile as the report prints it and diff names its figure.
+std::string quantile_name(double quantile);
+
 // The nearest-rank quantile of sorted durations: the value at rank
 // ceil(q * n) (1-based), so every quantile is a duration a request took.
 uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double quantile);

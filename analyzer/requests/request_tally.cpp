@@ -100,13 +100,18 @@ RequestPart RequestTally::part_of(const fb::ApiCall& c, const Linked& link) {
   return part_of_kind(it->second);
 }
 
+// How many grouped requests start before `ns` (by_start_'s prefix).
+size_t RequestTally::started_before(uint64_t ns) const {
+  return std::lower_bound(by_start_.begin(), by_start_.end(), ns,
+                          [](const Member& m, uint64_t t) { return m.start_ns < t; }) - by_start_.begin();
+}
+
 // Another thread's call: its time inside each request open meanwhile (the
-// requests started before it ends, latest first, until every earlier one
-// has ended before it starts).
-void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part) {
+// `started` requests that began before it ends, latest first, until every
+// earlier one has ended before it starts).
+void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part, size_t started) {
   const uint64_t start = c.start_ns(), end = start + c.duration_ns();
-  size_t i = std::lower_bound(by_start_.begin(), by_start_.end(), end,
-                              [](const Member& m, uint64_t t) { return m.start_ns < t; }) - by_start_.begin();
+  size_t i = started;
   for (size_t looked = 0; i > 0 && latest_end_[i - 1] > start; ++looked) {
     if (looked == kOverlapLookback) {
       ++out_.overlap_lookups_cut;
@@ -116,7 +121,7 @@ void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part) {
     if (m.tid == c.tid() || m.end_ns <= start) continue;
     const uint64_t overlap = std::min(end, m.end_ns) - std::max(start, m.start_ns);
     concurrent_[m.request][static_cast<size_t>(part)] += overlap;
-    RequestGroup& g = m.group == 1 ? out_.tail : out_.median_band;
+    RequestGroup& g = group(m.group);
     g.concurrent_ns[static_cast<size_t>(part)] += overlap;
     RequestGroup::Site& site = g.concurrent_sites[SiteKey{c.function_id(), c.stack_id()}];
     site.part = part;
@@ -124,13 +129,19 @@ void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part) {
   }
 }
 
+// A call on a request's own thread counts in that request; any call, in
+// the requests of other threads open meanwhile. Most calls are in neither,
+// and are left after two binary searches.
 void RequestTally::add_call(const fb::ApiCall& c) {
   const Member* in = locate(c.tid(), c.start_ns());
+  const size_t started = started_before(c.start_ns() + c.duration_ns());
+  const bool beside = started > 0 && latest_end_[started - 1] > c.start_ns();
+  if (in == nullptr && !beside) return;
   const Linked link = linked(c.correlation_id());
   const RequestPart part = part_of(c, link);
-  if (!by_start_.empty()) add_concurrent(c, part);
+  if (beside) add_concurrent(c, part, started);
   if (in == nullptr) return;
-  RequestGroup& g = in->group == 1 ? out_.tail : out_.median_band;
+  RequestGroup& g = group(in->group);
   const uint64_t ns = std::min(c.duration_ns(), in->end_ns - c.start_ns());  // a call past the request's end
   g.part_ns[static_cast<size_t>(part)] += ns;
   g.copied_bytes += link.bytes;
@@ -148,7 +159,7 @@ void RequestTally::add_call(const fb::ApiCall& c) {
 // The call's device records: those already read (early), and the ones to
 // come through device_link_.
 void RequestTally::link_to_device(uint64_t correlation_id, const Member& in) {
-  RequestGroup& g = in.group == 1 ? out_.tail : out_.median_band;
+  RequestGroup& g = group(in.group);
   for (auto* early : {&early_device_, &early_device_before_}) {
     const auto [first, last] = early->equal_range(correlation_id);
     for (auto it = first; it != last; ++it) g.*(it->second.kind) += it->second.ns;
@@ -166,8 +177,7 @@ void RequestTally::add_device_time(uint64_t correlation_id, uint64_t ns, uint64_
     early_device_.emplace(correlation_id, EarlyDevice{ns, kind});
     return;
   }
-  RequestGroup& g = it->second == 1 ? out_.tail : out_.median_band;
-  g.*kind += ns;
+  group(it->second).*kind += ns;
 }
 
 void RequestTally::add_device_records(const reader::ChunkView& v) {
@@ -195,7 +205,7 @@ void RequestTally::add(const reader::ChunkView& v) {
 RequestLatency RequestTally::finish() {
   for (size_t i = 0; i < groups_.size(); ++i) {
     if (groups_[i] == 0) continue;
-    RequestGroup& g = groups_[i] == 1 ? out_.tail : out_.median_band;
+    RequestGroup& g = group(groups_[i]);
     ++g.requests;
     g.total_ns += durations_[i];
     const uint64_t outside = durations_[i] - std::min(durations_[i], cuda_ns_[i]);

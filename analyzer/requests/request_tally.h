@@ -50,7 +50,9 @@ class RequestTally {
   void add_device_records(const reader::ChunkView& v);
   void add_device_time(uint64_t correlation_id, uint64_t ns, uint64_t RequestGroup::*kind);
   void link_to_device(uint64_t correlation_id, const Member& in);
-  void add_concurrent(const fb::ApiCall& c, RequestPart part);
+  RequestGroup& group(uint8_t g) { return g == 1 ? out_.tail : out_.median_band; }
+  size_t started_before(uint64_t ns) const;
+  void add_concurrent(const fb::ApiCall& c, RequestPart part, size_t started);
   void count_tail_growth();
   void count_concurrent(size_t request, RequestGroup& g);
 
