@@ -22,6 +22,16 @@ std::optional<PipelineError> parse_scope(const std::string& window, const std::s
   return std::nullopt;
 }
 
+std::shared_ptr<const GpuTenants> read_gpu_tenants(const std::vector<std::string>& paths) {
+  auto tenants = std::make_shared<GpuTenants>();
+  for (const auto& path : paths) {
+    reader::TraceReader trace;
+    if (std::string ignored; importer::open_trace(trace, path, &ignored))
+      tenants->push_back(read_gpu_tenant(trace, path));
+  }
+  return tenants;
+}
+
 TraceAnalysis::TraceAnalysis(std::string path, std::unique_ptr<reader::TraceReader> reader)
     : path_(std::move(path)), reader_(std::move(reader)) {}
 
@@ -69,7 +79,7 @@ std::optional<PipelineError> select_requests(const TraceModel& m, const Analysis
     for (const size_t i : ranges_named(m, scope.requests)) candidates.push_back(m.ranges.ranges[i]);
   for (const RangeInstance& r : candidates)
     if (r.start_ns >= m.begin_ns && r.start_ns < m.end_ns) out->push_back(r);
-  if (out->empty())
+  if (out->empty() && !scope.requests_optional)
     return PipelineError{"--requests " + scope.requests + ": " + path +
                          (profiler ? " has no cudaProfilerStart or cuProfilerStart call"
                                    : " has no NVTX range with that message") +
@@ -112,6 +122,7 @@ std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& sco
   if (!requests.empty()) {
     const reader::TraceSummary& names = first_model_ != nullptr ? first_model_->summary : model_.summary;
     tally = std::make_unique<RequestTally>(names, scope.requests, requests, scope.tail_quantile);
+    if (scope.tenants != nullptr) tally->set_co_tenants(co_tenants_of(names, *scope.tenants), others_than(names, *scope.tenants));
     riding = [tally = tally.get(), riding = std::move(riding)](const reader::ChunkView& v) {
       tally->add(v);
       if (riding) riding(v);

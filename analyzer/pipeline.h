@@ -37,7 +37,20 @@ struct AnalysisScope {
   // none), and the quantile above which requests are the tail (--tail).
   std::string requests;
   double tail_quantile = kDefaultTailQuantile;
+  // With --requests, the GPU occupancy of every trace given together
+  // (co_tenants.h): those of other processes on the same GPU are set
+  // against the requests. Null: one trace alone.
+  std::shared_ptr<const GpuTenants> tenants;
+  // Several traces analyzed together: one without such requests (a
+  // launcher shell, the co-tenant itself) is analyzed whole instead of
+  // failing; the caller says so when none has any.
+  bool requests_optional = false;
 };
+
+// With --requests over several traces: each one's GPU occupancy
+// (co_tenants.h), read in one pass each; a trace that cannot be opened is
+// left out (its own analysis says why).
+std::shared_ptr<const GpuTenants> read_gpu_tenants(const std::vector<std::string>& paths);
 
 // Why there is no analysis, in one line that names the input or option it
 // is about: "--range X: T has no NVTX range with that message", "T is not a

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "messages.h"
 #include "output_paths.h"
+#include "profiler_windows.h"
 #include "prometheus_report.h"
 #include "report.h"
 
@@ -101,17 +102,44 @@ void print_json(size_t inputs, nlohmann::ordered_json traces, const std::vector<
   fmt::print("{}\n", doc.dump(2));
 }
 
+// --requests over several traces: each one's GPU occupancy, so that a
+// process on the same GPU is set against the requests of another
+// (co_tenants.h), and a trace without the requests is analyzed whole. A
+// trace that cannot be read is left out here; its analysis says why.
+analyzer::AnalysisScope scope_for(const std::vector<std::string>& paths, const analyzer::AnalysisScope& given) {
+  analyzer::AnalysisScope scope = given;
+  if (scope.requests.empty() || paths.size() < 2) return scope;
+  scope.tenants = analyzer::read_gpu_tenants(paths);
+  scope.requests_optional = true;
+  return scope;
+}
+
+// Several traces with --requests, none of which has such a request: the
+// one-trace error, for all of them.
+bool no_trace_has_requests(const analyzer::AnalysisScope& scope, size_t traces, size_t with_requests) {
+  if (!scope.requests_optional || with_requests > 0) return false;
+  print_error("--requests {}: none of the {} traces has {}", scope.requests, traces,
+              scope.requests == analyzer::kProfilerApiRequests ? "a cudaProfilerStart or cuProfilerStart call"
+                                                               : "an NVTX range with that message");
+  return true;
+}
+
 // Every trace's samples, then one exposition (each family once).
-int prometheus_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& scope) {
+int prometheus_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& given) {
   int status = 0;
   std::vector<analyzer::PrometheusSample> samples;
-  for (const auto& path : expand_inputs(options.inputs)) {
+  const std::vector<std::string> paths = expand_inputs(options.inputs);
+  const analyzer::AnalysisScope scope = scope_for(paths, given);
+  size_t with_requests = 0;
+  for (const auto& path : paths) {
     const auto analysis = analyze_path(path, scope, true);
     if (analysis == nullptr || analysis->import_damage() != nullptr) status = 2;
     if (analysis == nullptr) continue;
+    with_requests += analysis->analysis().requests.requested() ? 1 : 0;
     auto more = analyzer::prometheus_samples(analysis->report_input(options.top), options.job);
     samples.insert(samples.end(), more.begin(), more.end());
   }
+  if (no_trace_has_requests(scope, paths.size(), with_requests)) return 2;
   const std::string text = analyzer::prometheus_text(samples);
   if (options.output.empty()) {
     fmt::print("{}", text);
@@ -133,12 +161,13 @@ std::string no_cuda_work_line(const std::vector<analyzer::ProcessEntry>& idle) {
 // one document), then the process trees the traces form. Among several
 // traces, those without CUDA work (shells, launchers, helpers) share one
 // line instead of a report each.
-int text_or_json_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& scope) {
+int text_or_json_command(const AnalyzeOptions& options, const analyzer::AnalysisScope& given) {
   int status = 0;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   std::vector<analyzer::ProcessEntry> processes, idle;
   const std::vector<std::string> paths = expand_inputs(options.inputs);
-  size_t reports = 0;
+  const analyzer::AnalysisScope scope = scope_for(paths, given);
+  size_t reports = 0, with_requests = 0;
   for (const auto& path : paths) {
     std::string failure;
     const auto analysis = analyze_path(path, scope, true, {}, &failure);
@@ -147,12 +176,14 @@ int text_or_json_command(const AnalyzeOptions& options, const analyzer::Analysis
       all.push_back({{"schema_version", analyzer::kJsonSchemaVersion}, {"trace", path}, {"error", failure}});
     if (analysis == nullptr) continue;
     const analyzer::ReportInput in = analysis->report_input(options.top);
+    with_requests += analysis->analysis().requests.requested() ? 1 : 0;
     processes.push_back(analyzer::process_entry(in));
     if (options.json) all.push_back(analyzer::json_report(in));
     else if (paths.size() > 1 && !processes.back().cuda_work) idle.push_back(processes.back());
     else fmt::print("{}{}", reports++ == 0 ? "" : "\n", analyzer::text_report(in));
   }
   if (!idle.empty()) fmt::print("{}{}", reports == 0 ? "" : "\n", no_cuda_work_line(idle));
+  if (no_trace_has_requests(scope, paths.size(), with_requests)) status = 2;
   const auto trees = analyzer::build_process_trees(std::move(processes));
   if (options.json) {
     print_json(paths.size(), std::move(all), trees);

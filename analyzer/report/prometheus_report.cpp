@@ -47,6 +47,10 @@ constexpr Family kFamilies[] = {
     {"gpuscope_request_tail_other_threads",
      "Share of the tail requests during which another thread of the process was busy in this part (10 % of the "
      "request or more); present when that was so for half the tail or more and a fifth of the median band or less."},
+    {"gpuscope_request_tail_co_tenant",
+     "Share of the tail requests during which another process (traced, analyzed together) was busy on the same GPU "
+     "(10 % of the request or more); present when that was so for half the tail or more and a fifth of the median "
+     "band or less."},
 };
 
 // Every class a process that did CUDA work can get; one that did none sets
@@ -118,8 +122,13 @@ void request_samples(const RequestLatency& r, Collector& c) {
   c.add("gpuscope_request_tail_slowdown_ratio", r.tail.mean_ns() / r.median_band.mean_ns(), name);
   if (const auto other = concurrent_cause(r)) {
     auto labels = with("part", request_part_id(other->part));
-    labels.emplace_back("class", bottleneck_id(tail_cause_class(other->part)));
+    labels.emplace_back("class", bottleneck_id(concurrent_class(other->part)));
     c.add("gpuscope_request_tail_other_threads", other->tail_share, std::move(labels));
+  }
+  if (const auto tenant = co_tenant_cause(r)) {
+    auto labels = with("co_tenant_pid", std::to_string(tenant->tenant->pid));
+    labels.emplace_back("co_tenant_exe", tenant->tenant->exe.substr(tenant->tenant->exe.rfind('/') + 1));
+    c.add("gpuscope_request_tail_co_tenant", tenant->tail_share, std::move(labels));
   }
   const auto cause = tail_cause(r);
   if (!cause) return;

@@ -24,7 +24,7 @@ std::string concurrent_sentence(const RequestLatency& r) {
   if (!c) return "";
   return fmt::format("; meanwhile another thread of the process was in {} during {} of the tail requests and {} of "
                      "the median band's ({:.3f} ms inside each tail request)",
-                     request_part_label(c->part), pct(c->tail_share), pct(c->band_share), c->overlap_ns / 1e6);
+                     concurrent_part_label(c->part), pct(c->tail_share), pct(c->band_share), c->overlap_ns / 1e6);
 }
 
 std::string own_cause_line(const RequestLatency& r) {
@@ -47,9 +47,46 @@ std::string own_cause_line(const RequestLatency& r) {
                      cause->slowdown, request_part_label(cause->median_part));
 }
 
+// Another process on the GPU busy during the tail and not the median band, or "".
+std::string co_tenant_sentence(const RequestLatency& r) {
+  const auto c = co_tenant_cause(r);
+  if (!c) return "";
+  const std::string exe = c->tenant->exe.substr(c->tenant->exe.rfind('/') + 1);
+  return fmt::format("; meanwhile pid {} ({}) on the same GPU was busy during {} of the tail requests and {} of the "
+                     "median band's ({} of the tail's time)",
+                     c->tenant->pid, exe, pct(c->tail_share), pct(c->band_share), pct(c->held_share));
+}
+
 std::string cause_line(const RequestLatency& r) {
   if (!r.thin_evidence.empty()) return "evidence too thin to compare the tail: " + r.thin_evidence;
-  return own_cause_line(r) + concurrent_sentence(r);
+  return own_cause_line(r) + concurrent_sentence(r) + co_tenant_sentence(r);
+}
+
+// Which other processes were looked at: the blind spot when none were.
+std::string other_processes_line(const RequestLatency& r) {
+  if (r.other_traces == 0)
+    return "other processes on the GPU: not seen (give their traces with this one, or trace them in the same "
+           "gpuscope run, to compare)";
+  if (r.co_tenants.empty())
+    return fmt::format("other processes on the GPU: none of the {} other trace(s) given was busy on this GPU during "
+                       "the compared requests (same boot, same GPU UUID)",
+                       r.other_traces);
+  return fmt::format("other processes on the GPU: {} of the {} other trace(s) given were busy on it during the "
+                     "compared requests",
+                     r.co_tenants.size(), r.other_traces);
+}
+
+void co_tenant_rows(std::string& out, const RequestLatency& r) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  const auto each = [](const RequestGroup& g, uint64_t total) { return g.requests ? double(total) / g.requests : 0; };
+  for (const CoTenantOverlap& o : r.co_tenants) {
+    const std::string who = fmt::format("pid {} ({})", o.pid, o.exe.substr(o.exe.rfind('/') + 1));
+    out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", fmt::format("co-tenant {} busy on the GPU, inside", who),
+                       each(t, o.tail_ns) / 1e6, each(b, o.band_ns) / 1e6);
+    out += fmt::format("    {:<64} {:>10} {:>10}\n", fmt::format("requests with {} busy >= {} of them", who, pct(kCoTenantShare)),
+                       pct(t.requests ? double(o.tail_requests) / t.requests : 0),
+                       pct(b.requests ? double(o.band_requests) / b.requests : 0));
+  }
 }
 
 void comparison_table(std::string& out, const RequestLatency& r) {
@@ -75,13 +112,14 @@ void comparison_table(std::string& out, const RequestLatency& r) {
       out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", label, each(t, t.*kind) / 1e6, each(b, b.*kind) / 1e6);
   for (size_t p = 0; p < kRequestParts; ++p) {
     if (t.concurrent_ns[p] == 0 && b.concurrent_ns[p] == 0) continue;
-    const char* id = request_part_id(static_cast<RequestPart>(p));
+    const bool cpu = static_cast<RequestPart>(p) == RequestPart::OutsideCuda;
+    const char* id = cpu ? "host code on the CPU" : request_part_id(static_cast<RequestPart>(p));
     out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", fmt::format("other threads' {}, inside the request", id),
                        each(t, t.concurrent_ns[p]) / 1e6, each(b, b.concurrent_ns[p]) / 1e6);
     out += fmt::format("    {:<64} {:>10} {:>10}\n",
                        fmt::format("requests with other threads' {} >= {} of them", id, pct(kConcurrentShare)),
                        pct(t.concurrent_request_share(p)), pct(b.concurrent_request_share(p)));
-  }
+  }  co_tenant_rows(out, r);
 }
 
 json group_json(const RequestGroup& g, bool device_records) {
@@ -111,6 +149,31 @@ json concurrent_json(const RequestLatency& r) {
               {"tail_share", c->tail_share},
               {"median_share", c->band_share},
               {"overlap_s", c->overlap_ns / 1e9}};
+}
+
+json co_tenants_json(const RequestLatency& r) {
+  json out = json::array();
+  const auto each = [](const RequestGroup& g, uint64_t total) { return g.requests ? double(total) / g.requests : 0.0; };
+  for (const CoTenantOverlap& o : r.co_tenants)
+    out.push_back(json{{"pid", o.pid},
+                       {"exe", o.exe},
+                       {"trace", o.trace},
+                       {"busy_from", o.device_records ? "device_records" : "waiting_calls"},
+                       {"tail_busy_s", each(r.tail, o.tail_ns) / 1e9},
+                       {"median_busy_s", each(r.median_band, o.band_ns) / 1e9},
+                       {"tail_busy_requests", o.tail_requests},
+                       {"median_busy_requests", o.band_requests}});
+  return out;
+}
+
+json co_tenant_cause_json(const RequestLatency& r) {
+  const auto c = co_tenant_cause(r);
+  if (!c) return nullptr;
+  return json{{"pid", c->tenant->pid},
+              {"exe", c->tenant->exe},
+              {"tail_share", c->tail_share},
+              {"median_share", c->band_share},
+              {"tail_time_share", c->held_share}};
 }
 
 json cause_json(const RequestLatency& r) {
@@ -149,6 +212,7 @@ std::string requests_text(const ReportInput& in) {
                        "of those requests do not count them\n",
                        r.overlap_lookups_cut, kOverlapLookback);
   if (r.thin_evidence.empty()) comparison_table(out, r);
+  if (r.thin_evidence.empty()) out += "  " + other_processes_line(r) + "\n";
   out += "  " + cause_line(r) + "\n\n";
   return out;
 }
@@ -183,6 +247,9 @@ nlohmann::ordered_json requests_json(const ReportInput& in) {
               {"tail_cause", cause_json(r)},
               {"other_threads_cause", concurrent_json(r)},
               {"overlap_lookups_cut", r.overlap_lookups_cut},
+              {"other_traces", r.other_traces},
+              {"co_tenants", co_tenants_json(r)},
+              {"co_tenant_cause", co_tenant_cause_json(r)},
               {"tail_summary", cause_line(r)}};
 }
 

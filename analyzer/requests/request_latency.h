@@ -53,6 +53,9 @@ inline constexpr size_t kOverlapLookback = 64;
 // Calls of tail and median-band requests remembered until their device
 // records come (CUPTI delivers them late); past this many, counted instead.
 inline constexpr size_t kMaxDeviceLinks = size_t{1} << 20;
+// The function id of another thread's CPU samples among the concurrent
+// sites (no CUDA function has id 0): its stack is where its CPU time went.
+inline constexpr uint32_t kOnCpuSite = 0;
 
 // The time, bytes and calls of a group of requests (the tail or the median
 // band), summed over its requests.
@@ -82,6 +85,21 @@ struct RequestGroup {
   double concurrent_request_share(size_t part) const {
     return requests ? static_cast<double>(concurrent_requests[part]) / requests : 0;
   }
+};
+
+// Another process on the same GPU busy for this share of a request's span
+// or more held the GPU during it (the same bar as another thread's).
+inline constexpr double kCoTenantShare = kConcurrentShare;
+
+// A co-tenant (co_tenants.h) during the tail and the median band: its busy
+// time inside the groups' requests (summed), and how many requests of each
+// group it was busy for kCoTenantShare of or more.
+struct CoTenantOverlap {
+  int pid = 0;
+  std::string exe, trace;
+  bool device_records = false;  // its busy time is from device records, not its waiting calls
+  uint64_t tail_ns = 0, band_ns = 0;
+  uint64_t tail_requests = 0, band_requests = 0;
 };
 
 struct RequestQuantile {
@@ -123,6 +141,10 @@ struct RequestLatency {
   uint64_t overlap_lookups_cut = 0;       // other threads' calls whose overlap search stopped at kOverlapLookback
   bool device_records = false;            // the trace has device timestamps: the groups' device_* are measured
   uint64_t device_links_over_limit = 0;   // requests' calls past kMaxDeviceLinks: their device time is not counted
+  // Other processes' traces given with this one that shared its GPU, and
+  // what each did during the groups (busiest in the tail first).
+  std::vector<CoTenantOverlap> co_tenants;
+  uint64_t other_traces = 0;              // traces given alongside, co-tenants or not
   bool requested() const { return !name.empty(); }
 };
 

@@ -109,8 +109,9 @@ size_t RequestTally::started_before(uint64_t ns) const {
 // Another thread's call: its time inside each request open meanwhile (the
 // `started` requests that began before it ends, latest first, until every
 // earlier one has ended before it starts).
-void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part, size_t started) {
-  const uint64_t start = c.start_ns(), end = start + c.duration_ns();
+void RequestTally::add_concurrent(const OtherWork& w, size_t started) {
+  const uint64_t start = w.start_ns, end = w.end_ns;
+  const RequestPart part = w.part;
   size_t i = started;
   for (size_t looked = 0; i > 0 && latest_end_[i - 1] > start; ++looked) {
     if (looked == kOverlapLookback) {
@@ -118,12 +119,12 @@ void RequestTally::add_concurrent(const fb::ApiCall& c, RequestPart part, size_t
       return;
     }
     const Member& m = by_start_[--i];
-    if (m.tid == c.tid() || m.end_ns <= start) continue;
+    if (m.tid == w.tid || m.end_ns <= start) continue;
     const uint64_t overlap = std::min(end, m.end_ns) - std::max(start, m.start_ns);
     concurrent_[m.request][static_cast<size_t>(part)] += overlap;
     RequestGroup& g = group(m.group);
     g.concurrent_ns[static_cast<size_t>(part)] += overlap;
-    RequestGroup::Site& site = g.concurrent_sites[SiteKey{c.function_id(), c.stack_id()}];
+    RequestGroup::Site& site = g.concurrent_sites[w.site];
     site.part = part;
     site.calls.add(overlap, 1);
   }
@@ -139,7 +140,9 @@ void RequestTally::add_call(const fb::ApiCall& c) {
   if (in == nullptr && !beside) return;
   const Linked link = linked(c.correlation_id());
   const RequestPart part = part_of(c, link);
-  if (beside) add_concurrent(c, part, started);
+  if (beside)
+    add_concurrent({c.tid(), c.start_ns(), c.start_ns() + c.duration_ns(), part, {c.function_id(), c.stack_id()}},
+                   started);
   if (in == nullptr) return;
   RequestGroup& g = group(in->group);
   const uint64_t ns = std::min(c.duration_ns(), in->end_ns - c.start_ns());  // a call past the request's end
@@ -199,6 +202,25 @@ void RequestTally::add(const reader::ChunkView& v) {
   add_device_records(v);
   for (const auto& c : v.api_calls)
     if (c.depth() == 0) add_call(c);
+  for (const auto& sample : v.host_samples) add_cpu_sample(sample);
+}
+
+// A CPU stack sample stands for one sampling period of its thread's CPU
+// time, ending when it was taken: another thread's host code on the CPU
+// (part OutsideCuda, site: its stack under function id 0) during the
+// requests open meanwhile.
+void RequestTally::add_cpu_sample(const fb::HostSample& sample) {
+  const uint64_t period = names_.host_sampling ? names_.host_sampling->period_ns : 0;
+  if (period == 0) return;
+  const uint64_t end = sample.start_ns(), start = end - std::min(end, period);
+  const size_t started = started_before(end);
+  if (started == 0 || latest_end_[started - 1] <= start) return;
+  add_concurrent({sample.tid(), start, end, RequestPart::OutsideCuda, {kOnCpuSite, sample.stack_id()}}, started);
+}
+
+void RequestTally::set_co_tenants(std::vector<const GpuTenant*> co_tenants, uint64_t others) {
+  co_tenants_ = std::move(co_tenants);
+  out_.other_traces = others;
 }
 
 // Outside CUDA: each request's span less its CUDA calls' time.
@@ -214,6 +236,11 @@ RequestLatency RequestTally::finish() {
     count_concurrent(i, g);
   }
   count_tail_growth();
+  if (!co_tenants_.empty()) {
+    std::vector<GroupedSpan> spans;
+    for (const Member& m : by_start_) spans.push_back({m.start_ns, m.end_ns, m.group});
+    out_.co_tenants = overlap_co_tenants(spans, co_tenants_);
+  }
   return std::move(out_);
 }
 

@@ -7,13 +7,15 @@
 // blocked time (implicit_syncs.h), so both say the same of one call.
 // Every other thread's outermost calls are also summed, by part, into the
 // requests they overlap (RequestGroup::concurrent_*): what else the process
-// did while the slow requests waited.
+// did while the slow requests waited, and their CPU stack samples (host
+// code on the CPU, part OutsideCuda).
 #pragma once
 
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "co_tenants.h"
 #include "implicit_syncs.h"
 #include "request_latency.h"
 
@@ -26,6 +28,9 @@ class RequestTally {
   RequestTally(const reader::TraceSummary& names, std::string name, const std::vector<RangeInstance>& requests,
                double tail_quantile);
   void add(const reader::ChunkView& v);
+  // Other traces given alongside (`others` of them), and those of them that
+  // shared the GPU: their busy time is set against the groups' requests.
+  void set_co_tenants(std::vector<const GpuTenant*> co_tenants, uint64_t others);
   // The figures; sites stay ids (SiteKey) for the rules to name.
   RequestLatency finish();
 
@@ -52,7 +57,14 @@ class RequestTally {
   void link_to_device(uint64_t correlation_id, const Member& in);
   RequestGroup& group(uint8_t g) { return g == 1 ? out_.tail : out_.median_band; }
   size_t started_before(uint64_t ns) const;
-  void add_concurrent(const fb::ApiCall& c, RequestPart part, size_t started);
+  struct OtherWork {  // another thread's call or CPU sample
+    uint32_t tid = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    RequestPart part = RequestPart::OtherCuda;
+    SiteKey site;
+  };
+  void add_concurrent(const OtherWork& w, size_t started);
+  void add_cpu_sample(const fb::HostSample& sample);
   void count_tail_growth();
   void count_concurrent(size_t request, RequestGroup& g);
 
@@ -78,6 +90,7 @@ class RequestTally {
   ImplicitSyncTally implicit_;
   std::unordered_set<const fb::ApiCall*> implicit_calls_;  // this chunk's calls counted as blocked
   std::unordered_map<uint32_t, CallKind> kinds_;
+  std::vector<const GpuTenant*> co_tenants_;
 };
 
 }  // namespace gpuscope::analyzer

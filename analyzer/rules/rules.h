@@ -152,10 +152,26 @@ struct ConcurrentCause {
 };
 std::optional<ConcurrentCause> concurrent_cause(const RequestLatency& r);
 inline constexpr double kConcurrentBandShare = 0.20;
+// Another process on the same GPU (RequestLatency::co_tenants) busy for
+// kCoTenantShare of at least kTailCauseShare of the tail requests and of at
+// most kConcurrentBandShare of the band's: the largest such difference.
+struct CoTenantCause {
+  const CoTenantOverlap* tenant = nullptr;
+  double tail_share = 0, band_share = 0;  // of each group's requests, the co-tenant busy during them
+  double held_share = 0;                  // its busy time over the tail requests' time
+};
+std::optional<CoTenantCause> co_tenant_cause(const RequestLatency& r);
+// "pid 4417 (batch_embed) was busy on the GPU ...": the evidence line.
+std::string co_tenant_line(const RequestLatency& r, const CoTenantCause& c);
 // The class a tail cause's part belongs to: copies PCIe-bound,
 // synchronization sync-bound, allocation, freeing and memsets memory-bound,
 // launches CPU-bound, the rest inconclusive.
 Bottleneck tail_cause_class(RequestPart part);
+// The same for another thread's part: its CPU samples (OutsideCuda) are
+// host code on the CPU, CPU-bound; the rest as tail_cause_class.
+Bottleneck concurrent_class(RequestPart part);
+// "host code on the CPU (CPU samples)" for OutsideCuda, else request_part_label.
+const char* concurrent_part_label(RequestPart part);
 // The tail finding (after the verdict: it names a cause of the slowest
 // requests, not of the process's average), ranked among the others.
 void add_tail_finding(const TraceModel& model, Analysis* analysis);

@@ -33,6 +33,14 @@ Bottleneck tail_cause_class(RequestPart part) {
   }
 }
 
+Bottleneck concurrent_class(RequestPart part) {
+  return part == RequestPart::OutsideCuda ? Bottleneck::CpuBound : tail_cause_class(part);
+}
+
+const char* concurrent_part_label(RequestPart part) {
+  return part == RequestPart::OutsideCuda ? "host code on the CPU (its CPU samples)" : request_part_label(part);
+}
+
 namespace {
 
 const char* fix_for(RequestPart part) {
@@ -117,14 +125,21 @@ std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause&
 std::vector<CallSite> concurrent_sites(const TraceModel& m, const RequestLatency& r, RequestPart part) {
   std::vector<CallSite> out;
   for (const auto& [key, site] : r.tail.concurrent_sites)
-    if (site.part == part)
-      out.push_back(CallSite{m.summary.name_of(key.function_id), key.stack_id, site.calls.count, site.calls.ns});
+    if (site.part == part) {
+      const std::string name = key.function_id == kOnCpuSite ? "(on CPU)" : m.summary.name_of(key.function_id);
+      out.push_back(CallSite{name, key.stack_id, site.calls.count, site.calls.ns});
+    }
   std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) { return a.ns > b.ns; });
   if (out.size() > kTailSitesShown) out.resize(kTailSitesShown);
   return out;
 }
 
 const char* concurrent_fix_for(RequestPart part) {
+  if (part == RequestPart::OutsideCuda)
+    return "another thread's host code was on the CPU while the slow requests waited: if it holds a lock the "
+           "requests need (the Python GIL, a model or queue lock), shorten what it does under the lock or move it "
+           "off the request path; if the cores are saturated, give the request threads cores of their own (cpuset) "
+           "or run the background work at a lower priority";
   switch (tail_cause_class(part)) {
     case Bottleneck::MemoryBound:
       return "take the other thread's allocations out of the requests' way: preallocate its buffers or give it a "
@@ -146,8 +161,20 @@ std::string concurrent_line(const RequestLatency& r, const ConcurrentCause& c) {
   return fmt::format("{} of the {} tail requests had another thread in {} for {} of the request or more ({:.3f} ms "
                      "inside each tail request on average), against {} of the {} median band requests",
                      r.tail.concurrent_requests[static_cast<size_t>(c.part)], r.tail.requests,
-                     request_part_label(c.part), pct(kConcurrentShare), c.overlap_ns / 1e6,
+                     concurrent_part_label(c.part), pct(kConcurrentShare), c.overlap_ns / 1e6,
                      r.median_band.concurrent_requests[static_cast<size_t>(c.part)], r.median_band.requests);
+}
+
+// Where the tail requests waited on their own thread, when the cause is
+// elsewhere: an evidence line, and that part's grown call sites.
+void add_own_growth(const TraceModel& model, const RequestLatency& r, const std::optional<TailCause>& own, Finding* f) {
+  if (!own) return;
+  const auto p = static_cast<size_t>(own->part);
+  f->evidence.push_back(fmt::format("on their own thread the tail requests grew most in {}: {:.3f} ms per tail "
+                                    "request against {:.3f} ms in the median band (where they waited)",
+                                    request_part_label(own->part), r.tail.mean_part_ns(p) / 1e6,
+                                    r.median_band.mean_part_ns(p) / 1e6));
+  for (CallSite& s : grown_sites(model, r, own->part)) f->sites.push_back(std::move(s));
 }
 
 // The finding when the tail's difference is on other threads: the own
@@ -155,10 +182,10 @@ std::string concurrent_line(const RequestLatency& r, const ConcurrentCause& c) {
 Finding concurrent_finding(const TraceModel& model, const RequestLatency& r, const ConcurrentCause& c,
                            const std::optional<TailCause>& own) {
   Finding f;
-  f.cls = tail_cause_class(c.part);
+  f.cls = concurrent_class(c.part);
   f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow while another thread of the process is in "
                         "{}: {} of them, {} of the median band",
-                        r.name, r.tail_quantile * 100, request_part_label(c.part), pct(c.tail_share),
+                        r.name, r.tail_quantile * 100, concurrent_part_label(c.part), pct(c.tail_share),
                         pct(c.band_share));
   f.evidence.push_back(fmt::format("tail ({} requests): {:.3f} ms each on average; median band ({} requests): {:.3f} "
                                    "ms; {:.1f}x slower",
@@ -166,20 +193,72 @@ Finding concurrent_finding(const TraceModel& model, const RequestLatency& r, con
                                    r.median_band.mean_ns() / 1e6, r.tail.mean_ns() / r.median_band.mean_ns()));
   f.evidence.push_back(concurrent_line(r, c));
   f.sites = concurrent_sites(model, r, c.part);
-  if (own) {
-    const auto p = static_cast<size_t>(own->part);
-    f.evidence.push_back(fmt::format("on their own thread the tail requests grew most in {}: {:.3f} ms per tail "
-                                     "request against {:.3f} ms in the median band (where they waited)",
-                                     request_part_label(own->part), r.tail.mean_part_ns(p) / 1e6,
-                                     r.median_band.mean_part_ns(p) / 1e6));
-    for (CallSite& s : grown_sites(model, r, own->part)) f.sites.push_back(std::move(s));
-  }
+  add_own_growth(model, r, own, &f);
   if (r.device_records) f.evidence.push_back(device_line(r));
   f.fix = concurrent_fix_for(c.part);
   return f;
 }
 
+std::string process_name(const CoTenantOverlap& t) {
+  const std::string exe = t.exe.substr(t.exe.rfind('/') + 1);
+  return fmt::format("pid {} ({})", t.pid, exe.empty() ? "unknown" : exe);
+}
+
+// The finding when the tail's difference is another process on the GPU.
+Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, const CoTenantCause& c,
+                          const std::optional<TailCause>& own) {
+  Finding f;
+  f.cls = own ? tail_cause_class(own->part) : Bottleneck::Inconclusive;
+  f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow while another process uses the same "
+                        "GPU: {} was busy on it during {} of them, {} of the median band",
+                        r.name, r.tail_quantile * 100, process_name(*c.tenant), pct(c.tail_share), pct(c.band_share));
+  f.evidence.push_back(fmt::format("tail ({} requests): {:.3f} ms each on average; median band ({} requests): {:.3f} "
+                                   "ms; {:.1f}x slower",
+                                   r.tail.requests, r.tail.mean_ns() / 1e6, r.median_band.requests,
+                                   r.median_band.mean_ns() / 1e6, r.tail.mean_ns() / r.median_band.mean_ns()));
+  f.evidence.push_back(co_tenant_line(r, c));
+  f.evidence.push_back(c.tenant->device_records
+                           ? "its busy time is its kernels, copies and memsets from its device records (CUPTI)"
+                           : "its busy time is estimated from its own CUDA calls that waited for the GPU "
+                             "(synchronization, copies, memsets, frees): without its device records (CUPTI) the "
+                             "estimate cannot tell its work running from its work queued behind the requests'");
+  add_own_growth(model, r, own, &f);
+  f.fix = fmt::format("the service shares its GPU with {}: the GPU time-slices the two processes, so requests that "
+                      "arrive during its bursts wait for its work. Give the service a GPU or a MIG instance of its "
+                      "own, run the other job under MPS with a CUDA_MPS_ACTIVE_THREAD_PERCENTAGE limit, or schedule "
+                      "it away from the service's busy hours",
+                      process_name(*c.tenant));
+  return f;
+}
+
 }  // namespace
+
+std::string co_tenant_line(const RequestLatency& r, const CoTenantCause& c) {
+  const CoTenantOverlap& t = *c.tenant;
+  const double band_held = r.median_band.total_ns ? static_cast<double>(t.band_ns) / r.median_band.total_ns : 0;
+  return fmt::format("co-tenant {} ({}) was busy on the GPU for {} of the tail requests' time ({:.3f} ms inside each "
+                     "on average), and for {} or more of {} of the {} tail requests against {} of the {} median band "
+                     "requests ({} of their time)",
+                     process_name(t), t.trace, pct(c.held_share),
+                     r.tail.requests ? static_cast<double>(t.tail_ns) / r.tail.requests / 1e6 : 0,
+                     pct(kCoTenantShare), t.tail_requests, r.tail.requests, t.band_requests, r.median_band.requests,
+                     pct(band_held));
+}
+
+std::optional<CoTenantCause> co_tenant_cause(const RequestLatency& r) {
+  const RequestGroup &t = r.tail, &b = r.median_band;
+  if (!r.thin_evidence.empty() || t.requests == 0 || b.requests == 0 || b.mean_ns() <= 0) return std::nullopt;
+  if (t.mean_ns() < kTailSlowdown * b.mean_ns()) return std::nullopt;
+  std::optional<CoTenantCause> best;
+  for (const CoTenantOverlap& o : r.co_tenants) {
+    const double tail_share = static_cast<double>(o.tail_requests) / t.requests;
+    const double band_share = static_cast<double>(o.band_requests) / b.requests;
+    if (tail_share < kTailCauseShare || band_share > kConcurrentBandShare) continue;
+    if (best && tail_share - band_share <= best->tail_share - best->band_share) continue;
+    best = CoTenantCause{&o, tail_share, band_share, t.total_ns ? static_cast<double>(o.tail_ns) / t.total_ns : 0};
+  }
+  return best;
+}
 
 std::optional<ConcurrentCause> concurrent_cause(const RequestLatency& r) {
   const RequestGroup &t = r.tail, &b = r.median_band;
@@ -223,7 +302,8 @@ void add_tail_finding(const TraceModel& model, Analysis* analysis) {
   const RequestLatency& r = analysis->requests;
   const auto cause = tail_cause(r);
   const auto other = concurrent_cause(r);
-  if (!(cause && cause->differs) && !other) return;
+  const auto tenant = co_tenant_cause(r);
+  if (!(cause && cause->differs) && !other && !tenant) return;
   Finding f;
   if (cause && cause->differs) {
     f.cls = tail_cause_class(cause->part);
@@ -234,8 +314,18 @@ void add_tail_finding(const TraceModel& model, Analysis* analysis) {
     f.sites = grown_sites(model, r, cause->part);
     f.fix = fix_for(cause->part);
     if (other) f.evidence.push_back(concurrent_line(r, *other));
+    // Host time that grew while another thread ran host code: where that thread was.
+    if (other && other->part == RequestPart::OutsideCuda && cause->part == RequestPart::OutsideCuda) {
+      for (CallSite& site : concurrent_sites(model, r, other->part)) f.sites.push_back(std::move(site));
+      f.fix = concurrent_fix_for(other->part);
+    }
+    if (tenant) f.evidence.push_back(co_tenant_line(r, *tenant));
+  } else if (tenant && (!other || tenant->tail_share - tenant->band_share >= other->tail_share - other->band_share)) {
+    f = co_tenant_finding(model, r, *tenant, cause);
+    if (other) f.evidence.push_back(concurrent_line(r, *other));
   } else {
     f = concurrent_finding(model, r, *other, cause);
+    if (tenant) f.evidence.push_back(co_tenant_line(r, *tenant));
   }
   f.id = "requests.tail_cause";
   const double slowdown = r.tail.mean_ns() / r.median_band.mean_ns();

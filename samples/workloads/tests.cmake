@@ -27,6 +27,8 @@ samples_test(samples.nvtx_phases "${SIMGPU_SAMPLE_ENV}" nvtx_phases)
 samples_test(samples.gpu_probe "${SIMGPU_SAMPLE_ENV}" gpu_probe)
 samples_test(samples.profiled_phases "${SIMGPU_SAMPLE_ENV}" profiled_phases)
 samples_test(samples.service_loop "${SIMGPU_SAMPLE_ENV}" service_loop --seconds 1)
+samples_test(samples.batch_embed "${SIMGPU_SAMPLE_ENV}" batch_embed --bursts 3 --period-ms 10)
+samples_test(samples.request_service.refresh "${SIMGPU_SAMPLE_ENV}" request_service --requests 20 --refresh-every 5)
 set_tests_properties(samples.gpu_probe PROPERTIES PASS_REGULAR_EXPRESSION "device 0: simgpu H200 \\(simulated\\)")
 
 # cpu_fallback when the driver sees no GPU: the unfixed service succeeds on

@@ -1,10 +1,12 @@
 // Requests (--requests, analyzer/requests/): nearest-rank quantiles, which
 // requests are the tail and the median band, the thin-evidence rule, and
-// the tail's cause from the two groups' parts (rules/tail_rules.cpp).
+// the tail's cause from the two groups' parts (rules/tail_rules.cpp), and
+// other processes on the same GPU set against the requests (co_tenants.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "co_tenants.h"
 #include "request_latency.h"
 #include "rules.h"
 
@@ -220,6 +222,94 @@ TEST(TailCause, OtherThreadsBusyOnlyDuringTheTailAreACause) {
   RequestLatency thin = r;
   thin.thin_evidence = "only 10 request(s)";
   EXPECT_FALSE(concurrent_cause(thin));
+}
+
+GpuTenant tenant(int pid, std::string boot, std::vector<std::string> uuids,
+                 std::vector<std::pair<uint64_t, uint64_t>> busy) {
+  GpuTenant t;
+  t.pid = pid;
+  t.exe = "/opt/jobs/batch_embed";
+  t.boot_id = std::move(boot);
+  t.gpu_uuids = std::move(uuids);
+  t.busy = std::move(busy);
+  return t;
+}
+
+reader::TraceSummary service_on(const std::string& boot, const std::string& uuid) {
+  reader::TraceSummary s;
+  s.process.emplace();
+  s.process->pid = 100;
+  s.process->boot_id = boot;
+  if (!uuid.empty()) s.devices.push_back(container::DeviceDescription{0, "GPU", uuid});
+  return s;
+}
+
+TEST(CoTenants, BusyTimeIsClippedToTheSpan) {
+  const GpuTenant t = tenant(7, "b", {}, {{100, 200}, {300, 400}, {500, 600}});
+  EXPECT_EQ(t.busy_within(0, 1000), 300u);
+  EXPECT_EQ(t.busy_within(150, 350), 100u);  // 50 of the first, 50 of the second
+  EXPECT_EQ(t.busy_within(200, 300), 0u);    // between two: none
+  EXPECT_EQ(t.busy_within(550, 551), 1u);
+  EXPECT_EQ(t.busy_within(700, 800), 0u);
+}
+
+// Same boot (one monotonic clock), another pid, a GPU in common; a trace
+// that names no GPU is taken as on the host's GPUs.
+TEST(CoTenants, OnlyOtherProcessesOfTheSameBootOnTheSameGpuAreCoTenants) {
+  GpuTenants all = {tenant(100, "boot-a", {"GPU-1"}, {{1, 2}}),   // the service itself
+                    tenant(7, "boot-a", {"GPU-1"}, {{1, 2}}),     // co-tenant
+                    tenant(8, "boot-b", {"GPU-1"}, {{1, 2}}),     // another boot: no common clock
+                    tenant(9, "boot-a", {"GPU-2"}, {{1, 2}}),     // another GPU
+                    tenant(10, "boot-a", {}, {{1, 2}}),           // no GPU named
+                    tenant(11, "boot-a", {"GPU-1"}, {})};         // never busy
+  std::vector<int> pids;
+  for (const GpuTenant* t : co_tenants_of(service_on("boot-a", "GPU-1"), all)) pids.push_back(t->pid);
+  EXPECT_EQ(pids, (std::vector<int>{7, 10}));
+  EXPECT_EQ(others_than(service_on("boot-a", "GPU-1"), all), 5u);
+  EXPECT_TRUE(co_tenants_of(service_on("", "GPU-1"), all).empty());  // no boot id: nothing to line up on
+}
+
+// Each co-tenant's busy time inside the tail's and the band's requests, and
+// the requests it covered kCoTenantShare of or more.
+TEST(CoTenants, OverlapsCountRequestsTheCoTenantHeld) {
+  const std::vector<GroupedSpan> spans = {{0, 100, 1}, {200, 300, 1}, {400, 500, 2}, {600, 700, 2}};
+  const GpuTenant busy = tenant(7, "b", {}, {{50, 250}, {690, 695}});
+  const GpuTenant idle = tenant(8, "b", {}, {{800, 900}});
+  const auto out = overlap_co_tenants(spans, {&idle, &busy});
+  ASSERT_EQ(out.size(), 1u);  // the idle one overlapped nothing
+  EXPECT_EQ(out[0].pid, 7);
+  EXPECT_EQ(out[0].tail_ns, 100u);  // 50 + 50
+  EXPECT_EQ(out[0].tail_requests, 2u);
+  EXPECT_EQ(out[0].band_ns, 5u);
+  EXPECT_EQ(out[0].band_requests, 0u);  // 5 % of the request: under kCoTenantShare
+}
+
+// The co-tenant cause: busy during half the tail or more and a fifth of the
+// band or less, in a slow tail with enough evidence.
+TEST(TailCause, AProcessOnTheSameGpuBusyOnlyDuringTheTailIsACause) {
+  RequestLatency r = compared(group_of(6, {{RequestPart::ExplicitSync, 3000}}),
+                              group_of(24, {{RequestPart::ExplicitSync, 1000}}), {{RequestPart::ExplicitSync, 6}});
+  r.co_tenants = {CoTenantOverlap{7, "batch", "t", false, 6 * 2000, 100, 5, 4},
+                  CoTenantOverlap{8, "always", "u", false, 6 * 1000, 24 * 500, 6, 24}};
+  const auto c = co_tenant_cause(r);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->tenant->pid, 7);  // the one that is busy with the typical requests too is no difference
+  EXPECT_NEAR(c->tail_share, 5.0 / 6, 1e-12);
+  EXPECT_NEAR(c->band_share, 4.0 / 24, 1e-12);
+  EXPECT_NEAR(c->held_share, 12000.0 / 18000, 1e-12);
+  EXPECT_NE(co_tenant_line(r, *c).find("co-tenant pid 7 (batch)"), std::string::npos) << co_tenant_line(r, *c);
+  RequestLatency common = r;
+  common.co_tenants[0].band_requests = 6;  // a quarter of the band
+  EXPECT_FALSE(co_tenant_cause(common));
+  RequestLatency rare = r;
+  rare.co_tenants[0].tail_requests = 2;
+  EXPECT_FALSE(co_tenant_cause(rare));
+  RequestLatency tight = r;
+  tight.tail = group_of(6, {{RequestPart::ExplicitSync, 1400}});
+  EXPECT_FALSE(co_tenant_cause(tight));
+  RequestLatency thin = r;
+  thin.thin_evidence = "only 10 request(s)";
+  EXPECT_FALSE(co_tenant_cause(thin));
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 // over the trace's own NVTX push/pop records (read here, not through the
 // analyzer's range model); the service whose every tenth request copies a
 // large pageable input gets the tail finding naming those copies and their
-// call site, the healthy one none. The Prometheus summary carries the same
+// call site, the healthy one none; the service next to a batch job on the
+// same simulated GPU (one SIMGPU_SHARED_ID: shared engines) gets the batch
+// job's process as its tail's cause. The Prometheus summary carries the same
 // quantiles, and the tail's cause as a labeled gauge. Judged by shares and ratios only: the
 // machine may be loaded. RUN_SERIAL, like the other verdict tests.
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -78,25 +81,47 @@ class TailLatency : public ::testing::Test {
   void SetUp() override {
     if (!simgpu_built() || !std::filesystem::exists(bin("request_service")))
       GTEST_SKIP() << "simgpu or request_service is not built";
+    if (!std::filesystem::exists(bin("batch_embed"))) GTEST_SKIP() << "batch_embed is not built";
   }
 
   // request_service traced with `args`; `run_args` go to gpuscope run.
-  std::string trace(const std::vector<std::string>& args, const std::vector<std::string>& run_args = {}) {
-    const std::string path = dir_.file("service" + std::to_string(++n_) + ".gpuscope");
+  std::string trace(const std::vector<std::string>& args, const std::vector<std::string>& run_args = {},
+                    const std::string& program = "request_service", const std::string& shared_id = "") {
+    const std::string path = dir_.file(program + std::to_string(++n_) + ".gpuscope");
     std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", path};
     argv.insert(argv.end(), run_args.begin(), run_args.end());
     argv.push_back("--");
-    argv.push_back(bin("request_service"));
+    argv.push_back(bin(program));
     argv.insert(argv.end(), args.begin(), args.end());
-    const auto ran = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)},
-                                                {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+    std::vector<std::string> env = {"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)};
+    std::vector<std::string> unset = {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"};
+    if (shared_id.empty()) unset.push_back("SIMGPU_SHARED_ID");
+    else env.push_back("SIMGPU_SHARED_ID=" + shared_id);
+    const auto ran = run(argv, environment_with(env, unset));
     EXPECT_EQ(ran.exit_code(), 0) << ran.err;
     return path;
   }
 
+  // The service and the batch job side by side on one simulated GPU (the
+  // batch job started first, its bursts spread over the service's run):
+  // the two traces.
+  std::pair<std::string, std::string> service_beside_batch(const std::vector<std::string>& service_args) {
+    const std::string id = "gpuscope-cotenant-" + std::to_string(getpid()) + "-" + std::to_string(n_);
+    auto batch = std::async(std::launch::async, [&] {
+      return trace({"--bursts", "30", "--period-ms", "50"}, {}, "batch_embed", id);
+    });
+    const std::string service = trace(service_args, {}, "request_service", id);
+    return {service, batch.get()};
+  }
+
+  static int pid_of(const std::string& path) {
+    const TraceContents t = read_trace_file(path);
+    return t.summary.process ? t.summary.process->pid : 0;
+  }
+
   static json analyze(const std::string& path, const std::vector<std::string>& extra = {},
                       const std::string& requests = "request") {
-    std::vector<std::string> argv = {gpuscope_exe(), "analyze", "--json", path, "--requests", requests};
+    std::vector<std::string> argv = {gpuscope_exe(), "analyze", "--json", "--requests", requests, path};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const auto r = run(argv);
     EXPECT_EQ(r.exit_code(), 0) << r.err;
@@ -255,12 +280,42 @@ TEST_F(TailLatency, AnAllocatorStormOnAHelperThreadIsTheTailsCause) {
   bool helper_site = false;
   for (const auto& s : (*f)["call_sites"])
     for (const auto& frame : s["frames"])
-      helper_site |= s["function"] == "cudaFree" && frame.value("function", "").find("Storm::churn") != std::string::npos;
+      helper_site |= s["function"] == "cudaFree" && frame.value("function", "").find("churn") != std::string::npos;
   EXPECT_TRUE(helper_site) << (*f)["call_sites"].dump(2);
   // The Prometheus exposition carries it as a labeled gauge.
   const auto p = run({gpuscope_exe(), "analyze", "--format", "prometheus", path, "--requests", "request"});
   EXPECT_NE(p.out.find("gpuscope_request_tail_other_threads{"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("part=\"free\",class=\"memory_bound\"}"), std::string::npos) << p.out;
+}
+
+// A helper that holds the lock every request takes while it computes on
+// the CPU: the requests that arrive meanwhile wait outside CUDA (not the
+// median's own part: the finding), and the helper's CPU stack samples,
+// inside those requests and not the band's, are the other threads' cause,
+// with the helper's own code as a call site.
+TEST_F(TailLatency, AHelperOnTheCpuHoldingTheRequestsLockIsInTheTail) {
+  const std::string path = trace({"--requests", "120", "--refresh-every", "10"});
+  if (read_trace_file(path).host_samples.empty()) GTEST_SKIP() << "no CPU stack samples here (perf events refused)";
+  const json j = analyze(path);
+  const json& r = j["requests"];
+  expect_direct_quantiles(path, r);
+  ASSERT_TRUE(r["tail_cause"].is_object()) << r.dump(2);
+  EXPECT_EQ(r["tail_cause"]["part"], "outside_cuda");
+  EXPECT_EQ(r["tail_cause"]["differs"], true);
+  ASSERT_TRUE(r["other_threads_cause"].is_object()) << r.dump(2);
+  EXPECT_EQ(r["other_threads_cause"]["part"], "outside_cuda");
+  EXPECT_GT(r["tail"]["other_threads_s"].value("outside_cuda", 0.0), 0.001);  // ~8 ms of the helper's CPU each
+  const json* f = tail_finding(j);
+  ASSERT_NE(f, nullptr) << j["findings"].dump(2);
+  bool helper_stack = false;
+  for (const auto& s : (*f)["call_sites"])
+    for (const auto& frame : s["frames"])
+      helper_stack |= s["function"] == "(on CPU)" && frame.value("function", "").find("refresh") != std::string::npos;
+  EXPECT_TRUE(helper_stack) << (*f)["call_sites"].dump(2);
+  bool cpu_line = false;
+  for (const auto& e : (*f)["evidence"])
+    cpu_line |= e.get<std::string>().find("another thread in host code on the CPU") != std::string::npos;
+  EXPECT_TRUE(cpu_line) << (*f)["evidence"].dump(2);
 }
 
 // --requests cudaProfilerApi: each cudaProfilerStart/Stop window is a
@@ -328,6 +383,79 @@ TEST_F(TailLatency, DiffGatesOnTheQuantilesAndTheTailsCause) {
   EXPECT_EQ(bare.exit_code(), 2);
   EXPECT_NE(bare.err.find("'p99>+10%' judges request latency: it needs --requests NAME"), std::string::npos)
       << bare.err;
+}
+
+// A batch job on the same GPU: its bursts hold the engines the service's
+// kernels need, so the requests that arrive during one wait in their own
+// cudaStreamSynchronize (the median's own largest part: no own-thread
+// finding). Given with the service's trace, the batch job's trace names the
+// cause: its process, busy during most tail requests and few of the band's.
+// Analyzed alone, the service's trace says it did not see other processes.
+TEST_F(TailLatency, ABatchJobOnTheSameGpuIsTheTailsCoTenant) {
+  const auto [service, batch] = service_beside_batch({"--requests", "120", "--healthy"});
+  const int batch_pid = pid_of(batch);
+  ASSERT_GT(batch_pid, 0);
+  const json both = analyze(service, {batch});
+  ASSERT_TRUE(both.contains("traces")) << both.dump().substr(0, 2000);
+  const json& j = both["traces"][0];
+  const json& r = j["requests"];
+  expect_direct_quantiles(service, r);
+  EXPECT_EQ(r["other_traces"], 1);
+  ASSERT_TRUE(r["co_tenant_cause"].is_object()) << r.dump(2);
+  EXPECT_EQ(r["co_tenant_cause"]["pid"], batch_pid);
+  EXPECT_GE(r["co_tenant_cause"]["tail_share"].get<double>(), 0.5);
+  EXPECT_LE(r["co_tenant_cause"]["median_share"].get<double>(), 0.2);
+  ASSERT_EQ(r["co_tenants"].size(), 1u) << r["co_tenants"].dump(2);
+  EXPECT_EQ(r["co_tenants"][0]["busy_from"], "waiting_calls");  // simgpu: no CUPTI
+  const json* f = tail_finding(j);
+  ASSERT_NE(f, nullptr) << j["findings"].dump(2);
+  EXPECT_EQ((*f)["class"], "sync_bound");
+  EXPECT_NE((*f)["title"].get<std::string>().find("another process uses the same GPU: pid " + std::to_string(batch_pid) +
+                                                  " (batch_embed)"),
+            std::string::npos)
+      << (*f)["title"];
+  bool waited_in_serve = false;
+  for (const auto& s : (*f)["call_sites"])
+    for (const auto& frame : s["frames"])
+      waited_in_serve |= s["function"] == "cudaStreamSynchronize" && frame.value("function", "").find("serve") != std::string::npos;
+  EXPECT_TRUE(waited_in_serve) << (*f)["call_sites"].dump(2);
+  // The batch job's own trace has no requests: analyzed whole, no error.
+  EXPECT_TRUE(both["traces"][1]["requests"].is_null());
+  // The Prometheus exposition names the co-tenant in its own labels.
+  const auto p = run({gpuscope_exe(), "analyze", "--format", "prometheus", "--requests", "request", service, batch});
+  EXPECT_EQ(p.exit_code(), 0) << p.err;
+  EXPECT_NE(p.out.find("co_tenant_pid=\"" + std::to_string(batch_pid) + "\",co_tenant_exe=\"batch_embed\"} "),
+            std::string::npos)
+      << p.out;
+  // Alone, the service's trace has the same tail but no cause to name for
+  // it, and says which evidence it lacks.
+  const json alone = analyze(service);
+  EXPECT_EQ(alone["requests"]["other_traces"], 0);
+  EXPECT_TRUE(alone["requests"]["co_tenant_cause"].is_null());
+  EXPECT_EQ(tail_finding(alone), nullptr);
+  const auto text = run({gpuscope_exe(), "analyze", service, "--requests", "request"});
+  EXPECT_NE(text.out.find("other processes on the GPU: not seen"), std::string::npos) << text.out;
+}
+
+// A batch job whose bursts are over before the service starts shares the
+// GPU but not the service's time: given together, no co-tenant cause and no
+// finding for a healthy service. Traces without the requests, alone, are an
+// error naming them all.
+TEST_F(TailLatency, ABatchJobThatRanEarlierIsNoCoTenantCause) {
+  const std::string id = "gpuscope-cotenant-early-" + std::to_string(getpid());
+  const std::string batch = trace({"--bursts", "3", "--period-ms", "20"}, {}, "batch_embed", id);
+  const std::string service = trace({"--requests", "120", "--healthy"}, {}, "request_service", id);
+  const json both = analyze(service, {batch});
+  const json& r = both["traces"][0]["requests"];
+  EXPECT_EQ(r["other_traces"], 1);
+  EXPECT_TRUE(r["co_tenants"].empty()) << r["co_tenants"].dump(2);
+  EXPECT_TRUE(r["co_tenant_cause"].is_null());
+  EXPECT_EQ(tail_finding(both["traces"][0]), nullptr) << both["traces"][0]["findings"].dump(2);
+  const auto none = run({gpuscope_exe(), "analyze", batch, batch, "--requests", "request"});
+  EXPECT_EQ(none.exit_code(), 2);
+  EXPECT_NE(none.err.find("--requests request: none of the 2 traces has an NVTX range with that message"),
+            std::string::npos)
+      << none.err;
 }
 
 }  // namespace

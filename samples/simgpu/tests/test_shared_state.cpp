@@ -1,12 +1,15 @@
 // The device activity log NVML reads: totals at an instant must equal the
 // plain sum over every logged interval of the part done by then, whatever
-// mix of kinds, overlaps, out-of-order ends and ring wrap-around.
+// mix of kinds, overlaps, out-of-order ends and ring wrap-around; and the
+// engines processes sharing an id claim time on.
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.hpp"
@@ -124,3 +127,51 @@ TEST(SharedState, TotalsAtAnEarlierInstantSeeOnlyWhatWasQueuedByThen) {
 }
 
 }  // namespace
+
+// With an explicit SIMGPU_SHARED_ID, processes share the device's engines:
+// work two processes claim on one engine at the same time never overlaps,
+// and each claim starts no earlier than asked.
+TEST(SharedState, ProcessesSharingAnIdQueueOnTheSameEngine) {
+  const std::string id = "test-" + std::to_string(getpid());
+  setenv("SIMGPU_SHARED_ID", id.c_str(), 1);
+  const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
+  simgpu::SharedState& state = simgpu::SharedState::of(node);
+  if (!state.is_shared()) GTEST_SKIP() << "no /dev/shm here";
+  ASSERT_TRUE(state.shares_engines());
+  constexpr int kDevice = 2, kEngine = 0, kClaims = 500;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const auto claim_all = [&](std::vector<std::pair<int64_t, int64_t>>* out) {
+    for (int i = 0; i < kClaims; ++i) {
+      const int64_t earliest = simgpu::now_ns();
+      const int64_t start = state.claim(kDevice, kEngine, simgpu::Activity::KernelCompute, earliest, 1000, 0, 1.0);
+      EXPECT_GE(start, earliest);
+      out->push_back({start, start + 1000});
+    }
+  };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::vector<std::pair<int64_t, int64_t>> mine;
+    claim_all(&mine);
+    const ssize_t n = static_cast<ssize_t>(mine.size() * sizeof mine[0]);
+    _exit(write(fds[1], mine.data(), n) == n ? 0 : 1);
+  }
+  std::vector<std::pair<int64_t, int64_t>> all;
+  claim_all(&all);
+  std::vector<std::pair<int64_t, int64_t>> theirs(kClaims);
+  size_t got = 0;
+  const size_t want = theirs.size() * sizeof theirs[0];
+  while (got < want) {
+    const ssize_t n = read(fds[0], reinterpret_cast<char*>(theirs.data()) + got, want - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_EQ(got, want);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  all.insert(all.end(), theirs.begin(), theirs.end());
+  std::sort(all.begin(), all.end());
+  for (size_t i = 1; i < all.size(); ++i) ASSERT_LE(all[i - 1].second, all[i].first) << "claims " << i - 1 << " and " << i << " overlap";
+}

@@ -21,7 +21,7 @@
 namespace simgpu {
 
 namespace {
-constexpr uint64_t kMagic = 0x73696d6770750003ull;  // "simgpu" + layout version
+constexpr uint64_t kMagic = 0x73696d6770750004ull;  // "simgpu" + layout version
 // Intervals kept per device: several processes' full launch queues (the
 // driver holds each to 1024 operations in flight), so the intervals around
 // "now" are always still here when NVML asks.
@@ -58,6 +58,7 @@ struct DeviceLog {
   ActivityTotals running[kKinds];  // full totals of every interval logged
   uint64_t latest[kKinds];         // index + 1 of the latest of each kind; 0: none
   int64_t max_end;
+  int64_t engine_free[SharedState::kMaxEngines];  // when each engine's last claimed work ends
   ProcSlot procs[kProcs];
   Record ring[kRing];
 };
@@ -204,6 +205,7 @@ SharedState::SharedState(const NodeDesc& node) {
           (id && *id ? std::string(id) : node.fingerprint);
   segment_ = open_shared(name_);
   shared_ = segment_ != nullptr;
+  shares_engines_ = shared_ && id && *id;
   if (!segment_) segment_ = open_private();
 }
 
@@ -212,11 +214,10 @@ SharedState& SharedState::of(const NodeDesc& node) {
   return *state;
 }
 
-void SharedState::record(int device, Activity kind, int64_t start, int64_t end, uint64_t bytes,
-                         double sm_fraction) {
-  if (device < 0 || device >= kMaxDevices) return;
-  DeviceLog& d = segment_->devices[device];
-  Lock lock(d.mu);
+namespace {
+
+// Logs one interval; the caller holds d.mu.
+void log_interval(DeviceLog& d, Activity kind, int64_t start, int64_t end, uint64_t bytes, double sm_fraction) {
   Record& slot = d.ring[d.written % kRing];
   if (d.written >= kRing && slot.kind < kKinds) accumulate(slot, INT64_MAX, d.retired[slot.kind]);
   const auto permille = static_cast<uint32_t>(std::clamp(sm_fraction, 0.0, 1.0) * 1000.0);
@@ -235,6 +236,27 @@ void SharedState::record(int device, Activity kind, int64_t start, int64_t end, 
     slot.back[i] = static_cast<uint32_t>(std::min<uint64_t>(back, kRing));
   }
   ++d.written;
+}
+
+}  // namespace
+
+void SharedState::record(int device, Activity kind, int64_t start, int64_t end, uint64_t bytes,
+                         double sm_fraction) {
+  if (device < 0 || device >= kMaxDevices) return;
+  DeviceLog& d = segment_->devices[device];
+  Lock lock(d.mu);
+  log_interval(d, kind, start, end, bytes, sm_fraction);
+}
+
+int64_t SharedState::claim(int device, int engine, Activity kind, int64_t earliest, int64_t duration, uint64_t bytes,
+                           double sm_fraction) {
+  if (device < 0 || device >= kMaxDevices || engine < 0 || engine >= kMaxEngines) return earliest;
+  DeviceLog& d = segment_->devices[device];
+  Lock lock(d.mu);
+  const int64_t start = std::max(earliest, d.engine_free[engine]);
+  d.engine_free[engine] = start + duration;
+  log_interval(d, kind, start, start + duration, bytes, sm_fraction);
+  return start;
 }
 
 // Intervals still running at `at` are taken in part; everything up to the

@@ -6,6 +6,14 @@
 // process's device memory into a POSIX shared-memory segment named after the
 // node description, and libnvidia-ml reads utilization, PCIe traffic and
 // memory use back out of it.  Without /dev/shm it degrades to process-local.
+//
+// Processes that name the same SIMGPU_SHARED_ID share more than NVML's view:
+// the device's engines.  A real GPU time-slices the contexts of several
+// processes, so one process's kernels and copies wait for another's; with a
+// shared id the driver claims engine time here (claim()), and a co-tenant's
+// burst delays this process's work.  Without an explicit id every process
+// keeps its own engines (unrelated test processes that happen to run side by
+// side on the default node do not slow each other).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +51,15 @@ class SharedState {
 
   void record(int device, Activity kind, int64_t start_ns, int64_t end_ns, uint64_t bytes,
               double sm_fraction);
+  // Engine `engine` of `device` for `duration_ns`, starting no earlier than
+  // `earliest_ns` nor before the engine's work from any process sharing it
+  // ends; recorded like record(). Returns the start.
+  int64_t claim(int device, int engine, Activity kind, int64_t earliest_ns, int64_t duration_ns, uint64_t bytes,
+                double sm_fraction);
+  // Whether processes sharing this segment share engines (an explicit
+  // SIMGPU_SHARED_ID); claim() is then the way to schedule work.
+  bool shares_engines() const { return shares_engines_; }
+  static constexpr int kMaxEngines = 4;
   ActivityTotals totals(int device, unsigned kind_mask, int64_t at_ns) const;
   // Busy share of [at - window, at] in percent, and bytes per second.
   double busy_percent(int device, unsigned kind_mask, int64_t at_ns, int64_t window_ns) const;
@@ -59,6 +76,7 @@ class SharedState {
   struct Segment* segment_ = nullptr;
   std::string name_;
   bool shared_ = false;
+  bool shares_engines_ = false;
 };
 
 }  // namespace simgpu

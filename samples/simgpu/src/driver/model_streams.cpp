@@ -126,10 +126,17 @@ Slot Model::enqueue(CUstream_st& s, Work work, int64_t submit) {
   Slot slot;
   slot.start = ready;
   for (const Claim& c : claims) slot.start = std::max(slot.start, c.device->engine_free[static_cast<size_t>(c.engine)]);
-  slot.end = slot.start + std::max<int64_t>(work.duration, 0);
+  const int64_t duration = std::max<int64_t>(work.duration, 0);
+  // With engines shared between processes, one claim also waits for the
+  // other processes' work on that engine (a link's two ends stay local).
+  if (claims.size() == 1 && shared_.shares_engines())
+    slot.start = shared_.claim(d.node_index, static_cast<int>(work.engine), work.activity, slot.start, duration,
+                               work.bytes, work.sm_fraction);
+  slot.end = slot.start + duration;
   for (const Claim& c : claims) {
     c.device->engine_free[static_cast<size_t>(c.engine)] = slot.end;
-    shared_.record(c.device->node_index, c.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
+    if (claims.size() > 1 || !shared_.shares_engines())
+      shared_.record(c.device->node_index, c.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
   }
   advance_tail(s, slot.end);
   d.in_flight.insert(slot.end);
