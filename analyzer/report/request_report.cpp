@@ -159,6 +159,7 @@ json co_tenants_json(const RequestLatency& r) {
                        {"exe", o.exe},
                        {"trace", o.trace},
                        {"busy_from", o.device_records ? "device_records" : "waiting_calls"},
+                       {"trace_damaged", o.damaged},
                        {"tail_busy_s", each(r.tail, o.tail_ns) / 1e9},
                        {"median_busy_s", each(r.median_band, o.band_ns) / 1e9},
                        {"tail_busy_requests", o.tail_requests},

@@ -73,6 +73,7 @@ GpuTenant read_gpu_tenant(reader::TraceReader& trace, const std::string& path) {
   const reader::TraceSummary s = summary.finish(trace);
   GpuTenant out;
   out.trace = path;
+  for (const reader::Problem& p : s.problems) out.damaged |= p.kind != reader::ProblemKind::NoTotals;
   if (s.process) {
     out.pid = s.process->pid;
     out.exe = s.process->exe;
@@ -113,6 +114,7 @@ std::vector<CoTenantOverlap> overlap_co_tenants(const std::vector<GroupedSpan>& 
   std::vector<CoTenantOverlap> out;
   for (const GpuTenant* t : tenants) {
     CoTenantOverlap o{t->pid, t->exe, t->trace, t->device_records};
+    o.damaged = t->damaged;
     for (const GroupedSpan& s : spans) {
       const uint64_t busy = t->busy_within(s.start_ns, s.end_ns);
       const bool held = static_cast<double>(busy) >= kCoTenantShare * static_cast<double>(s.end_ns - s.start_ns);

@@ -32,6 +32,7 @@ struct GpuTenant {
   std::string exe, boot_id, hostname;
   std::vector<std::string> gpu_uuids;  // the GPUs its trace describes
   bool device_records = false;         // busy from device records; else from its waiting calls
+  bool damaged = false;                // its trace is damaged or truncated: busy time past that is not seen
   std::vector<std::pair<uint64_t, uint64_t>> busy;  // sorted, disjoint [start, end)
   uint64_t busy_within(uint64_t from, uint64_t to) const;
 };

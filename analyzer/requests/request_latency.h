@@ -98,6 +98,7 @@ struct CoTenantOverlap {
   int pid = 0;
   std::string exe, trace;
   bool device_records = false;  // its busy time is from device records, not its waiting calls
+  bool damaged = false;         // its trace is damaged or truncated
   uint64_t tail_ns = 0, band_ns = 0;
   uint64_t tail_requests = 0, band_requests = 0;
 };

@@ -242,7 +242,8 @@ std::string co_tenant_line(const RequestLatency& r, const CoTenantCause& c) {
                      process_name(t), t.trace, pct(c.held_share),
                      r.tail.requests ? static_cast<double>(t.tail_ns) / r.tail.requests / 1e6 : 0,
                      pct(kCoTenantShare), t.tail_requests, r.tail.requests, t.band_requests, r.median_band.requests,
-                     pct(band_held));
+                     pct(band_held)) +
+         (t.damaged ? "; its trace is damaged or truncated, so its busy time past the damage is not seen" : "");
 }
 
 std::optional<CoTenantCause> co_tenant_cause(const RequestLatency& r) {

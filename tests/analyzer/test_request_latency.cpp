@@ -289,8 +289,8 @@ TEST(CoTenants, OverlapsCountRequestsTheCoTenantHeld) {
 TEST(TailCause, AProcessOnTheSameGpuBusyOnlyDuringTheTailIsACause) {
   RequestLatency r = compared(group_of(6, {{RequestPart::ExplicitSync, 3000}}),
                               group_of(24, {{RequestPart::ExplicitSync, 1000}}), {{RequestPart::ExplicitSync, 6}});
-  r.co_tenants = {CoTenantOverlap{7, "batch", "t", false, 6 * 2000, 100, 5, 4},
-                  CoTenantOverlap{8, "always", "u", false, 6 * 1000, 24 * 500, 6, 24}};
+  r.co_tenants = {CoTenantOverlap{7, "batch", "t", false, false, 6 * 2000, 100, 5, 4},
+                  CoTenantOverlap{8, "always", "u", false, false, 6 * 1000, 24 * 500, 6, 24}};
   const auto c = co_tenant_cause(r);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->tenant->pid, 7);  // the one that is busy with the typical requests too is no difference
@@ -298,6 +298,11 @@ TEST(TailCause, AProcessOnTheSameGpuBusyOnlyDuringTheTailIsACause) {
   EXPECT_NEAR(c->band_share, 4.0 / 24, 1e-12);
   EXPECT_NEAR(c->held_share, 12000.0 / 18000, 1e-12);
   EXPECT_NE(co_tenant_line(r, *c).find("co-tenant pid 7 (batch)"), std::string::npos) << co_tenant_line(r, *c);
+  EXPECT_EQ(co_tenant_line(r, *c).find("damaged"), std::string::npos);
+  RequestLatency damaged = r;
+  damaged.co_tenants[0].damaged = true;  // what it did past the damage is not seen: said so
+  EXPECT_NE(co_tenant_line(damaged, *co_tenant_cause(damaged)).find("its trace is damaged or truncated"),
+            std::string::npos);
   RequestLatency common = r;
   common.co_tenants[0].band_requests = 6;  // a quarter of the band
   EXPECT_FALSE(co_tenant_cause(common));
