@@ -254,11 +254,12 @@ Subcommand add_analyze_command(CLI::App& app) {
   analyze->add_option("--range", o->range,
                       "Analyze only the time inside NVTX ranges with this message (all of them, any domain)");
   add_request_options(analyze, &o->requests, &o->tail_percentile,
-                      "quantiles, the slowest, and what the tail spends its extra time on");
+                      "quantiles, the slowest, and what the tail spends its extra time on; with several traces "
+                      "(one run's directory, or runs given together) also the other processes on the same GPU");
   analyze->add_option("--top", o->top, "Findings and call sites to show (default 5)")->check(CLI::Range(1, 100));
   analyze->footer(
       "Exit status: 0 analyzed, 2 when an input is not a readable trace or has no range named by --range or "
-      "--requests.");
+      "--requests (with several traces and --requests: when none of them has such a request).");
   return {analyze, [o] { return analyze_command(*o); }};
 }
 }  // namespace gpuscope::cli

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "co_tenants.h"
+#include "../support/sample_trace.h"
 #include "request_latency.h"
 #include "rules.h"
 
@@ -251,6 +252,66 @@ TEST(CoTenants, BusyTimeIsClippedToTheSpan) {
   EXPECT_EQ(t.busy_within(200, 300), 0u);    // between two: none
   EXPECT_EQ(t.busy_within(550, 551), 1u);
   EXPECT_EQ(t.busy_within(700, 800), 0u);
+}
+
+// A co-tenant's trace as the writer makes it: its waiting calls, or its
+// device records when it has any.
+std::vector<uint8_t> tenant_trace(bool with_device_records) {
+  constexpr uint64_t kMs = 1'000'000, kT0 = 1'000 * kMs;
+  capture::ProcessMetadata m;
+  m.pid = 4417;
+  m.exe = "/opt/jobs/batch_embed";
+  m.boot_id = "boot-a";
+  m.start_monotonic_ns = kT0;
+  return test::one_frame_trace(m, kT0 + 100 * kMs, [&](capture::ChunkBuilder& b) {
+    b.add_strings({{1, "cudaDeviceSynchronize"}, {2, "cudaLaunchKernel"}, {3, "cuCtxSynchronize"}, {4, "embed"}});
+    container::DeviceDescription gpu;
+    gpu.uuid = "GPU-1";
+    b.add_device(gpu);
+    b.add(fb::ApiCall(kT0, kMs, 1, 0, 9, 0, 0, 2, 0, 0, 0, 0));                  // a launch: no waiting
+    b.add(fb::ApiCall(kT0 + 2 * kMs, 8 * kMs, 2, 0, 9, 0, 0, 1, 0, 0, 0, 0));     // waits 2-10 ms
+    b.add(fb::ApiCall(kT0 + 3 * kMs, 6 * kMs, 2, 0, 9, 0, 0, 3, 1, 0, 0, 0));     // nested: counted once
+    b.add(fb::ApiCall(kT0 + 20 * kMs, 5 * kMs, 3, 0, 9, 0, 0, 1, 0, 0, 0, 0));    // waits 20-25 ms
+    b.add(fb::Kernel(kT0 + kMs, 2 * kMs, 1, 0, 4, 1, 1, 1, 1, 1, 1, 0, 0, fb::Source::Host, 0, 0, 0));
+    if (!with_device_records) return;
+    for (const auto& [from, to] : {std::pair{1, 4}, std::pair{3, 6}, std::pair{21, 22}})
+      b.add(fb::Kernel(kT0 + from * kMs, (to - from) * kMs, 1, 0, 4, 1, 1, 1, 1, 1, 1, 0, 0, fb::Source::Device, 0,
+                       0, 0));
+  });
+}
+
+GpuTenant read_tenant(const std::vector<uint8_t>& bytes) {
+  reader::TraceReader trace;
+  std::string error;
+  EXPECT_TRUE(trace.open(reader::memory_source(bytes), "batch.gpuscope", &error)) << error;
+  return read_gpu_tenant(trace, "batch.gpuscope");
+}
+
+TEST(CoTenants, ATraceWithoutDeviceRecordsIsBusyWhileItsCallsWaitForTheGpu) {
+  const GpuTenant t = read_tenant(tenant_trace(false));
+  EXPECT_EQ(t.pid, 4417);
+  EXPECT_EQ(t.exe, "/opt/jobs/batch_embed");
+  EXPECT_EQ(t.boot_id, "boot-a");
+  EXPECT_EQ(t.gpu_uuids, std::vector<std::string>{"GPU-1"});
+  EXPECT_FALSE(t.device_records);
+  EXPECT_FALSE(t.damaged);
+  constexpr uint64_t kMs = 1'000'000, kT0 = 1'000 * kMs;
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {{kT0 + 2 * kMs, kT0 + 10 * kMs},
+                                                           {kT0 + 20 * kMs, kT0 + 25 * kMs}};
+  EXPECT_EQ(t.busy, want);
+}
+
+TEST(CoTenants, ATraceWithDeviceRecordsIsBusyWhileThoseRun) {
+  const GpuTenant t = read_tenant(tenant_trace(true));
+  EXPECT_TRUE(t.device_records);
+  constexpr uint64_t kMs = 1'000'000, kT0 = 1'000 * kMs;
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {{kT0 + 1 * kMs, kT0 + 6 * kMs},  // two overlapping kernels
+                                                           {kT0 + 21 * kMs, kT0 + 22 * kMs}};
+  EXPECT_EQ(t.busy, want);
+  // Cut inside its frame: what could be read is kept, and it is marked damaged.
+  std::vector<uint8_t> cut = tenant_trace(true);
+  cut.resize(cut.size() - 10);
+  EXPECT_TRUE(read_tenant(cut).damaged);
 }
 
 // Same boot (one monotonic clock), another pid, a GPU in common; a trace
