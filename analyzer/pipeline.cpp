@@ -122,7 +122,8 @@ std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& sco
   if (!requests.empty()) {
     const reader::TraceSummary& names = first_model_ != nullptr ? first_model_->summary : model_.summary;
     tally = std::make_unique<RequestTally>(names, scope.requests, requests, scope.tail_quantile);
-    if (scope.tenants != nullptr) tally->set_co_tenants(co_tenants_of(names, *scope.tenants), others_than(names, *scope.tenants));
+    if (scope.tenants != nullptr)
+      tally->set_co_tenants(co_tenants_of(names, *scope.tenants), others_than(names, *scope.tenants));
     riding = [tally = tally.get(), riding = std::move(riding)](const reader::ChunkView& v) {
       tally->add(v);
       if (riding) riding(v);

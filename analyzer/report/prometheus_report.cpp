@@ -127,7 +127,7 @@ void request_samples(const RequestLatency& r, Collector& c) {
   }
   if (const auto tenant = co_tenant_cause(r)) {
     auto labels = with("co_tenant_pid", std::to_string(tenant->tenant->pid));
-    labels.emplace_back("co_tenant_exe", tenant->tenant->exe.substr(tenant->tenant->exe.rfind('/') + 1));
+    labels.emplace_back("co_tenant_exe", tenant->tenant->program());
     c.add("gpuscope_request_tail_co_tenant", tenant->tail_share, std::move(labels));
   }
   const auto cause = tail_cause(r);

@@ -51,10 +51,9 @@ std::string own_cause_line(const RequestLatency& r) {
 std::string co_tenant_sentence(const RequestLatency& r) {
   const auto c = co_tenant_cause(r);
   if (!c) return "";
-  const std::string exe = c->tenant->exe.substr(c->tenant->exe.rfind('/') + 1);
-  return fmt::format("; meanwhile pid {} ({}) on the same GPU was busy during {} of the tail requests and {} of the "
-                     "median band's ({} of the tail's time)",
-                     c->tenant->pid, exe, pct(c->tail_share), pct(c->band_share), pct(c->held_share));
+  return fmt::format("; meanwhile {} on the same GPU was busy during {} of the tail requests and {} of the median "
+                     "band's ({} of the tail's time)",
+                     c->tenant->name(), pct(c->tail_share), pct(c->band_share), pct(c->held_share));
 }
 
 std::string cause_line(const RequestLatency& r) {
@@ -78,14 +77,12 @@ std::string other_processes_line(const RequestLatency& r) {
 
 void co_tenant_rows(std::string& out, const RequestLatency& r) {
   const RequestGroup &t = r.tail, &b = r.median_band;
-  const auto each = [](const RequestGroup& g, uint64_t total) { return g.requests ? double(total) / g.requests : 0; };
   for (const CoTenantOverlap& o : r.co_tenants) {
-    const std::string who = fmt::format("pid {} ({})", o.pid, o.exe.substr(o.exe.rfind('/') + 1));
-    out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", fmt::format("co-tenant {} busy on the GPU, inside", who),
-                       each(t, o.tail_ns) / 1e6, each(b, o.band_ns) / 1e6);
-    out += fmt::format("    {:<64} {:>10} {:>10}\n", fmt::format("requests with {} busy >= {} of them", who, pct(kCoTenantShare)),
-                       pct(t.requests ? double(o.tail_requests) / t.requests : 0),
-                       pct(b.requests ? double(o.band_requests) / b.requests : 0));
+    out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", fmt::format("co-tenant {} busy on the GPU, inside", o.name()),
+                       t.per_request(o.tail_ns) / 1e6, b.per_request(o.band_ns) / 1e6);
+    out += fmt::format("    {:<64} {:>10} {:>10}\n",
+                       fmt::format("requests with {} busy >= {} of them", o.name(), pct(kCoTenantShare)),
+                       pct(t.per_request(o.tail_requests)), pct(b.per_request(o.band_requests)));
   }
 }
 
@@ -101,7 +98,7 @@ void comparison_table(std::string& out, const RequestLatency& r) {
     out += fmt::format("    {:<64} {:>10.3f} {:>10.3f}\n", request_part_label(static_cast<RequestPart>(p)),
                        t.mean_part_ns(p) / 1e6, b.mean_part_ns(p) / 1e6);
   }
-  const auto each = [](const RequestGroup& g, uint64_t total) { return g.requests ? double(total) / g.requests : 0; };
+  const auto each = [](const RequestGroup& g, uint64_t total) { return g.per_request(total); };
   out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "KiB copied", each(t, t.copied_bytes) / 1024,
                      each(b, b.copied_bytes) / 1024);
   out += fmt::format("    {:<64} {:>10.1f} {:>10.1f}\n", "kernels", each(t, t.kernels), each(b, b.kernels));
@@ -124,7 +121,7 @@ void comparison_table(std::string& out, const RequestLatency& r) {
 
 json group_json(const RequestGroup& g, bool device_records) {
   json parts = json::object(), concurrent = json::object(), busy = json::object();
-  const auto each = [&](uint64_t total) { return g.requests ? double(total) / g.requests : 0.0; };
+  const auto each = [&](uint64_t total) { return g.per_request(total); };
   for (size_t p = 0; p < kRequestParts; ++p) {
     const char* id = request_part_id(static_cast<RequestPart>(p));
     parts[id] = g.mean_part_ns(p) / 1e9;
@@ -153,15 +150,14 @@ json concurrent_json(const RequestLatency& r) {
 
 json co_tenants_json(const RequestLatency& r) {
   json out = json::array();
-  const auto each = [](const RequestGroup& g, uint64_t total) { return g.requests ? double(total) / g.requests : 0.0; };
   for (const CoTenantOverlap& o : r.co_tenants)
     out.push_back(json{{"pid", o.pid},
                        {"exe", o.exe},
                        {"trace", o.trace},
                        {"busy_from", o.device_records ? "device_records" : "waiting_calls"},
                        {"trace_damaged", o.damaged},
-                       {"tail_busy_s", each(r.tail, o.tail_ns) / 1e9},
-                       {"median_busy_s", each(r.median_band, o.band_ns) / 1e9},
+                       {"tail_busy_s", r.tail.per_request(o.tail_ns) / 1e9},
+                       {"median_busy_s", r.median_band.per_request(o.band_ns) / 1e9},
                        {"tail_busy_requests", o.tail_requests},
                        {"median_busy_requests", o.band_requests}});
   return out;

@@ -80,7 +80,8 @@ struct RequestGroup {
   // the group's own calls issued: kernels, copies, memsets.
   uint64_t device_kernel_ns = 0, device_copy_ns = 0, device_memset_ns = 0;
   // Per request, averaged over the group.
-  double mean_ns() const { return requests ? static_cast<double>(total_ns) / requests : 0; }
+  double per_request(uint64_t total) const { return requests ? static_cast<double>(total) / requests : 0; }
+  double mean_ns() const { return per_request(total_ns); }
   double mean_part_ns(size_t part) const { return requests ? static_cast<double>(part_ns[part]) / requests : 0; }
   double concurrent_request_share(size_t part) const {
     return requests ? static_cast<double>(concurrent_requests[part]) / requests : 0;
@@ -101,6 +102,9 @@ struct CoTenantOverlap {
   bool damaged = false;         // its trace is damaged or truncated
   uint64_t tail_ns = 0, band_ns = 0;
   uint64_t tail_requests = 0, band_requests = 0;
+  // The program's file name, and "pid 4417 (batch_embed)".
+  std::string program() const { return exe.substr(exe.rfind('/') + 1); }
+  std::string name() const { return "pid " + std::to_string(pid) + " (" + (exe.empty() ? "unknown" : program()) + ")"; }
 };
 
 struct RequestQuantile {

@@ -37,7 +37,7 @@ RequestPart part_of_kind(CallKind kind) {
 
 RequestTally::RequestTally(const reader::TraceSummary& names, std::string name,
                            const std::vector<RangeInstance>& requests, double tail_quantile)
-    : names_(names), implicit_(names) {
+    : names_(names), implicit_(names), cpu_period_ns_(names.host_sampling ? names.host_sampling->period_ns : 0) {
   out_.name = std::move(name);
   groups_ = rank_requests(requests, tail_quantile, &out_);
   cuda_ns_.assign(requests.size(), 0);
@@ -210,9 +210,8 @@ void RequestTally::add(const reader::ChunkView& v) {
 // (part OutsideCuda, site: its stack under function id 0) during the
 // requests open meanwhile.
 void RequestTally::add_cpu_sample(const fb::HostSample& sample) {
-  const uint64_t period = names_.host_sampling ? names_.host_sampling->period_ns : 0;
-  if (period == 0) return;
-  const uint64_t end = sample.start_ns(), start = end - std::min(end, period);
+  if (cpu_period_ns_ == 0) return;
+  const uint64_t end = sample.start_ns(), start = end - std::min(end, cpu_period_ns_);
   const size_t started = started_before(end);
   if (started == 0 || latest_end_[started - 1] <= start) return;
   add_concurrent({sample.tid(), start, end, RequestPart::OutsideCuda, {kOnCpuSite, sample.stack_id()}}, started);

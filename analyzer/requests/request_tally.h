@@ -91,6 +91,7 @@ class RequestTally {
   std::unordered_set<const fb::ApiCall*> implicit_calls_;  // this chunk's calls counted as blocked
   std::unordered_map<uint32_t, CallKind> kinds_;
   std::vector<const GpuTenant*> co_tenants_;
+  const uint64_t cpu_period_ns_;  // what one CPU stack sample stands for; 0: no CPU samples
 };
 
 }  // namespace gpuscope::analyzer

@@ -62,10 +62,6 @@ const char* fix_for(RequestPart part) {
   }
 }
 
-double per_request(const RequestGroup& g, uint64_t total) {
-  return g.requests ? static_cast<double>(total) / g.requests : 0;
-}
-
 // The sites of the grown part, by how much more each costs per tail request.
 std::vector<CallSite> grown_sites(const TraceModel& m, const RequestLatency& r, RequestPart part) {
   std::vector<std::pair<double, CallSite>> grown;
@@ -91,8 +87,8 @@ std::string device_line(const RequestLatency& r) {
   const RequestGroup &t = r.tail, &b = r.median_band;
   return fmt::format("device time per request, tail against median band: kernels {:.3f} against {:.3f} ms, copies "
                      "{:.3f} against {:.3f} ms",
-                     per_request(t, t.device_kernel_ns) / 1e6, per_request(b, b.device_kernel_ns) / 1e6,
-                     per_request(t, t.device_copy_ns) / 1e6, per_request(b, b.device_copy_ns) / 1e6);
+                     t.per_request(t.device_kernel_ns) / 1e6, b.per_request(b.device_kernel_ns) / 1e6,
+                     t.per_request(t.device_copy_ns) / 1e6, b.per_request(b.device_copy_ns) / 1e6);
 }
 
 std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause& c) {
@@ -114,9 +110,9 @@ std::vector<std::string> tail_evidence(const RequestLatency& r, const TailCause&
                           pct(b.total_ns ? static_cast<double>(b.part_ns[mp]) / b.total_ns : 0)));
   e.push_back(fmt::format("per request, tail against median band: {:.1f} against {:.1f} KiB copied, {:.1f} against "
                           "{:.1f} kernels, {:.1f} against {:.1f} CUDA calls",
-                          per_request(t, t.copied_bytes) / 1024, per_request(b, b.copied_bytes) / 1024,
-                          per_request(t, t.kernels), per_request(b, b.kernels), per_request(t, t.cuda_calls),
-                          per_request(b, b.cuda_calls)));
+                          t.per_request(t.copied_bytes) / 1024, b.per_request(b.copied_bytes) / 1024,
+                          t.per_request(t.kernels), b.per_request(b.kernels), t.per_request(t.cuda_calls),
+                          b.per_request(b.cuda_calls)));
   if (r.device_records) e.push_back(device_line(r));
   return e;
 }
@@ -199,11 +195,6 @@ Finding concurrent_finding(const TraceModel& model, const RequestLatency& r, con
   return f;
 }
 
-std::string process_name(const CoTenantOverlap& t) {
-  const std::string exe = t.exe.substr(t.exe.rfind('/') + 1);
-  return fmt::format("pid {} ({})", t.pid, exe.empty() ? "unknown" : exe);
-}
-
 // The finding when the tail's difference is another process on the GPU.
 Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, const CoTenantCause& c,
                           const std::optional<TailCause>& own) {
@@ -211,7 +202,7 @@ Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, cons
   f.cls = own ? tail_cause_class(own->part) : Bottleneck::Inconclusive;
   f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow while another process uses the same "
                         "GPU: {} was busy on it during {} of them, {} of the median band",
-                        r.name, r.tail_quantile * 100, process_name(*c.tenant), pct(c.tail_share), pct(c.band_share));
+                        r.name, r.tail_quantile * 100, c.tenant->name(), pct(c.tail_share), pct(c.band_share));
   f.evidence.push_back(fmt::format("tail ({} requests): {:.3f} ms each on average; median band ({} requests): {:.3f} "
                                    "ms; {:.1f}x slower",
                                    r.tail.requests, r.tail.mean_ns() / 1e6, r.median_band.requests,
@@ -227,7 +218,7 @@ Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, cons
                       "arrive during its bursts wait for its work. Give the service a GPU or a MIG instance of its "
                       "own, run the other job under MPS with a CUDA_MPS_ACTIVE_THREAD_PERCENTAGE limit, or schedule "
                       "it away from the service's busy hours",
-                      process_name(*c.tenant));
+                      c.tenant->name());
   return f;
 }
 
@@ -239,8 +230,8 @@ std::string co_tenant_line(const RequestLatency& r, const CoTenantCause& c) {
   return fmt::format("co-tenant {} ({}) was busy on the GPU for {} of the tail requests' time ({:.3f} ms inside each "
                      "on average), and for {} or more of {} of the {} tail requests against {} of the {} median band "
                      "requests ({} of their time)",
-                     process_name(t), t.trace, pct(c.held_share),
-                     r.tail.requests ? static_cast<double>(t.tail_ns) / r.tail.requests / 1e6 : 0,
+                     t.name(), t.trace, pct(c.held_share),
+                     r.tail.per_request(t.tail_ns) / 1e6,
                      pct(kCoTenantShare), t.tail_requests, r.tail.requests, t.band_requests, r.median_band.requests,
                      pct(band_held)) +
          (t.damaged ? "; its trace is damaged or truncated, so its busy time past the damage is not seen" : "");

@@ -129,13 +129,14 @@ Slot Model::enqueue(CUstream_st& s, Work work, int64_t submit) {
   const int64_t duration = std::max<int64_t>(work.duration, 0);
   // With engines shared between processes, one claim also waits for the
   // other processes' work on that engine (a link's two ends stay local).
-  if (claims.size() == 1 && shared_.shares_engines())
+  const bool claimed = claims.size() == 1 && shared_.shares_engines();
+  if (claimed)
     slot.start = shared_.claim(d.node_index, static_cast<int>(work.engine), work.activity, slot.start, duration,
                                work.bytes, work.sm_fraction);
   slot.end = slot.start + duration;
   for (const Claim& c : claims) {
     c.device->engine_free[static_cast<size_t>(c.engine)] = slot.end;
-    if (claims.size() > 1 || !shared_.shares_engines())
+    if (!claimed)  // claim() logged it already
       shared_.record(c.device->node_index, c.activity, slot.start, slot.end, work.bytes, work.sm_fraction);
   }
   advance_tail(s, slot.end);
