@@ -111,6 +111,13 @@ Offset<fb::PythonStacks> build_python_stacks(FlatBufferBuilder& fbb, const conta
                                       d.reason.empty() ? nullptr : d.reason.c_str(), d.chains_cut, d.codes_dropped);
 }
 
+Offset<flatbuffers::Vector<Offset<fb::GpuProcess>>> build_gpu_processes(
+    FlatBufferBuilder& fbb, const std::vector<container::GpuProcessName>& processes) {
+  std::vector<Offset<fb::GpuProcess>> out;
+  for (const auto& p : processes) out.push_back(fb::CreateGpuProcessDirect(fbb, p.pid, p.device, p.name.c_str()));
+  return fbb.CreateVector(out);
+}
+
 Offset<fb::DeviceCollection> build_device_collection(FlatBufferBuilder& fbb, const container::DeviceCollectionData& d) {
   return fb::CreateDeviceCollectionDirect(fbb, static_cast<fb::DeviceCollectionState>(d.state), d.reason.c_str(),
                                           d.cupti_version, d.cupti_path.c_str(), d.records, d.dropped,
@@ -251,14 +258,14 @@ bool ChunkBuilder::empty() const {
   return record_count() == 0 && !metadata_ && strings_.empty() && !totals_ && devices_.empty() &&
          loads_.empty() && !probe_ && !device_collection_ && modules_.empty() && stacks_.empty() &&
          call_counts_.empty() && !stack_capture_ && !host_sampling_ && !import_source_ && python_codes_.empty() &&
-         !python_stacks_;
+         !python_stacks_ && gpu_processes_.empty();
 }
 
 std::span<const uint8_t> ChunkBuilder::build() {
   fbb_.Clear();
   const uint64_t base = earliest_start(records_);
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
-  const auto [api_v, copy_v, memset_v, kernel_v, sync_v, alloc_v, cpu_v, marker_v, gpu_v, graph_v, host_v] =
+  const auto [api_v, copy_v, memset_v, kernel_v, sync_v, alloc_v, cpu_v, marker_v, gpu_v, graph_v, host_v, process_v] =
       std::apply([&](auto&... vec) { return std::make_tuple(encoded_vector(fbb_, vec, base)...); }, records_);
   auto devices_v = devices_.empty() ? 0 : build_devices(fbb_, devices_);
   auto loads_v = loads_.empty() ? 0 : build_loads(fbb_, loads_);
@@ -272,6 +279,7 @@ std::span<const uint8_t> ChunkBuilder::build() {
   auto import_v = import_source_ ? build_import_source(fbb_, *import_source_) : 0;
   auto py_codes_v = python_codes_.empty() ? 0 : build_python_codes(fbb_, python_codes_);
   auto py_stacks_v = python_stacks_ ? build_python_stacks(fbb_, *python_stacks_) : 0;
+  auto gpu_processes_v = gpu_processes_.empty() ? 0 : build_gpu_processes(fbb_, gpu_processes_);
   auto strings_v = strings_.empty() ? 0 : build_strings(fbb_, strings_);
   auto metadata_v = metadata_ ? build_metadata(fbb_, *metadata_) : 0;
   auto drops_v = drops_ ? build_drops(fbb_, *drops_) : 0;
@@ -305,6 +313,8 @@ std::span<const uint8_t> ChunkBuilder::build() {
   c.add_import_source(import_v);
   c.add_python_codes(py_codes_v);
   c.add_python_stacks(py_stacks_v);
+  c.add_process_gpu_samples(process_v);
+  c.add_gpu_processes(gpu_processes_v);
   fb::FinishChunkBuffer(fbb_, c.Finish());
   return {fbb_.GetBufferPointer(), fbb_.GetSize()};
 }
@@ -324,6 +334,7 @@ void ChunkBuilder::clear() {
   stacks_.clear();
   python_codes_.clear();
   python_stacks_.reset();
+  gpu_processes_.clear();
   call_counts_.clear();
   drops_.reset();
   totals_.reset();

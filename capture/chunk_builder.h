@@ -170,6 +170,7 @@ class ChunkBuilder {
   void add_stack(container::StackDescription stack) { stacks_.push_back(std::move(stack)); }
   void add_python_code(container::PythonCodeDescription code) { python_codes_.push_back(std::move(code)); }
   void set_python_stacks(container::PythonStacksData d) { python_stacks_ = std::move(d); }
+  void add_gpu_process(container::GpuProcessName p) { gpu_processes_.push_back(std::move(p)); }
   // Not a record (events_written leaves it out): counted nested calls.
   void add_call_count(const fb::CallCount& count) { call_counts_.push_back(count); }
 
@@ -189,7 +190,7 @@ class ChunkBuilder {
   std::tuple<RecordVector<fb::ApiCall>, RecordVector<fb::Copy>, RecordVector<fb::Memset>,
              RecordVector<fb::Kernel>, RecordVector<fb::Sync>, RecordVector<fb::Alloc>,
              RecordVector<fb::CpuSample>, RecordVector<fb::Marker>, RecordVector<fb::GpuSample>,
-             RecordVector<fb::GraphLaunch>, RecordVector<fb::HostSample>>
+             RecordVector<fb::GraphLaunch>, RecordVector<fb::HostSample>, RecordVector<fb::ProcessGpuSample>>
       records_;
   std::vector<container::DeviceDescription> devices_;
   std::vector<container::LibraryLoadEvent> loads_;
@@ -202,6 +203,7 @@ class ChunkBuilder {
   std::vector<container::StackDescription> stacks_;
   std::vector<container::PythonCodeDescription> python_codes_;
   std::optional<container::PythonStacksData> python_stacks_;
+  std::vector<container::GpuProcessName> gpu_processes_;
   std::vector<fb::CallCount> call_counts_;
   std::optional<ProcessMetadata> metadata_;
   std::vector<std::pair<uint32_t, std::string>> strings_;

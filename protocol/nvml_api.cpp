@@ -70,6 +70,8 @@ void resolve_all(const Resolver& resolve, Api& a) {
     resolve(a.device_get_clocks_event_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
   resolve(a.device_get_power_usage, "nvmlDeviceGetPowerUsage");
   resolve(a.device_get_temperature, "nvmlDeviceGetTemperature");
+  resolve(a.device_get_process_utilization, "nvmlDeviceGetProcessUtilization");
+  resolve(a.system_get_process_name, "nvmlSystemGetProcessName");
   resolve(a.gpm_query_device_support, "nvmlGpmQueryDeviceSupport");
   resolve(a.gpm_sample_alloc, "nvmlGpmSampleAlloc");
   resolve(a.gpm_sample_free, "nvmlGpmSampleFree");

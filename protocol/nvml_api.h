@@ -40,6 +40,15 @@ struct ProcessInfo {  // nvmlProcessInfo_t (the v2 layout, for _v3 queries)
   unsigned gpu_instance_id, compute_instance_id;
 };
 
+// nvmlProcessUtilizationSample_t: one process's utilization over the
+// driver's last sample period; timestamp in microseconds on the CPU's
+// realtime clock.
+struct ProcessUtilizationSample {
+  unsigned pid;
+  unsigned long long timestamp_us;
+  unsigned sm_util, memory_util, encoder_util, decoder_util;
+};
+
 // nvmlDeviceAttributes_t: what a MIG device (or a whole GPU) has.
 struct DeviceAttributes {
   unsigned multiprocessor_count, shared_copy_engine_count, shared_decoder_count, shared_encoder_count,
@@ -143,6 +152,10 @@ struct Api {
   // NVLink: per link, whether it is active (nvmlEnableState_t), and its error counters.
   Return (*device_get_nvlink_state)(Device, unsigned, int*) = nullptr;
   Return (*device_get_nvlink_error_counter)(Device, unsigned, int, unsigned long long*) = nullptr;
+  // Per-process utilization: samples newer than the last timestamp seen
+  // (kNotFound: none), and the name of a process NVML listed.
+  Return (*device_get_process_utilization)(Device, ProcessUtilizationSample*, unsigned*, unsigned long long) = nullptr;
+  Return (*system_get_process_name)(unsigned, char*, unsigned) = nullptr;
   Return (*gpm_query_device_support)(Device, GpmSupport*) = nullptr;
   Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
   Return (*gpm_sample_free)(GpmSample) = nullptr;

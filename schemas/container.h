@@ -24,8 +24,9 @@ inline constexpr uint16_t kFormatMajor = 1;
 // 1.2: Chunk.call_counts; 1.3: Chunk.stack_capture, Totals.began_kind/began_status, EndKind.LastThreadExit,
 // Chunk.graph_launches, ApiCall captured and Copy prefetch flags; 1.4: Chunk.host_samples, Chunk.host_sampling
 // (CPU stack samples); 1.5: Chunk.import_source (traces imported from other profilers); 1.6: Chunk.python_codes,
-// Chunk.python_stacks (Python frames in call stacks).
-inline constexpr uint16_t kFormatMinor = 7;
+// Chunk.python_stacks (Python frames in call stacks); 1.7: DeviceInfo VBIOS, persistence, power limits;
+// 1.8: Chunk.process_gpu_samples, Chunk.gpu_processes (NVML per-process utilization).
+inline constexpr uint16_t kFormatMinor = 8;
 
 inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};

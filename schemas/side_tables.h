@@ -137,4 +137,11 @@ struct PythonStacksData {
   bool operator==(const PythonStacksData&) const = default;
 };
 
+// Chunk.gpu_processes (format 1.8): a process NVML listed on a GPU.
+struct GpuProcessName {
+  uint32_t pid = 0;
+  uint16_t device = 0;
+  std::string name;
+};
+
 }  // namespace gpuscope::container

@@ -171,9 +171,10 @@ void print_graphs(const reader::TraceSummary& s) {
 void print_counts(const reader::TraceSummary& s) {
   const auto& c = s.counts;
   fmt::print("events:      {} total: {} API calls, {} copies, {} memsets, {} kernels, {} syncs, "
-             "{} allocations, {} CPU samples, {} markers, {} GPU samples, {} graph launches, {} CPU stack samples\n",
+             "{} allocations, {} CPU samples, {} markers, {} GPU samples, {} graph launches, {} CPU stack samples, "
+             "{} per-process GPU samples\n",
              c.total(), c.api_calls, c.copies, c.memsets, c.kernels, c.syncs, c.allocs,
-             c.cpu_samples, c.markers, c.gpu_samples, c.graph_launches, c.host_samples);
+             c.cpu_samples, c.markers, c.gpu_samples, c.graph_launches, c.host_samples, c.process_gpu_samples);
   if (s.counted_calls != 0)
     fmt::print("             + {} nested calls that succeeded (or answered \"not ready\"), counted rather than "
                "recorded\n",

@@ -143,7 +143,7 @@ void CsvWriter::add(const reader::ChunkView& v) {
   if (c.metadata() != nullptr && pid_ < 0) pid_ = c.metadata()->pid();
   stats_.records += v.api_calls.size() + v.copies.size() + v.memsets.size() + v.kernels.size() + v.syncs.size() +
                     v.allocs.size() + v.cpu_samples.size() + v.markers.size() + v.gpu_samples.size() +
-                    v.graph_launches.size() + v.host_samples.size();
+                    v.graph_launches.size() + v.host_samples.size() + v.process_gpu_samples.size();
   add_calls(v);
   for (const auto& cp : v.copies) {
     Row r = typed_row(cp, "copy");
@@ -245,6 +245,14 @@ void CsvWriter::add_other(const reader::ChunkView& v) {
     r.detail = fmt::format("valid 0x{:x}, util {}%, memory util {}%, used {} B, pcie tx {} rx {} KB/s, sm {} MHz",
                            g.valid(), g.gpu_util_pct(), g.memory_util_pct(), g.memory_used_bytes(), g.pcie_tx_kbps(),
                            g.pcie_rx_kbps(), g.sm_clock_mhz());
+    write(r);
+  }
+  for (const auto& p : v.process_gpu_samples) {  // the driver's per-process shares (format 1.8)
+    Row r;
+    r.start = p.start_ns() - p.window_ns(), r.duration = p.window_ns();
+    r.kind = "process_gpu_sample", r.source = "nvml", r.device = p.device();
+    r.detail = fmt::format("pid {}, sm {}%, memory {}%, encoder {}%, decoder {}% over the row's time", p.pid(),
+                           p.sm_util_pct(), p.memory_util_pct(), p.encoder_util_pct(), p.decoder_util_pct());
     write(r);
   }
 }

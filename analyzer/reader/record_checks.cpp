@@ -53,6 +53,10 @@ bool valid(const fb::GraphLaunch& r) {
   return timing_ok(r.start_ns(), r.duration_ns()) && in_range(r.source());
 }
 bool valid(const fb::HostSample& r) { return r.start_ns() <= kMaxTimestamp; }
+bool valid(const fb::ProcessGpuSample& r) {
+  return r.start_ns() <= kMaxTimestamp && r.window_ns() <= r.start_ns() && r.sm_util_pct() <= 100 &&
+         r.memory_util_pct() <= 100 && r.encoder_util_pct() <= 100 && r.decoder_util_pct() <= 100;
+}
 // A CallCount covers one drain interval of one thread: 2^40 calls would
 // take hours even at a call per nanosecond.
 bool valid(const fb::CallCount& r) { return r.until_ns() <= kMaxTimestamp && r.count() <= (uint64_t{1} << 40); }
@@ -100,6 +104,7 @@ uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) 
   invalid += copy_counts(c.call_counts(), &out->call_counts);
   invalid += decode_vector(c.graph_launches(), base, shuffled, &out->graph_launches);
   invalid += decode_vector(c.host_samples(), base, shuffled, &out->host_samples);
+  invalid += decode_vector(c.process_gpu_samples(), base, shuffled, &out->process_gpu_samples);
   return invalid;
 }
 
@@ -116,6 +121,7 @@ void DecodedRecords::fill_view(ChunkView* v) const {
   v->call_counts = call_counts;
   v->graph_launches = graph_launches;
   v->host_samples = host_samples;
+  v->process_gpu_samples = process_gpu_samples;
 }
 
 }  // namespace gpuscope::reader

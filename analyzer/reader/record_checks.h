@@ -27,6 +27,7 @@ struct DecodedRecords {
   std::vector<fb::CallCount> call_counts;
   std::vector<fb::GraphLaunch> graph_launches;
   std::vector<fb::HostSample> host_samples;
+  std::vector<fb::ProcessGpuSample> process_gpu_samples;
 
   void fill_view(ChunkView* view) const;
 };

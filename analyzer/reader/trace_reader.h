@@ -66,6 +66,7 @@ struct ChunkView {
   std::span<const fb::CallCount> call_counts;  // successful nested calls, counted (format 1.2)
   std::span<const fb::GraphLaunch> graph_launches;  // CUDA graph launches and what they run (format 1.3)
   std::span<const fb::HostSample> host_samples;     // CPU stack samples (format 1.4)
+  std::span<const fb::ProcessGpuSample> process_gpu_samples;  // NVML per-process utilization (format 1.8)
 };
 
 struct FileInfo {

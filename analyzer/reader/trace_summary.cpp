@@ -237,6 +237,7 @@ void SummaryBuilder::add(const ChunkView& v) {
   s_.counts.gpu_samples += v.gpu_samples.size();
   s_.counts.graph_launches += v.graph_launches.size();
   s_.counts.host_samples += v.host_samples.size();
+  s_.counts.process_gpu_samples += v.process_gpu_samples.size();
   for (const auto& g : v.graph_launches) s_.graphs.add(g);
   const auto from_device = [](const auto& records) {
     return static_cast<uint64_t>(std::count_if(records.begin(), records.end(),
@@ -272,6 +273,7 @@ void SummaryBuilder::add(const ChunkView& v) {
   widen_span(v.gpu_samples, &first_, &last_);
   widen_span(v.graph_launches, &first_, &last_);
   widen_span(v.host_samples, &first_, &last_);
+  widen_span(v.process_gpu_samples, &first_, &last_);
 }
 
 void GraphWork::add(const fb::GraphLaunch& g) {

@@ -40,7 +40,8 @@ inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) 
 
 struct RecordCounts {
   uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,
-           cpu_samples = 0, markers = 0, gpu_samples = 0, graph_launches = 0, host_samples = 0;
+           cpu_samples = 0, markers = 0, gpu_samples = 0, graph_launches = 0, host_samples = 0,
+           process_gpu_samples = 0;
   // Of the typed records above, those the device reported (CUPTI,
   // source = Device); the rest are the hooks'.
   struct {
@@ -49,7 +50,7 @@ struct RecordCounts {
   } device;
   uint64_t total() const {
     return api_calls + copies + memsets + kernels + syncs + allocs + cpu_samples + markers + gpu_samples +
-           graph_launches + host_samples;
+           graph_launches + host_samples + process_gpu_samples;
   }
 };
 

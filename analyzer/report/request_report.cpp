@@ -1,6 +1,8 @@
 // The REQUESTS section and the JSON "requests" member (--requests): latency
 // quantiles per request, the slowest requests, and the tail against the
 // median band part by part (request_latency.h, rules/tail_rules.cpp).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "profiler_windows.h"
@@ -61,18 +63,40 @@ std::string cause_line(const RequestLatency& r) {
   return own_cause_line(r) + concurrent_sentence(r) + co_tenant_sentence(r);
 }
 
+// What the driver's per-process samples added, or why they could not.
+std::string driver_samples_clause(const RequestLatency& r) {
+  const RequestLatency::DriverSamples& d = r.driver_samples;
+  if (d.samples == 0)
+    return "; the driver's per-process samples (NVML) are not in this trace (no NVML, a driver without them, or "
+           "--nvml-hz 0)";
+  if (!d.named_self)
+    return fmt::format("; the driver's {} per-process samples never named this process's pid (it runs in another "
+                       "pid namespace, such as a container), so they are not used",
+                       d.samples);
+  const auto untraced = std::count_if(r.co_tenants.begin(), r.co_tenants.end(),
+                                      [](const CoTenantOverlap& o) { return o.busy_from == BusyFrom::DriverSamples; });
+  return fmt::format("; the driver's per-process samples (NVML) named {} other process(es) on its GPU, {} of them "
+                     "busy during the compared requests",
+                     d.other_processes, untraced);
+}
+
 // Which other processes were looked at: the blind spot when none were.
 std::string other_processes_line(const RequestLatency& r) {
+  const auto traced = std::count_if(r.co_tenants.begin(), r.co_tenants.end(),
+                                    [](const CoTenantOverlap& o) { return o.busy_from != BusyFrom::DriverSamples; });
+  std::string line;
   if (r.other_traces == 0)
-    return "other processes on the GPU: not seen (give their traces with this one, or trace them in the same "
-           "gpuscope run, to compare)";
-  if (r.co_tenants.empty())
-    return fmt::format("other processes on the GPU: none of the {} other trace(s) given was busy on this GPU during "
+    line = "other processes on the GPU: not seen in traces (none given with this one; trace them in the same gpuscope "
+           "run, or give their traces, for their exact busy time)";
+  else if (traced == 0)
+    line = fmt::format("other processes on the GPU: none of the {} other trace(s) given was busy on this GPU during "
                        "the compared requests (same boot, same GPU UUID)",
                        r.other_traces);
-  return fmt::format("other processes on the GPU: {} of the {} other trace(s) given were busy on it during the "
-                     "compared requests",
-                     r.co_tenants.size(), r.other_traces);
+  else
+    line = fmt::format("other processes on the GPU: {} of the {} other trace(s) given were busy on it during the "
+                       "compared requests",
+                       traced, r.other_traces);
+  return line + driver_samples_clause(r);
 }
 
 void co_tenant_rows(std::string& out, const RequestLatency& r) {
@@ -154,7 +178,8 @@ json co_tenants_json(const RequestLatency& r) {
     out.push_back(json{{"pid", o.pid},
                        {"exe", o.exe},
                        {"trace", o.trace},
-                       {"busy_from", o.device_records ? "device_records" : "waiting_calls"},
+                       {"busy_from", busy_from_name(o.busy_from)},
+                       {"sample_window_s", o.sample_window_ns / 1e9},
                        {"trace_damaged", o.damaged},
                        {"tail_busy_s", r.tail.per_request(o.tail_ns) / 1e9},
                        {"median_busy_s", r.median_band.per_request(o.band_ns) / 1e9},
@@ -246,6 +271,9 @@ nlohmann::ordered_json requests_json(const ReportInput& in) {
               {"overlap_lookups_cut", r.overlap_lookups_cut},
               {"other_traces", r.other_traces},
               {"co_tenants", co_tenants_json(r)},
+              {"driver_samples", json{{"samples", r.driver_samples.samples},
+                                      {"named_self", r.driver_samples.named_self},
+                                      {"other_processes", r.driver_samples.other_processes}}},
               {"co_tenant_cause", co_tenant_cause_json(r)},
               {"tail_summary", cause_line(r)}};
 }

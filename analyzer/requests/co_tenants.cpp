@@ -34,8 +34,8 @@ class TenantReader {
   }
 
   void finish(GpuTenant* out) const {
-    out->device_records = !device_.empty();
-    out->busy = out->device_records ? device_.spans() : waiting_.spans();
+    out->busy_from = device_.empty() ? BusyFrom::WaitingCalls : BusyFrom::DeviceRecords;
+    out->busy = device_.empty() ? waiting_.spans() : device_.spans();
   }
 
  private:
@@ -60,7 +60,12 @@ uint64_t GpuTenant::busy_within(uint64_t from, uint64_t to) const {
                              [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) { return t < s.second; });
   uint64_t total = 0;
   for (; it != busy.end() && it->first < to; ++it) total += std::min(it->second, to) - std::max(it->first, from);
-  return total;
+  auto shared = std::upper_bound(shares.begin(), shares.end(), from,
+                                 [](uint64_t t, const SharedSpan& s) { return t < s.end; });
+  double weighted = 0;
+  for (; shared != shares.end() && shared->start < to; ++shared)
+    weighted += static_cast<double>(std::min(shared->end, to) - std::max(shared->start, from)) * shared->share;
+  return total + static_cast<uint64_t>(weighted + 0.5);
 }
 
 GpuTenant read_gpu_tenant(reader::TraceReader& trace, const std::string& path) {
@@ -93,7 +98,8 @@ std::vector<const GpuTenant*> co_tenants_of(const reader::TraceSummary& self, co
   for (const auto& d : self.devices)
     if (!d.uuid.empty()) own.push_back(d.uuid);
   for (const GpuTenant& t : all) {
-    if (t.boot_id != self.process->boot_id || t.pid == self.process->pid || t.busy.empty()) continue;
+    if (t.boot_id != self.process->boot_id || t.pid == self.process->pid || (t.busy.empty() && t.shares.empty()))
+      continue;
     const bool same_gpu = own.empty() || t.gpu_uuids.empty() ||
                           std::any_of(t.gpu_uuids.begin(), t.gpu_uuids.end(), [&](const std::string& u) {
                             return std::find(own.begin(), own.end(), u) != own.end();
@@ -113,7 +119,7 @@ std::vector<CoTenantOverlap> overlap_co_tenants(const std::vector<GroupedSpan>& 
                                                 const std::vector<const GpuTenant*>& tenants) {
   std::vector<CoTenantOverlap> out;
   for (const GpuTenant* t : tenants) {
-    CoTenantOverlap o{t->pid, t->exe, t->trace, t->device_records};
+    CoTenantOverlap o{t->pid, t->exe, t->trace, t->busy_from, t->sample_window_ns};
     o.damaged = t->damaged;
     for (const GroupedSpan& s : spans) {
       const uint64_t busy = t->busy_within(s.start_ns, s.end_ns);

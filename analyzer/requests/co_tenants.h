@@ -25,15 +25,26 @@
 
 namespace gpuscope::analyzer {
 
-// One traced process's GPU occupancy, on the host's monotonic clock.
+// A stretch of time during which a process held `share` of the GPU (the
+// driver's per-process samples say how much, not exactly when).
+struct SharedSpan {
+  uint64_t start = 0, end = 0;
+  double share = 0;  // 0..1
+};
+
+// One process's GPU occupancy, on the host's monotonic clock.
 struct GpuTenant {
-  std::string trace;  // the file it came from
+  std::string trace;  // the file it came from; empty: known from the driver's samples only
   int pid = 0;
   std::string exe, boot_id, hostname;
   std::vector<std::string> gpu_uuids;  // the GPUs its trace describes
-  bool device_records = false;         // busy from device records; else from its waiting calls
+  BusyFrom busy_from = BusyFrom::WaitingCalls;
   bool damaged = false;                // its trace is damaged or truncated: busy time past that is not seen
   std::vector<std::pair<uint64_t, uint64_t>> busy;  // sorted, disjoint [start, end)
+  std::vector<SharedSpan> shares;      // DriverSamples: sorted, disjoint
+  uint64_t sample_window_ns = 0;       // DriverSamples: the median span of one sample
+  // Busy time inside [from, to): whole spans' overlap, shares' overlap
+  // times their share.
   uint64_t busy_within(uint64_t from, uint64_t to) const;
 };
 

@@ -37,6 +37,15 @@ constexpr std::array<double, 5> kReportedQuantiles = {0.5, 0.9, 0.95, 0.99, 0.99
 const char* request_part_id(RequestPart part) { return kPartNames[static_cast<size_t>(part)].id; }
 const char* request_part_label(RequestPart part) { return kPartNames[static_cast<size_t>(part)].label; }
 
+const char* busy_from_name(BusyFrom from) {
+  switch (from) {
+    case BusyFrom::DeviceRecords: return "device_records";
+    case BusyFrom::WaitingCalls: return "waiting_calls";
+    case BusyFrom::DriverSamples: return "driver_samples";
+  }
+  return "unknown";
+}
+
 std::string quantile_name(double quantile) {
   char name[16];
   std::snprintf(name, sizeof name, "p%g", quantile * 100);

@@ -95,10 +95,19 @@ inline constexpr double kCoTenantShare = kConcurrentShare;
 // A co-tenant (co_tenants.h) during the tail and the median band: its busy
 // time inside the groups' requests (summed), and how many requests of each
 // group it was busy for kCoTenantShare of or more.
+// Where a co-tenant's busy time comes from, most exact first.
+enum class BusyFrom : uint8_t {
+  DeviceRecords,  // its trace's kernels, copies and memsets (CUPTI)
+  WaitingCalls,   // its trace's CUDA calls that waited for its GPU work
+  DriverSamples   // not traced: the driver's per-process utilization samples in this trace (NVML)
+};
+const char* busy_from_name(BusyFrom from);  // "device_records", "waiting_calls", "driver_samples"
+
 struct CoTenantOverlap {
   int pid = 0;
-  std::string exe, trace;
-  bool device_records = false;  // its busy time is from device records, not its waiting calls
+  std::string exe, trace;       // trace: empty for a process known from the driver's samples only
+  BusyFrom busy_from = BusyFrom::WaitingCalls;
+  uint64_t sample_window_ns = 0;  // DriverSamples: the median time one sample covers
   bool damaged = false;         // its trace is damaged or truncated
   uint64_t tail_ns = 0, band_ns = 0;
   uint64_t tail_requests = 0, band_requests = 0;
@@ -150,6 +159,15 @@ struct RequestLatency {
   // what each did during the groups (busiest in the tail first).
   std::vector<CoTenantOverlap> co_tenants;
   uint64_t other_traces = 0;              // traces given alongside, co-tenants or not
+  // The driver's per-process utilization samples in this trace (format
+  // 1.8): how many, whether they named this process (in another pid
+  // namespace, a container, they cannot: then they are not used), and how
+  // many other processes they named on this process's GPUs.
+  struct DriverSamples {
+    uint64_t samples = 0;
+    bool named_self = false;
+    uint64_t other_processes = 0;
+  } driver_samples;
   bool requested() const { return !name.empty(); }
 };
 

@@ -203,6 +203,7 @@ void RequestTally::add(const reader::ChunkView& v) {
   for (const auto& c : v.api_calls)
     if (c.depth() == 0) add_call(c);
   for (const auto& sample : v.host_samples) add_cpu_sample(sample);
+  driver_samples_.add(v);
 }
 
 // A CPU stack sample stands for one sampling period of its thread's CPU
@@ -235,12 +236,21 @@ RequestLatency RequestTally::finish() {
     count_concurrent(i, g);
   }
   count_tail_growth();
-  if (!co_tenants_.empty()) {
-    std::vector<GroupedSpan> spans;
-    for (const Member& m : by_start_) spans.push_back({m.start_ns, m.end_ns, m.group});
-    out_.co_tenants = overlap_co_tenants(spans, co_tenants_);
-  }
+  overlap_all_co_tenants();
   return std::move(out_);
+}
+
+// Traced co-tenants, then the processes only the driver's samples name.
+void RequestTally::overlap_all_co_tenants() {
+  std::vector<int> traced;
+  for (const GpuTenant* t : co_tenants_) traced.push_back(t->pid);
+  untraced_ = driver_samples_.tenants(names_, traced, &out_.driver_samples);
+  std::vector<const GpuTenant*> tenants = co_tenants_;
+  for (const GpuTenant& t : untraced_) tenants.push_back(&t);
+  if (tenants.empty()) return;
+  std::vector<GroupedSpan> spans;
+  for (const Member& m : by_start_) spans.push_back({m.start_ns, m.end_ns, m.group});
+  out_.co_tenants = overlap_co_tenants(spans, tenants);
 }
 
 // The parts other threads were busy in for kConcurrentShare of the request.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "co_tenants.h"
+#include "driver_tenants.h"
 #include "implicit_syncs.h"
 #include "request_latency.h"
 
@@ -66,6 +67,7 @@ class RequestTally {
   void add_concurrent(const OtherWork& w, size_t started);
   void add_cpu_sample(const fb::HostSample& sample);
   void count_tail_growth();
+  void overlap_all_co_tenants();
   void count_concurrent(size_t request, RequestGroup& g);
 
   const reader::TraceSummary& names_;
@@ -91,6 +93,8 @@ class RequestTally {
   std::unordered_set<const fb::ApiCall*> implicit_calls_;  // this chunk's calls counted as blocked
   std::unordered_map<uint32_t, CallKind> kinds_;
   std::vector<const GpuTenant*> co_tenants_;
+  DriverSampleReader driver_samples_;
+  GpuTenants untraced_;  // from driver_samples_ at finish(); co-tenants' overlaps point into it
   const uint64_t cpu_period_ns_;  // what one CPU stack sample stands for; 0: no CPU samples
 };
 

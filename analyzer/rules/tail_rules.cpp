@@ -196,6 +196,25 @@ Finding concurrent_finding(const TraceModel& model, const RequestLatency& r, con
 }
 
 // The finding when the tail's difference is another process on the GPU.
+// Where a co-tenant's busy time came from, and what that cannot tell.
+std::string busy_source_line(const CoTenantOverlap& t) {
+  switch (t.busy_from) {
+    case BusyFrom::DeviceRecords:
+      return "its busy time is its kernels, copies and memsets from its device records (CUPTI)";
+    case BusyFrom::WaitingCalls:
+      return "its busy time is estimated from its own CUDA calls that waited for the GPU (synchronization, copies, "
+             "memsets, frees): without its device records (CUPTI) the estimate cannot tell its work running from "
+             "its work queued behind the requests'";
+    case BusyFrom::DriverSamples:
+      break;
+  }
+  return fmt::format("it was not traced: its busy time is its share of the GPU in the driver's per-process samples "
+                     "(NVML, the larger of SM and memory utilization), spread evenly over each sample's window of "
+                     "about {:.0f} ms, so it says the process was busy around the requests, not inside which of "
+                     "their calls; trace it too (same gpuscope run, or give its trace) for its exact busy time",
+                     t.sample_window_ns / 1e6);
+}
+
 Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, const CoTenantCause& c,
                           const std::optional<TailCause>& own) {
   Finding f;
@@ -208,11 +227,7 @@ Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, cons
                                    r.tail.requests, r.tail.mean_ns() / 1e6, r.median_band.requests,
                                    r.median_band.mean_ns() / 1e6, r.tail.mean_ns() / r.median_band.mean_ns()));
   f.evidence.push_back(co_tenant_line(r, c));
-  f.evidence.push_back(c.tenant->device_records
-                           ? "its busy time is its kernels, copies and memsets from its device records (CUPTI)"
-                           : "its busy time is estimated from its own CUDA calls that waited for the GPU "
-                             "(synchronization, copies, memsets, frees): without its device records (CUPTI) the "
-                             "estimate cannot tell its work running from its work queued behind the requests'");
+  f.evidence.push_back(busy_source_line(*c.tenant));
   add_own_growth(model, r, own, &f);
   f.fix = fmt::format("the service shares its GPU with {}: the GPU time-slices the two processes, so requests that "
                       "arrive during its bursts wait for its work. Give the service a GPU or a MIG instance of its "
@@ -230,7 +245,7 @@ std::string co_tenant_line(const RequestLatency& r, const CoTenantCause& c) {
   return fmt::format("co-tenant {} ({}) was busy on the GPU for {} of the tail requests' time ({:.3f} ms inside each "
                      "on average), and for {} or more of {} of the {} tail requests against {} of the {} median band "
                      "requests ({} of their time)",
-                     t.name(), t.trace, pct(c.held_share),
+                     t.name(), t.trace.empty() ? "not traced; from the driver's samples" : t.trace, pct(c.held_share),
                      r.tail.per_request(t.tail_ns) / 1e6,
                      pct(kCoTenantShare), t.tail_requests, r.tail.requests, t.band_requests, r.median_band.requests,
                      pct(band_held)) +

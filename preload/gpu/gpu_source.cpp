@@ -1,5 +1,6 @@
 // The GPU TraceSource: at begin, the environment probe and one DeviceInfo
-// per GPU; then, every 1/nvml_hz seconds, one GpuSample per GPU.
+// per GPU; then, every 1/nvml_hz seconds, one GpuSample per GPU and the
+// driver's per-process utilization samples taken since the previous round.
 //
 // All NVML and driver queries run on a thread of their own ("gpuscope-gpu"),
 // never on the writer: on a real node one sampling round takes tens of
@@ -32,6 +33,7 @@
 #include "exit_guard.h"
 #include "gpu_source_options.h"
 #include "nvml_api.h"
+#include "process_sampler.h"
 #include "real_symbol.h"
 #include "recorder.h"
 #include "signal_free_thread.h"
@@ -54,7 +56,13 @@ struct Findings {
   std::optional<container::EnvironmentProbeData> probe;
   std::vector<container::DeviceDescription> devices;
   std::vector<fb::GpuSample> samples;
+  ProcessFindings processes;
 };
+
+void append(ProcessFindings& to, ProcessFindings&& from) {
+  to.samples.insert(to.samples.end(), from.samples.begin(), from.samples.end());
+  for (auto& n : from.names) to.names.push_back(std::move(n));
+}
 
 class GpuSource final : public capture::TraceSource {
  public:
@@ -82,6 +90,7 @@ class GpuSource final : public capture::TraceSource {
   uint64_t period_ns_;
   nvml::Api api_;
   std::vector<std::unique_ptr<DeviceSampler>> samplers_;
+  std::vector<std::unique_ptr<ProcessSampler>> process_samplers_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -108,6 +117,8 @@ void GpuSource::poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) {
   if (taken.probe) out.set_probe(std::move(*taken.probe));
   for (auto& d : taken.devices) out.add_device(std::move(d));
   for (const auto& sample : taken.samples) out.add(sample);
+  for (const auto& sample : taken.processes.samples) out.add(sample);
+  for (auto& name : taken.processes.names) out.add_gpu_process(std::move(name));
 }
 
 // A thread asleep between rounds has handed everything over: the end does
@@ -181,6 +192,10 @@ void GpuSource::describe_devices(container::EnvironmentProbeData& probe, Finding
         if (std::find(d.unsupported.begin(), d.unsupported.end(), name) == d.unsupported.end())
           d.unsupported.push_back(name);
       samplers_.push_back(std::move(sampler));
+      auto processes = std::make_unique<ProcessSampler>(api_, device, static_cast<uint16_t>(i), capture::monotonic_ns());
+      processes->poll(found.processes);  // finds whether the driver answers it at all
+      if (!processes->unsupported().empty()) d.unsupported.push_back(processes->unsupported());
+      process_samplers_.push_back(std::move(processes));
     }
     found.devices.push_back(std::move(d));
   }
@@ -193,14 +208,17 @@ void GpuSource::sample_until_stopped() {
     const uint64_t started = capture::monotonic_ns();
     rearm_exit_guard(started);
     std::vector<fb::GpuSample> round;
+    ProcessFindings processes;
     {
       GpuCallScope scope;
       if (!scope.ok()) return;  // exiting: NVML may already be finalized
       for (auto& sampler : samplers_) round.push_back(sampler->sample(capture::monotonic_ns()));
+      for (auto& sampler : process_samplers_) sampler->poll(processes);
     }
     {
       std::lock_guard lock(mutex_);
       found_.samples.insert(found_.samples.end(), round.begin(), round.end());
+      append(found_.processes, std::move(processes));
     }
     const uint64_t cost = capture::monotonic_ns() - started;
     due = std::max(due + period_ns_, started + std::max(period_ns_, kMaxRoundShare * cost));

@@ -293,7 +293,7 @@ TEST(CoTenants, ATraceWithoutDeviceRecordsIsBusyWhileItsCallsWaitForTheGpu) {
   EXPECT_EQ(t.exe, "/opt/jobs/batch_embed");
   EXPECT_EQ(t.boot_id, "boot-a");
   EXPECT_EQ(t.gpu_uuids, std::vector<std::string>{"GPU-1"});
-  EXPECT_FALSE(t.device_records);
+  EXPECT_EQ(t.busy_from, BusyFrom::WaitingCalls);
   EXPECT_FALSE(t.damaged);
   constexpr uint64_t kMs = 1'000'000, kT0 = 1'000 * kMs;
   const std::vector<std::pair<uint64_t, uint64_t>> want = {{kT0 + 2 * kMs, kT0 + 10 * kMs},
@@ -303,7 +303,7 @@ TEST(CoTenants, ATraceWithoutDeviceRecordsIsBusyWhileItsCallsWaitForTheGpu) {
 
 TEST(CoTenants, ATraceWithDeviceRecordsIsBusyWhileThoseRun) {
   const GpuTenant t = read_tenant(tenant_trace(true));
-  EXPECT_TRUE(t.device_records);
+  EXPECT_EQ(t.busy_from, BusyFrom::DeviceRecords);
   constexpr uint64_t kMs = 1'000'000, kT0 = 1'000 * kMs;
   const std::vector<std::pair<uint64_t, uint64_t>> want = {{kT0 + 1 * kMs, kT0 + 6 * kMs},  // two overlapping kernels
                                                            {kT0 + 21 * kMs, kT0 + 22 * kMs}};
@@ -350,8 +350,8 @@ TEST(CoTenants, OverlapsCountRequestsTheCoTenantHeld) {
 TEST(TailCause, AProcessOnTheSameGpuBusyOnlyDuringTheTailIsACause) {
   RequestLatency r = compared(group_of(6, {{RequestPart::ExplicitSync, 3000}}),
                               group_of(24, {{RequestPart::ExplicitSync, 1000}}), {{RequestPart::ExplicitSync, 6}});
-  r.co_tenants = {CoTenantOverlap{7, "batch", "t", false, false, 6 * 2000, 100, 5, 4},
-                  CoTenantOverlap{8, "always", "u", false, false, 6 * 1000, 24 * 500, 6, 24}};
+  r.co_tenants = {CoTenantOverlap{7, "batch", "t", BusyFrom::WaitingCalls, 0, false, 6 * 2000, 100, 5, 4},
+                  CoTenantOverlap{8, "always", "u", BusyFrom::WaitingCalls, 0, false, 6 * 1000, 24 * 500, 6, 24}};
   const auto c = co_tenant_cause(r);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->tenant->pid, 7);  // the one that is busy with the typical requests too is no difference

@@ -437,6 +437,46 @@ TEST_F(TailLatency, ABatchJobOnTheSameGpuIsTheTailsCoTenant) {
   EXPECT_NE(text.out.find("other processes on the GPU: not seen"), std::string::npos) << text.out;
 }
 
+// The same kind of batch job run without gpuscope: nobody traced it, but
+// the driver lists it in the per-process utilization samples the service's
+// own trace carries (simgpu's NVML answers them from the shared device).
+// Its bursts (25 ms) last longer than the sampling window (5 ms at --nvml-hz 200),
+// so the samples can tell the requests during a burst from the others.
+TEST_F(TailLatency, ABatchJobNobodyTracedIsNamedFromTheDriversSamples) {
+  const std::string id = "gpuscope-untraced-" + std::to_string(getpid());
+  auto batch = std::async(std::launch::async, [&] {
+    return run({bin("batch_embed"), "--bursts", "20", "--period-ms", "100", "--burst-kernels", "25"},
+               environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR), "SIMGPU_SHARED_ID=" + id},
+                                {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+  });
+  const std::string service = trace({"--requests", "300", "--healthy"}, {"--nvml-hz", "200"}, "request_service", id);
+  EXPECT_EQ(batch.get().exit_code(), 0);
+  const json j = analyze(service);
+  const json& r = j["requests"];
+  EXPECT_EQ(r["other_traces"], 0);
+  EXPECT_GT(r["driver_samples"]["samples"].get<uint64_t>(), 0u) << r.dump(2);
+  EXPECT_TRUE(r["driver_samples"]["named_self"]);
+  EXPECT_EQ(r["driver_samples"]["other_processes"], 1);
+  ASSERT_TRUE(r["co_tenant_cause"].is_object()) << r.dump(2);
+  EXPECT_EQ(r["co_tenant_cause"]["exe"], "batch_embed");
+  ASSERT_FALSE(r["co_tenants"].empty());
+  const json& tenant = r["co_tenants"][0];
+  EXPECT_EQ(tenant["busy_from"], "driver_samples");
+  EXPECT_EQ(tenant["trace"], "");
+  EXPECT_GT(tenant["sample_window_s"].get<double>(), 0.0);
+  const json* f = tail_finding(j);
+  ASSERT_NE(f, nullptr) << j["findings"].dump(2);
+  EXPECT_NE((*f)["title"].get<std::string>().find("another process uses the same GPU: pid "), std::string::npos);
+  bool says_estimate = false;
+  for (const auto& e : (*f)["evidence"]) says_estimate |= e.get<std::string>().find("it was not traced") != std::string::npos;
+  EXPECT_TRUE(says_estimate) << (*f)["evidence"].dump(2);
+  // Without the samples (--nvml-hz 0) the report says where its blind spot is.
+  const std::string blind = trace({"--requests", "120", "--healthy"}, {"--nvml-hz", "0"});
+  const auto text = run({gpuscope_exe(), "analyze", blind, "--requests", "request"});
+  EXPECT_NE(text.out.find("the driver's per-process samples (NVML) are not in this trace"), std::string::npos)
+      << text.out;
+}
+
 // A batch job whose bursts are over before the service starts shares the
 // GPU but not the service's time: given together, no co-tenant cause and no
 // finding for a healthy service. Traces without the requests, alone, are an

@@ -1,12 +1,15 @@
 // NVML answers derived from the model, on tests/nodes/test.json (k_mem_10ms:
 // a memory-class kernel that streams DRAM at full bandwidth for 10 ms).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../src/nvml/nvml_types.hpp"
 #include "test_support.hpp"
@@ -28,6 +31,9 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t, unsigned int*);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*);
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t, int, nvmlFieldValue_t*);
 nvmlReturn_t nvmlSystemGetDriverVersion(char*, unsigned int);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                                             unsigned long long);
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int, char*, unsigned int);
 nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t*);
 nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t);
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t, nvmlGpmSample_t);
@@ -191,6 +197,137 @@ TEST_F(Nvml, AnotherProcessSeesTheSameDevice) {
   pclose(out);
   EXPECT_GE(std::atoi(line), 90) << line;
   ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+}
+
+// One nvmlDeviceGetProcessUtilization answer, asked the two-call way.
+struct ProcessSamples {
+  nvmlReturn_t rc;
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+
+  const nvmlProcessUtilizationSample_t* of(int pid) const {
+    for (const auto& s : samples)
+      if (s.pid == static_cast<unsigned>(pid)) return &s;
+    return nullptr;
+  }
+};
+
+ProcessSamples process_samples(nvmlDevice_t dev, unsigned long long last_seen) {
+  unsigned count = 0;
+  nvmlReturn_t rc = nvmlDeviceGetProcessUtilization(dev, nullptr, &count, last_seen);
+  if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return {rc, {}};
+  std::vector<nvmlProcessUtilizationSample_t> samples(count + 4);  // room for one turning busy meanwhile
+  count = static_cast<unsigned>(samples.size());
+  rc = nvmlDeviceGetProcessUtilization(dev, samples.data(), &count, last_seen);
+  samples.resize(rc == NVML_SUCCESS ? count : 0);
+  return {rc, samples};
+}
+
+long long realtime_us() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+// Per-process samples: the first answer covers the time since the process
+// attached; one that names that answer's timestamp covers only what ran after.
+TEST_F(Nvml, ProcessUtilizationCoversTheWindowSinceLastSeen) {
+  const void* k = kernel("k_10ms");
+  ASSERT_EQ(cudaSuccess, launch(k));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  unsigned count = 0;
+  EXPECT_EQ(NVML_ERROR_INVALID_ARGUMENT, nvmlDeviceGetProcessUtilization(dev_, nullptr, nullptr, 0));
+  ASSERT_EQ(NVML_ERROR_INSUFFICIENT_SIZE, nvmlDeviceGetProcessUtilization(dev_, nullptr, &count, 0));
+  EXPECT_GE(count, 1u);
+  nvmlProcessUtilizationSample_t one;
+  count = 0;
+  EXPECT_EQ(NVML_ERROR_INSUFFICIENT_SIZE, nvmlDeviceGetProcessUtilization(dev_, &one, &count, 0));
+  EXPECT_GE(count, 1u);
+
+  const double before_first = simgpu_test::now_ms();
+  const ProcessSamples first = process_samples(dev_, 0);
+  ASSERT_EQ(NVML_SUCCESS, first.rc);
+  const nvmlProcessUtilizationSample_t* mine = first.of(getpid());
+  ASSERT_NE(nullptr, mine);
+  EXPECT_NEAR(static_cast<double>(realtime_us()), static_cast<double>(mine->timeStamp), 5e6);
+  EXPECT_EQ(0u, mine->encUtil);
+  EXPECT_EQ(0u, mine->decUtil);
+
+  // 300 ms of kernels, all queued after the first answer and done before the next.
+  for (int i = 0; i < 30; ++i) ASSERT_EQ(cudaSuccess, launch(k));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  const ProcessSamples second = process_samples(dev_, mine->timeStamp);
+  const double window_ms = simgpu_test::now_ms() - before_first;  // at least the sample's window
+  ASSERT_EQ(NVML_SUCCESS, second.rc);
+  const nvmlProcessUtilizationSample_t* now = second.of(getpid());
+  ASSERT_NE(nullptr, now);
+  EXPECT_GT(now->timeStamp, mine->timeStamp);
+  EXPECT_GE(now->smUtil + 1.0, 100.0 * 300.0 / window_ms) << "window " << window_ms << " ms";
+  EXPECT_GT(now->smUtil, 0u);
+  EXPECT_LE(now->smUtil, 100u);
+  EXPECT_EQ(0u, now->memUtil);  // no copies in this window
+
+  // Idle since then: this process has no sample newer than the second.
+  sleep_ms(50);
+  const ProcessSamples idle = process_samples(dev_, now->timeStamp);
+  EXPECT_TRUE(idle.rc == NVML_ERROR_NOT_FOUND || idle.rc == NVML_SUCCESS) << idle.rc;
+  EXPECT_EQ(nullptr, idle.of(getpid()));
+}
+
+// Another process's kernels are its own sample, under its pid: the driver
+// charges work to the process that queued it, in the node's shared log.
+TEST_F(Nvml, ProcessUtilizationListsAnotherProcessUnderItsPid) {
+  if (access("/dev/shm", W_OK) != 0) GTEST_SKIP() << "no /dev/shm: NVML sees this process only";
+  const void* k = kernel("k_10ms");  // registered before the fork, as a child of a CUDA program finds it
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  int ready[2], go[2];
+  ASSERT_EQ(0, pipe(ready));
+  ASSERT_EQ(0, pipe(go));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    close(go[1]);
+    bool ok = true;
+    for (int i = 0; i < 10 && ok; ++i) ok = launch(k) == cudaSuccess;
+    char c = ok && cudaDeviceSynchronize() == cudaSuccess ? 'y' : 'n';
+    const bool told = write(ready[1], &c, 1) == 1;
+    const bool released = read(go[0], &c, 1) >= 0;  // alive (so listed) until the parent has asked
+    _exit(told && released ? 0 : 1);
+  }
+  close(ready[1]);
+  close(go[0]);
+  char c = 0;
+  const bool heard = read(ready[0], &c, 1) == 1;  // EOF if the child died
+  const ProcessSamples got = process_samples(dev_, 0);
+  close(go[1]);
+  close(ready[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(heard && c == 'y') << "the child's kernels failed";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(NVML_SUCCESS, got.rc);
+  const nvmlProcessUtilizationSample_t* theirs = got.of(child);
+  ASSERT_NE(nullptr, theirs) << "no sample for the child " << child;
+  EXPECT_GT(theirs->smUtil, 0u);
+  EXPECT_EQ(0u, theirs->memUtil);
+}
+
+TEST_F(Nvml, ProcessNameIsTheCommOfThePid) {
+  char want[64] = {};
+  FILE* f = std::fopen("/proc/self/comm", "r");
+  ASSERT_NE(nullptr, f);
+  ASSERT_NE(nullptr, std::fgets(want, sizeof want, f));
+  std::fclose(f);
+  want[std::strcspn(want, "\n")] = '\0';
+  char name[64];
+  NVML_OK(nvmlSystemGetProcessName(static_cast<unsigned>(getpid()), name, sizeof name));
+  EXPECT_STREQ(want, name);
+  char small[4];
+  NVML_OK(nvmlSystemGetProcessName(static_cast<unsigned>(getpid()), small, sizeof small));
+  EXPECT_EQ(std::string(want).substr(0, 3), small);
+  EXPECT_EQ(NVML_ERROR_INVALID_ARGUMENT, nvmlSystemGetProcessName(static_cast<unsigned>(getpid()), nullptr, 64));
+  EXPECT_EQ(NVML_ERROR_INVALID_ARGUMENT, nvmlSystemGetProcessName(static_cast<unsigned>(getpid()), name, 0));
+  EXPECT_EQ(NVML_ERROR_NOT_FOUND, nvmlSystemGetProcessName(0, name, sizeof name));  // no /proc/0
 }
 
 }  // namespace

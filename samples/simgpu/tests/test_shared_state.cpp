@@ -38,12 +38,18 @@ simgpu::ActivityTotals brute_force(const std::vector<Interval>& log, unsigned ma
   return out;
 }
 
-TEST(SharedState, TotalsEqualTheSumOverEveryInterval) {
-  // A private segment for this process: no other simgpu user shares it.
+// The segment of an explicit SIMGPU_SHARED_ID of this test process's own:
+// other tests' simulated work stays out, and processes it forks share it.
+simgpu::SharedState& state_shared_by_this_test() {
   const std::string id = "test-" + std::to_string(getpid());
   setenv("SIMGPU_SHARED_ID", id.c_str(), 1);
-  const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
-  simgpu::SharedState& state = simgpu::SharedState::of(node);
+  static const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
+  return simgpu::SharedState::of(node);
+}
+
+TEST(SharedState, TotalsEqualTheSumOverEveryInterval) {
+  // A private segment for this process: no other simgpu user shares it.
+  simgpu::SharedState& state = state_shared_by_this_test();
 
   std::mt19937_64 rng(7);
   std::vector<Interval> log;
@@ -87,10 +93,7 @@ TEST(SharedState, TotalsEqualTheSumOverEveryInterval) {
 // kLead inside record(), which a loaded machine can produce), so such
 // instants are skipped, and most must remain.
 TEST(SharedState, TotalsAtAnEarlierInstantSeeOnlyWhatWasQueuedByThen) {
-  const std::string id = "test-" + std::to_string(getpid());
-  setenv("SIMGPU_SHARED_ID", id.c_str(), 1);
-  const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
-  simgpu::SharedState& state = simgpu::SharedState::of(node);
+  simgpu::SharedState& state = state_shared_by_this_test();
   constexpr int kDevice = 1;  // untouched by the other test
   constexpr int64_t kLead = 50'000'000;  // queued 50 ms ahead of its start
   std::vector<Interval> log;
@@ -132,10 +135,7 @@ TEST(SharedState, TotalsAtAnEarlierInstantSeeOnlyWhatWasQueuedByThen) {
 // work two processes claim on one engine at the same time never overlaps,
 // and each claim starts no earlier than asked.
 TEST(SharedState, ProcessesSharingAnIdQueueOnTheSameEngine) {
-  const std::string id = "test-" + std::to_string(getpid());
-  setenv("SIMGPU_SHARED_ID", id.c_str(), 1);
-  const simgpu::NodeDesc node = simgpu::parse_node(R"({"name": "shared-state test"})", "test");
-  simgpu::SharedState& state = simgpu::SharedState::of(node);
+  simgpu::SharedState& state = state_shared_by_this_test();
   if (!state.is_shared()) GTEST_SKIP() << "no /dev/shm here";
   ASSERT_TRUE(state.shares_engines());
   constexpr int kDevice = 2, kEngine = 0, kClaims = 500;
@@ -174,4 +174,89 @@ TEST(SharedState, ProcessesSharingAnIdQueueOnTheSameEngine) {
   all.insert(all.end(), theirs.begin(), theirs.end());
   std::sort(all.begin(), all.end());
   for (size_t i = 1; i < all.size(); ++i) ASSERT_LE(all[i - 1].second, all[i].first) << "claims " << i - 1 << " and " << i << " overlap";
+}
+
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+simgpu::ProcessActivity activity_of(const simgpu::SharedState& state, int device, int pid, int64_t at) {
+  for (const simgpu::ProcessActivity& p : state.process_activity(device, at))
+    if (p.pid == pid) return p;
+  ADD_FAILURE() << "process " << pid << " is not listed";
+  return simgpu::ProcessActivity{};
+}
+
+// In a process with no work on `device` yet: queues a kernel, then a memset
+// and a copy, 1 s ahead, and checks how much of each is done at instants
+// along them. Returns whether every check held.
+bool check_fresh_process(simgpu::SharedState& state, int device) {
+  const int64_t before = simgpu::now_ns();
+  const int64_t t0 = before + 1000 * kMs;
+  state.record(device, simgpu::Activity::KernelCompute, t0, t0 + 10 * kMs, 0, 1.0);
+  state.record(device, simgpu::Activity::Memset, t0 + 10 * kMs, t0 + 15 * kMs, 0, 0);
+  state.record(device, simgpu::Activity::CopyH2D, t0 + 15 * kMs, t0 + 20 * kMs, 0, 0);
+  const auto at = [&](int64_t when) { return activity_of(state, device, getpid(), when); };
+  const simgpu::ProcessActivity queued = at(before);
+  EXPECT_GE(queued.attached_ns, before);
+  EXPECT_LE(queued.attached_ns, simgpu::now_ns());
+  EXPECT_DOUBLE_EQ(0, queued.kernel_done_ns);
+  EXPECT_DOUBLE_EQ(0, queued.copy_done_ns);
+  const simgpu::ProcessActivity mid_kernel = at(t0 + 4 * kMs);
+  EXPECT_DOUBLE_EQ(4 * kMs, mid_kernel.kernel_done_ns);
+  EXPECT_DOUBLE_EQ(0, mid_kernel.copy_done_ns);
+  const simgpu::ProcessActivity mid_copy = at(t0 + 17 * kMs);  // the memset and 2 ms of the copy
+  EXPECT_DOUBLE_EQ(10 * kMs, mid_copy.kernel_done_ns);
+  EXPECT_DOUBLE_EQ(7 * kMs, mid_copy.copy_done_ns);
+  const simgpu::ProcessActivity over = at(t0 + 1000 * kMs);
+  EXPECT_DOUBLE_EQ(10 * kMs, over.kernel_done_ns);
+  EXPECT_DOUBLE_EQ(10 * kMs, over.copy_done_ns);
+  EXPECT_EQ(queued.attached_ns, over.attached_ns);
+  return !testing::Test::HasFailure();
+}
+
+}  // namespace
+
+// Work is charged to the process that queued it, and what it queued to run
+// after an instant is not done by then. The work is done in a forked child:
+// a fresh process (so the test can repeat), and one whose inherited slot
+// hint names its parent's slot.
+TEST(SharedState, ProcessActivityChargesEachProcessItsOwnWork) {
+  simgpu::SharedState& state = state_shared_by_this_test();
+  constexpr int kDevice = 3;  // untouched by the other tests
+  const int64_t now = simgpu::now_ns();
+  state.record(kDevice, simgpu::Activity::KernelCompute, now - 2 * kMs, now - kMs, 0, 1.0);
+  const simgpu::ProcessActivity mine = activity_of(state, kDevice, getpid(), now);
+  int ready[2], go[2];
+  ASSERT_EQ(0, pipe(ready));
+  ASSERT_EQ(0, pipe(go));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    close(go[1]);  // or the wait below never sees the parent's end close
+    char c = check_fresh_process(state, kDevice) ? 'y' : 'n';
+    const bool told = write(ready[1], &c, 1) == 1;
+    _exit(told && read(go[0], &c, 1) >= 0 ? 0 : 1);  // listed until the parent has looked
+  }
+  close(ready[1]);
+  close(go[0]);
+  char c = 0;
+  const bool heard = read(ready[0], &c, 1) == 1;  // EOF if the child died
+  const simgpu::ProcessActivity mine_after = activity_of(state, kDevice, getpid(), now);
+  std::vector<simgpu::ProcessActivity> all = state.process_activity(kDevice, now + 10'000 * kMs);
+  close(go[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(ready[0]);
+  ASSERT_TRUE(heard && c == 'y') << "the child's checks failed";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_DOUBLE_EQ(mine.kernel_done_ns, mine_after.kernel_done_ns);  // none of the child's work
+  EXPECT_DOUBLE_EQ(mine.copy_done_ns, mine_after.copy_done_ns);
+  if (!state.is_shared()) return;  // a process-local log: the child's work stayed in the child
+  const auto theirs = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.pid == child; });
+  ASSERT_NE(all.end(), theirs) << "the child is not listed";
+  EXPECT_DOUBLE_EQ(10 * kMs, theirs->kernel_done_ns);
+  EXPECT_DOUBLE_EQ(10 * kMs, theirs->copy_done_ns);
 }

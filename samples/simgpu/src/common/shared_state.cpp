@@ -21,7 +21,7 @@
 namespace simgpu {
 
 namespace {
-constexpr uint64_t kMagic = 0x73696d6770750004ull;  // "simgpu" + layout version
+constexpr uint64_t kMagic = 0x73696d6770750005ull;  // "simgpu" + layout version
 // Intervals kept per device: several processes' full launch queues (the
 // driver holds each to 1024 operations in flight), so the intervals around
 // "now" are always still here when NVML asks.
@@ -45,10 +45,17 @@ struct Record {
   uint32_t back[kKinds];
 };
 
+// Per-process work is split as NVML's per-process samples split it: SM
+// (kernels) and memory (copies and memsets).
+enum ProcWork { kProcKernels, kProcCopies, kProcWorkKinds };
+
 struct ProcSlot {
   int32_t pid;
   int32_t attached;
   int64_t memory;
+  int64_t attached_ns;                 // when the process took the slot
+  double busy_ns[kProcWorkKinds];      // every interval it logged, in full
+  int64_t busy_until[kProcWorkKinds];  // latest end of those intervals
 };
 
 struct DeviceLog {
@@ -184,15 +191,30 @@ Segment* open_private() {
   return seg;
 }
 
-ProcSlot* own_slot(DeviceLog& d) {
+// This process's slot, taking a dead process's one on first use; `hint` is
+// where it was last time (a forked child inherits its parent's, hence the
+// pid check). The caller holds d.mu.
+ProcSlot* own_slot(DeviceLog& d, int& hint) {
   const int self = getpid();
-  ProcSlot* free_slot = nullptr;
-  for (ProcSlot& s : d.procs) {
-    if (s.pid == self) return &s;
-    if (!free_slot && !alive(s.pid)) free_slot = &s;
+  if (hint >= 0 && hint < kProcs && d.procs[hint].pid == self) return &d.procs[hint];
+  int free_slot = -1;
+  for (int i = 0; i < kProcs; ++i) {
+    if (d.procs[i].pid == self) return &d.procs[hint = i];
+    if (free_slot < 0 && !alive(d.procs[i].pid)) free_slot = i;
   }
-  if (free_slot) *free_slot = ProcSlot{self, 0, 0};
-  return free_slot;
+  if (free_slot < 0) return nullptr;
+  d.procs[free_slot] = ProcSlot{self, 0, 0, now_ns(), {}, {}};
+  return &d.procs[hint = free_slot];
+}
+
+// Charges an interval to the process that logged it (the one running the
+// driver, as record() and claim() are called where the work is queued).
+void charge(ProcSlot* s, Activity kind, int64_t start, int64_t end) {
+  if (!s || end <= start) return;
+  const int work = (activity_bit(kind) & kKernelActivities) ? kProcKernels : kProcCopies;
+  s->attached = 1;  // work on the device means a context on it
+  s->busy_ns[work] += static_cast<double>(end - start);
+  s->busy_until[work] = std::max(s->busy_until[work], end);
 }
 
 }  // namespace
@@ -246,6 +268,7 @@ void SharedState::record(int device, Activity kind, int64_t start, int64_t end, 
   DeviceLog& d = segment_->devices[device];
   Lock lock(d.mu);
   log_interval(d, kind, start, end, bytes, sm_fraction);
+  charge(own_slot(d, slot_hint_[device]), kind, start, end);
 }
 
 int64_t SharedState::claim(int device, int engine, Activity kind, int64_t earliest, int64_t duration, uint64_t bytes,
@@ -256,6 +279,7 @@ int64_t SharedState::claim(int device, int engine, Activity kind, int64_t earlie
   const int64_t start = std::max(earliest, d.engine_free[engine]);
   d.engine_free[engine] = start + duration;
   log_interval(d, kind, start, start + duration, bytes, sm_fraction);
+  charge(own_slot(d, slot_hint_[device]), kind, start, start + duration);
   return start;
 }
 
@@ -299,14 +323,14 @@ void SharedState::attach_process(int device) {
   if (device < 0 || device >= kMaxDevices) return;
   DeviceLog& d = segment_->devices[device];
   Lock lock(d.mu);
-  if (ProcSlot* s = own_slot(d)) s->attached = 1;
+  if (ProcSlot* s = own_slot(d, slot_hint_[device])) s->attached = 1;
 }
 
 void SharedState::add_process_memory(int device, int64_t delta) {
   if (device < 0 || device >= kMaxDevices) return;
   DeviceLog& d = segment_->devices[device];
   Lock lock(d.mu);
-  if (ProcSlot* s = own_slot(d)) s->memory = std::max<int64_t>(0, s->memory + delta);
+  if (ProcSlot* s = own_slot(d, slot_hint_[device])) s->memory = std::max<int64_t>(0, s->memory + delta);
 }
 
 std::vector<ProcessUsage> SharedState::processes(int device) const {
@@ -316,6 +340,27 @@ std::vector<ProcessUsage> SharedState::processes(int device) const {
   Lock lock(d.mu);
   for (const ProcSlot& s : d.procs) {
     if (s.attached && alive(s.pid)) out.push_back({s.pid, static_cast<uint64_t>(s.memory)});
+  }
+  return out;
+}
+
+// Work is logged when it is queued, so what a process has queued to end
+// after `at` has not run yet.  The slot keeps only totals, not intervals, so
+// that part is taken as its work running back to back up to its latest end:
+// exact for a process whose queued work runs without gaps (and for any once
+// its work is over), an estimate while work with idle gaps is still queued.
+std::vector<ProcessActivity> SharedState::process_activity(int device, int64_t at) const {
+  std::vector<ProcessActivity> out;
+  if (device < 0 || device >= kMaxDevices) return out;
+  DeviceLog& d = segment_->devices[device];
+  Lock lock(d.mu);
+  const auto done = [at](const ProcSlot& s, int work) {
+    const double total = s.busy_ns[work];
+    return total - std::clamp(static_cast<double>(s.busy_until[work] - at), 0.0, total);
+  };
+  for (const ProcSlot& s : d.procs) {
+    if (s.attached && alive(s.pid))
+      out.push_back({s.pid, s.attached_ns, done(s, kProcKernels), done(s, kProcCopies)});
   }
   return out;
 }

@@ -42,6 +42,15 @@ struct ProcessUsage {
   uint64_t memory_bytes;
 };
 
+// One process's device work up to an instant (simgpu::now_ns() clock): busy
+// time of its kernels and of its copies and memsets that had run by then,
+// and when the process attached to the device.
+struct ProcessActivity {
+  int pid;
+  int64_t attached_ns;
+  double kernel_done_ns, copy_done_ns;
+};
+
 class SharedState {
  public:
   static constexpr int kMaxDevices = 8;  // an HGX board
@@ -49,6 +58,8 @@ class SharedState {
   // The segment of this process's node (SIMGPU_SHARED_ID overrides its name).
   static SharedState& of(const NodeDesc& node);
 
+  // Logs an interval of `device`'s work, charged to the calling process (the
+  // one whose driver queued it) for process_activity().
   void record(int device, Activity kind, int64_t start_ns, int64_t end_ns, uint64_t bytes,
               double sm_fraction);
   // Engine `engine` of `device` for `duration_ns`, starting no earlier than
@@ -68,6 +79,8 @@ class SharedState {
   void attach_process(int device);
   void add_process_memory(int device, int64_t delta_bytes);
   std::vector<ProcessUsage> processes(int device) const;  // live processes only
+  // Per-process busy time done by `at_ns`, live processes only.
+  std::vector<ProcessActivity> process_activity(int device, int64_t at_ns) const;
   const std::string& name() const { return name_; }
   bool is_shared() const { return shared_; }
 
@@ -77,6 +90,10 @@ class SharedState {
   std::string name_;
   bool shared_ = false;
   bool shares_engines_ = false;
+  // Index of this process's slot per device, a guess checked under the
+  // device lock: record() runs on every launch and a full slot search calls
+  // kill() and reads /proc for the slots before a free one.
+  int slot_hint_[kMaxDevices] = {-1, -1, -1, -1, -1, -1, -1, -1};
 };
 
 }  // namespace simgpu

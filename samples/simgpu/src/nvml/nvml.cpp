@@ -18,6 +18,7 @@ using simgpu::DeviceDesc;
 using simgpu::nvml::State;
 using simgpu::nvml::with_device;
 using simgpu::nvml::with_any_device;
+using simgpu::nvml::realtime_us;
 
 namespace {
 
@@ -81,12 +82,6 @@ uint64_t memory_used(const nvmlDevice_st& d, const State& s) {
   uint64_t used = d.desc->reserved_bytes;
   for (const simgpu::ProcessUsage& p : compute_processes(d, s)) used += p.memory_bytes;
   return std::min(used, d.desc->memory_bytes);
-}
-
-long long realtime_us() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<long long>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 void field_value(const nvmlDevice_st& d, const State& s, nvmlFieldValue_t& v) {

@@ -2,6 +2,7 @@
 // cross-process activity log their utilization is derived from.
 #pragma once
 
+#include <ctime>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct State {
   std::vector<nvmlDevice_st> devices;
   std::vector<nvmlDevice_st> mig_handles;  // every device's MIG devices, in order; index = the parent's
 };
+
+// NVML's timestamps: CPU time in microseconds on CLOCK_REALTIME.
+inline long long realtime_us() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
 
 // nullptr unless NVML is initialized (nvmlInit without a matching shutdown).
 const State* state();
