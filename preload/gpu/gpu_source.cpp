@@ -193,7 +193,12 @@ void GpuSource::describe_devices(container::EnvironmentProbeData& probe, Finding
           d.unsupported.push_back(name);
       samplers_.push_back(std::move(sampler));
       auto processes = std::make_unique<ProcessSampler>(api_, device, static_cast<uint16_t>(i), capture::monotonic_ns());
-      processes->poll(found.processes);  // finds whether the driver answers it at all
+      // The first poll finds whether the driver answers at all. Its samples'
+      // shares cover the driver's own period, which began before the sampler
+      // did, so only the names are kept; the next window starts at them.
+      ProcessFindings first;
+      processes->poll(first);
+      for (auto& name : first.names) found.processes.names.push_back(std::move(name));
       if (!processes->unsupported().empty()) d.unsupported.push_back(processes->unsupported());
       process_samplers_.push_back(std::move(processes));
     }
