@@ -166,6 +166,18 @@ template <class Tuple> uint64_t earliest_start(const Tuple& records) {
   return base == UINT64_MAX ? 0 : base;
 }
 
+// Host typed records that repeat their call's times are stored linked to
+// it (record_coding.h); done before any vector is delta-coded.
+template <class T> void link_vector(RecordVector<T>& v, std::span<const fb::ApiCall> calls) {
+  if constexpr (container::CallLinkable<T>) container::link_to_calls(std::span<T>(v.data(), v.size()), calls);
+}
+
+template <class Tuple> void link_typed_records_to_calls(Tuple& records) {
+  auto& calls = std::get<RecordVector<fb::ApiCall>>(records);
+  const std::span<const fb::ApiCall> call_span(calls.data(), calls.size());
+  std::apply([&](auto&... vec) { (link_vector(vec, call_span), ...); }, records);
+}
+
 // Delta-codes a record vector and byte-shuffles it straight into the
 // chunk; the FlatBuffer vector keeps its struct type, its bytes are in
 // shuffled order.
@@ -264,6 +276,7 @@ bool ChunkBuilder::empty() const {
 std::span<const uint8_t> ChunkBuilder::build() {
   fbb_.Clear();
   const uint64_t base = earliest_start(records_);
+  link_typed_records_to_calls(records_);
   // Children before the table that refers to them (FlatBuffers builds bottom-up).
   const auto [api_v, copy_v, memset_v, kernel_v, sync_v, alloc_v, cpu_v, marker_v, gpu_v, graph_v, host_v, process_v] =
       std::apply([&](auto&... vec) { return std::make_tuple(encoded_vector(fbb_, vec, base)...); }, records_);

@@ -19,14 +19,17 @@ namespace gpuscope::container {
 
 // Bump major for changes old readers cannot read; minor for additions they
 // can skip (new Chunk fields, new vectors).
-inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMajor = 2;
 // 1.1: NVTX marker kinds, StringTableFull drops, capture windows, Chunk.device_collection;
 // 1.2: Chunk.call_counts; 1.3: Chunk.stack_capture, Totals.began_kind/began_status, EndKind.LastThreadExit,
 // Chunk.graph_launches, ApiCall captured and Copy prefetch flags; 1.4: Chunk.host_samples, Chunk.host_sampling
 // (CPU stack samples); 1.5: Chunk.import_source (traces imported from other profilers); 1.6: Chunk.python_codes,
 // Chunk.python_stacks (Python frames in call stacks); 1.7: DeviceInfo VBIOS, persistence, power limits;
 // 1.8: Chunk.process_gpu_samples, Chunk.gpu_processes (NVML per-process utilization).
-inline constexpr uint16_t kFormatMinor = 8;
+// 2.0: host typed records linked to their calls (kFlagCallLinked): the same
+// schema as 1.8, but a 1.x reader would take the links for times, so it must
+// refuse these files. Readers of 2.x read every 1.x file.
+inline constexpr uint16_t kFormatMinor = 0;
 
 inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};
@@ -34,6 +37,8 @@ inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};
 // Header flags.
 inline constexpr uint32_t kFlagDeltaCoded = 1u << 0;  // record timestamps/ids are delta-coded
 inline constexpr uint32_t kFlagShuffled = 1u << 1;    // record vectors are byte-shuffled (byte_shuffle.h)
+inline constexpr uint32_t kFlagCallLinked = 1u << 2;  // 2.0: typed records may be linked to calls (record_coding.h)
+inline constexpr uint32_t kWriterFlags = kFlagDeltaCoded | kFlagShuffled | kFlagCallLinked;
 
 // Hard limits the reader enforces before allocating anything.
 inline constexpr uint32_t kMaxFramePayload = 64u << 20;   // compressed bytes
@@ -124,7 +129,7 @@ inline FileHeader make_file_header() {
   h.format_major = kFormatMajor;
   h.format_minor = kFormatMinor;
   h.header_size = sizeof(FileHeader);
-  h.flags = kFlagDeltaCoded | kFlagShuffled;
+  h.flags = kWriterFlags;
   h.header_crc = crc32c(&h, offsetof(FileHeader, header_crc));
   return h;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "byte_shuffle.h"
+#include "container.h"
 #include "record_coding.h"
 #include "trace_reader.h"
 
@@ -72,39 +73,54 @@ uint64_t copy_counts(const flatbuffers::Vector<const fb::CallCount*>* in, std::v
   return before - out->size();
 }
 
+// Unshuffles and delta-decodes one vector; invalid records stay until
+// drop_invalid (the calls' indexes must hold while links are resolved).
 template <class T>
-uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, bool shuffled,
-                       std::vector<T>* out) {
+void unpack_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, uint32_t flags, std::vector<T>* out) {
   out->clear();
-  if (in == nullptr) return 0;
+  if (in == nullptr) return;
   out->resize(in->size());
   auto* dst = reinterpret_cast<uint8_t*>(out->data());
-  if (shuffled) container::unshuffle_records(in->Data(), in->size(), sizeof(T), dst);
+  if ((flags & container::kFlagShuffled) != 0) container::unshuffle_records(in->Data(), in->size(), sizeof(T), dst);
   else std::memcpy(dst, in->Data(), in->size() * sizeof(T));
-  container::delta_decode(std::span<T>(*out), base);
-  const size_t before = out->size();
-  std::erase_if(*out, [](const T& r) { return !valid(r); });
-  return before - out->size();
+  container::delta_decode(std::span<T>(*out), base, (flags & container::kFlagCallLinked) != 0);
+}
+
+template <class T> uint64_t drop_invalid(std::vector<T>* records) {
+  const size_t before = records->size();
+  std::erase_if(*records, [](const T& r) { return !valid(r); });
+  return before - records->size();
+}
+
+template <class T>
+uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, uint32_t flags, std::vector<T>* out,
+                       std::span<const fb::ApiCall> calls = {}) {
+  unpack_vector(in, base, flags, out);
+  if constexpr (container::CallLinkable<T>)
+    if ((flags & container::kFlagCallLinked) != 0) container::resolve_call_links(std::span<T>(*out), calls);
+  return drop_invalid(out);
 }
 
 }  // namespace
 
-uint64_t decode_records(const fb::Chunk& c, bool shuffled, DecodedRecords* out) {
+uint64_t decode_records(const fb::Chunk& c, uint32_t flags, DecodedRecords* out) {
   const uint64_t base = c.base_ns();
+  unpack_vector(c.api_calls(), base, flags, &out->api_calls);
+  const std::span<const fb::ApiCall> calls(out->api_calls);
   uint64_t invalid = 0;
-  invalid += decode_vector(c.api_calls(), base, shuffled, &out->api_calls);
-  invalid += decode_vector(c.copies(), base, shuffled, &out->copies);
-  invalid += decode_vector(c.memsets(), base, shuffled, &out->memsets);
-  invalid += decode_vector(c.kernels(), base, shuffled, &out->kernels);
-  invalid += decode_vector(c.syncs(), base, shuffled, &out->syncs);
-  invalid += decode_vector(c.allocs(), base, shuffled, &out->allocs);
-  invalid += decode_vector(c.cpu_samples(), base, shuffled, &out->cpu_samples);
-  invalid += decode_vector(c.markers(), base, shuffled, &out->markers);
-  invalid += decode_vector(c.gpu_samples(), base, shuffled, &out->gpu_samples);
+  invalid += decode_vector(c.copies(), base, flags, &out->copies, calls);
+  invalid += decode_vector(c.memsets(), base, flags, &out->memsets, calls);
+  invalid += decode_vector(c.kernels(), base, flags, &out->kernels, calls);
+  invalid += decode_vector(c.syncs(), base, flags, &out->syncs, calls);
+  invalid += decode_vector(c.allocs(), base, flags, &out->allocs, calls);
+  invalid += decode_vector(c.graph_launches(), base, flags, &out->graph_launches, calls);
+  invalid += drop_invalid(&out->api_calls);
+  invalid += decode_vector(c.cpu_samples(), base, flags, &out->cpu_samples);
+  invalid += decode_vector(c.markers(), base, flags, &out->markers);
+  invalid += decode_vector(c.gpu_samples(), base, flags, &out->gpu_samples);
   invalid += copy_counts(c.call_counts(), &out->call_counts);
-  invalid += decode_vector(c.graph_launches(), base, shuffled, &out->graph_launches);
-  invalid += decode_vector(c.host_samples(), base, shuffled, &out->host_samples);
-  invalid += decode_vector(c.process_gpu_samples(), base, shuffled, &out->process_gpu_samples);
+  invalid += decode_vector(c.host_samples(), base, flags, &out->host_samples);
+  invalid += decode_vector(c.process_gpu_samples(), base, flags, &out->process_gpu_samples);
   return invalid;
 }
 

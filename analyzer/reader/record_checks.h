@@ -32,8 +32,9 @@ struct DecodedRecords {
   void fill_view(ChunkView* view) const;
 };
 
-// Copies (unshuffling when `shuffled`), delta-decodes and checks every record
-// vector of `chunk`; returns how many records were rejected.
-uint64_t decode_records(const fb::Chunk& chunk, bool shuffled, DecodedRecords* out);
+// Copies (unshuffling where the file header's `flags` say so), delta-decodes,
+// resolves typed records linked to their calls (format 2.0) and checks every
+// record vector of `chunk`; returns how many records were rejected.
+uint64_t decode_records(const fb::Chunk& chunk, uint32_t flags, DecodedRecords* out);
 
 }  // namespace gpuscope::reader

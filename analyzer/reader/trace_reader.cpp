@@ -95,9 +95,10 @@ bool TraceReader::open(std::unique_ptr<ByteSource> source, const std::string& na
   }
   info_.format_major = h.format_major;
   info_.format_minor = h.format_minor;
-  info_.flags = h.flags;
+  // Links are a 2.x coding: in a 1.x header the bit is damage, not a promise.
+  info_.flags = h.format_major < 2 ? h.flags & ~container::kFlagCallLinked : h.flags;
   first_frame_ = h.header_size;
-  if (h.format_minor > container::kFormatMinor)
+  if (h.format_major == container::kFormatMajor && h.format_minor > container::kFormatMinor)
     header_problems_.push_back({ProblemKind::NewerMinor, 0,
                                 "written with format " + version_string(h.format_major, h.format_minor) +
                                     ", this gpuscope reads " +
@@ -382,7 +383,7 @@ void TraceReader::decode(uint64_t offset, const FrameHeader& h, DecodedChunk& in
   else if (h.sequence < expected_sequence_)
     add_problem(ProblemKind::CorruptFrame, offset, "repeats sequence number " + std::to_string(h.sequence));
   expected_sequence_ = h.sequence + 1;
-  const uint64_t invalid = decode_records(*chunk_, (info_.flags & container::kFlagShuffled) != 0, &into.records);
+  const uint64_t invalid = decode_records(*chunk_, info_.flags, &into.records);
   if (invalid != 0) {
     stats_.records_invalid += invalid;
     add_problem(ProblemKind::InvalidRecords, offset,

@@ -63,6 +63,13 @@ std::string cause_line(const RequestLatency& r) {
   return own_cause_line(r) + concurrent_sentence(r) + co_tenant_sentence(r);
 }
 
+// Co-tenants whose busy time came from their own traces, not the driver's samples.
+size_t traced_co_tenants(const RequestLatency& r) {
+  return static_cast<size_t>(std::count_if(r.co_tenants.begin(), r.co_tenants.end(), [](const CoTenantOverlap& o) {
+    return o.busy_from != BusyFrom::DriverSamples;
+  }));
+}
+
 // What the driver's per-process samples added, or why they could not.
 std::string driver_samples_clause(const RequestLatency& r) {
   const RequestLatency::DriverSamples& d = r.driver_samples;
@@ -73,8 +80,7 @@ std::string driver_samples_clause(const RequestLatency& r) {
     return fmt::format("; the driver's {} per-process samples never named this process's pid (it runs in another "
                        "pid namespace, such as a container), so they are not used",
                        d.samples);
-  const auto untraced = std::count_if(r.co_tenants.begin(), r.co_tenants.end(),
-                                      [](const CoTenantOverlap& o) { return o.busy_from == BusyFrom::DriverSamples; });
+  const size_t untraced = r.co_tenants.size() - traced_co_tenants(r);
   return fmt::format("; the driver's per-process samples (NVML) named {} other process(es) on its GPU, {} of them "
                      "busy during the compared requests",
                      d.other_processes, untraced);
@@ -82,8 +88,7 @@ std::string driver_samples_clause(const RequestLatency& r) {
 
 // Which other processes were looked at: the blind spot when none were.
 std::string other_processes_line(const RequestLatency& r) {
-  const auto traced = std::count_if(r.co_tenants.begin(), r.co_tenants.end(),
-                                    [](const CoTenantOverlap& o) { return o.busy_from != BusyFrom::DriverSamples; });
+  const size_t traced = traced_co_tenants(r);
   std::string line;
   if (r.other_traces == 0)
     line = "other processes on the GPU: not seen in traces (none given with this one; trace them in the same gpuscope "

@@ -82,6 +82,7 @@ class GpuSource final : public capture::TraceSource {
   void run();
   void probe_environment();
   void describe_devices(container::EnvironmentProbeData& probe, Findings& found);
+  void start_sampling(nvml::Device device, uint16_t index, container::DeviceDescription& d, Findings& found);
   void sample_until_stopped();
   bool sleep_until(uint64_t due_ns);
 
@@ -89,8 +90,12 @@ class GpuSource final : public capture::TraceSource {
   GpuSourceOptions options_;
   uint64_t period_ns_;
   nvml::Api api_;
-  std::vector<std::unique_ptr<DeviceSampler>> samplers_;
-  std::vector<std::unique_ptr<ProcessSampler>> process_samplers_;
+  // One GPU's samplers: its utilization, and the driver's per-process shares.
+  struct GpuSamplers {
+    std::unique_ptr<DeviceSampler> utilization;
+    std::unique_ptr<ProcessSampler> processes;
+  };
+  std::vector<GpuSamplers> gpus_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -184,30 +189,33 @@ void GpuSource::describe_devices(container::EnvironmentProbeData& probe, Finding
     nvml::Device device = nullptr;
     if (api_.device_get_handle_by_index_v2(i, &device) != nvml::kSuccess || device == nullptr) continue;
     container::DeviceDescription d = describe_device(api_, device, i, options_.pci_devices_dir);
-    if (period_ns_ != 0) {
-      // The first sample also finds which metrics this GPU does not answer.
-      auto sampler = std::make_unique<DeviceSampler>(api_, device, static_cast<uint16_t>(i));
-      found.samples.push_back(sampler->sample(capture::monotonic_ns()));
-      for (const auto& name : sampler->unsupported())
-        if (std::find(d.unsupported.begin(), d.unsupported.end(), name) == d.unsupported.end())
-          d.unsupported.push_back(name);
-      samplers_.push_back(std::move(sampler));
-      auto processes = std::make_unique<ProcessSampler>(api_, device, static_cast<uint16_t>(i), capture::monotonic_ns());
-      // The first poll finds whether the driver answers at all. Its samples'
-      // shares cover the driver's own period, which began before the sampler
-      // did, so only the names are kept; the next window starts at them.
-      ProcessFindings first;
-      processes->poll(first);
-      for (auto& name : first.names) found.processes.names.push_back(std::move(name));
-      if (!processes->unsupported().empty()) d.unsupported.push_back(processes->unsupported());
-      process_samplers_.push_back(std::move(processes));
-    }
+    if (period_ns_ != 0) start_sampling(device, static_cast<uint16_t>(i), d, found);
     found.devices.push_back(std::move(d));
   }
 }
 
+// Takes each sampler's first reading, which also finds what this GPU's
+// driver does not answer.
+void GpuSource::start_sampling(nvml::Device device, uint16_t index, container::DeviceDescription& d,
+                               Findings& found) {
+  GpuSamplers gpu{std::make_unique<DeviceSampler>(api_, device, index),
+                  std::make_unique<ProcessSampler>(api_, device, index, capture::monotonic_ns())};
+  found.samples.push_back(gpu.utilization->sample(capture::monotonic_ns()));
+  for (const auto& name : gpu.utilization->unsupported())
+    if (std::find(d.unsupported.begin(), d.unsupported.end(), name) == d.unsupported.end())
+      d.unsupported.push_back(name);
+  // The first poll finds whether the driver answers at all. Its samples'
+  // shares cover the driver's own period, which began before the sampler
+  // did, so only the names are kept; the next window starts at them.
+  ProcessFindings first;
+  gpu.processes->poll(first);
+  for (auto& name : first.names) found.processes.names.push_back(std::move(name));
+  if (!gpu.processes->unsupported().empty()) d.unsupported.push_back(gpu.processes->unsupported());
+  gpus_.push_back(std::move(gpu));
+}
+
 void GpuSource::sample_until_stopped() {
-  if (samplers_.empty()) return;
+  if (gpus_.empty()) return;
   uint64_t due = capture::monotonic_ns() + period_ns_;
   while (sleep_until(due)) {
     const uint64_t started = capture::monotonic_ns();
@@ -217,8 +225,10 @@ void GpuSource::sample_until_stopped() {
     {
       GpuCallScope scope;
       if (!scope.ok()) return;  // exiting: NVML may already be finalized
-      for (auto& sampler : samplers_) round.push_back(sampler->sample(capture::monotonic_ns()));
-      for (auto& sampler : process_samplers_) sampler->poll(processes);
+      for (auto& gpu : gpus_) {
+        round.push_back(gpu.utilization->sample(capture::monotonic_ns()));
+        gpu.processes->poll(processes);
+      }
     }
     {
       std::lock_guard lock(mutex_);

@@ -55,7 +55,7 @@ inline SourceOutput run_source(capture::TraceSource& source, bool begin) {
                                            st->reason() != nullptr ? st->reason()->str() : "", st->depth(),
                                            st->unwind_failures(), st->table_full()};
   reader::DecodedRecords records;
-  reader::decode_records(*chunk, true, &records);
+  reader::decode_records(*chunk, container::kWriterFlags, &records);
   out.markers = records.markers;
   return out;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../src/nvml/nvml_types.hpp"
+#include "child_process.hpp"
 #include "test_support.hpp"
 
 extern "C" {
@@ -45,6 +46,8 @@ namespace {
 
 using simgpu_test::kernel;
 using simgpu_test::launch;
+using simgpu_test::ChildRun;
+using simgpu_test::run_child_while;
 
 #define NVML_OK(expr) ASSERT_EQ(NVML_SUCCESS, (expr)) << #expr
 
@@ -279,35 +282,20 @@ TEST_F(Nvml, ProcessUtilizationListsAnotherProcessUnderItsPid) {
   if (access("/dev/shm", W_OK) != 0) GTEST_SKIP() << "no /dev/shm: NVML sees this process only";
   const void* k = kernel("k_10ms");  // registered before the fork, as a child of a CUDA program finds it
   ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
-  int ready[2], go[2];
-  ASSERT_EQ(0, pipe(ready));
-  ASSERT_EQ(0, pipe(go));
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(ready[0]);
-    close(go[1]);
-    bool ok = true;
-    for (int i = 0; i < 10 && ok; ++i) ok = launch(k) == cudaSuccess;
-    char c = ok && cudaDeviceSynchronize() == cudaSuccess ? 'y' : 'n';
-    const bool told = write(ready[1], &c, 1) == 1;
-    const bool released = read(go[0], &c, 1) >= 0;  // alive (so listed) until the parent has asked
-    _exit(told && released ? 0 : 1);
-  }
-  close(ready[1]);
-  close(go[0]);
-  char c = 0;
-  const bool heard = read(ready[0], &c, 1) == 1;  // EOF if the child died
-  const ProcessSamples got = process_samples(dev_, 0);
-  close(go[1]);
-  close(ready[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(heard && c == 'y') << "the child's kernels failed";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ProcessSamples got{};
+  const ChildRun child = run_child_while(
+      [&] {
+        bool ok = true;
+        for (int i = 0; i < 10 && ok; ++i) ok = launch(k) == cudaSuccess;
+        return ok && cudaDeviceSynchronize() == cudaSuccess;
+      },
+      [&](pid_t) { got = process_samples(dev_, 0); });
+  ASSERT_GT(child.pid, 0) << "fork failed";
+  ASSERT_TRUE(child.ok) << "the child's kernels failed";
+  EXPECT_TRUE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0);
   ASSERT_EQ(NVML_SUCCESS, got.rc);
-  const nvmlProcessUtilizationSample_t* theirs = got.of(child);
-  ASSERT_NE(nullptr, theirs) << "no sample for the child " << child;
+  const nvmlProcessUtilizationSample_t* theirs = got.of(child.pid);
+  ASSERT_NE(nullptr, theirs) << "no sample for the child " << child.pid;
   EXPECT_GT(theirs->smUtil, 0u);
   EXPECT_EQ(0u, theirs->memUtil);
 }

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_process.hpp"
 #include "clock.hpp"
 #include "node.hpp"
 #include "shared_state.hpp"
@@ -228,34 +229,21 @@ TEST(SharedState, ProcessActivityChargesEachProcessItsOwnWork) {
   const int64_t now = simgpu::now_ns();
   state.record(kDevice, simgpu::Activity::KernelCompute, now - 2 * kMs, now - kMs, 0, 1.0);
   const simgpu::ProcessActivity mine = activity_of(state, kDevice, getpid(), now);
-  int ready[2], go[2];
-  ASSERT_EQ(0, pipe(ready));
-  ASSERT_EQ(0, pipe(go));
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(ready[0]);
-    close(go[1]);  // or the wait below never sees the parent's end close
-    char c = check_fresh_process(state, kDevice) ? 'y' : 'n';
-    const bool told = write(ready[1], &c, 1) == 1;
-    _exit(told && read(go[0], &c, 1) >= 0 ? 0 : 1);  // listed until the parent has looked
-  }
-  close(ready[1]);
-  close(go[0]);
-  char c = 0;
-  const bool heard = read(ready[0], &c, 1) == 1;  // EOF if the child died
-  const simgpu::ProcessActivity mine_after = activity_of(state, kDevice, getpid(), now);
-  std::vector<simgpu::ProcessActivity> all = state.process_activity(kDevice, now + 10'000 * kMs);
-  close(go[1]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  close(ready[0]);
-  ASSERT_TRUE(heard && c == 'y') << "the child's checks failed";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  simgpu::ProcessActivity mine_after{};
+  std::vector<simgpu::ProcessActivity> all;
+  const simgpu_test::ChildRun child = simgpu_test::run_child_while(
+      [&] { return check_fresh_process(state, kDevice); },
+      [&](pid_t) {
+        mine_after = activity_of(state, kDevice, getpid(), now);
+        all = state.process_activity(kDevice, now + 10'000 * kMs);
+      });
+  ASSERT_GT(child.pid, 0) << "fork failed";
+  ASSERT_TRUE(child.ok) << "the child's checks failed";
+  EXPECT_TRUE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0);
   EXPECT_DOUBLE_EQ(mine.kernel_done_ns, mine_after.kernel_done_ns);  // none of the child's work
   EXPECT_DOUBLE_EQ(mine.copy_done_ns, mine_after.copy_done_ns);
   if (!state.is_shared()) return;  // a process-local log: the child's work stayed in the child
-  const auto theirs = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.pid == child; });
+  const auto theirs = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.pid == child.pid; });
   ASSERT_NE(all.end(), theirs) << "the child is not listed";
   EXPECT_DOUBLE_EQ(10 * kMs, theirs->kernel_done_ns);
   EXPECT_DOUBLE_EQ(10 * kMs, theirs->copy_done_ns);
