@@ -127,6 +127,36 @@ for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound 
   done
 done
 
+# process_samples TRACE: what the driver's per-process utilization samples
+# (trace format 1.8) held: how many, how many named the traced process, the
+# median window and largest SM share, other pids. Real drivers are where the
+# sampler's assumptions (realtime stamps, samples per poll) get checked.
+process_samples() {
+  local pid
+  pid=$("$gs" info "$1" 2>/dev/null | sed -n 's/^process: *pid \([0-9]*\).*/\1/p')
+  "$gs" export --format csv -o - "$1" 2>/dev/null | awk -F, -v self="${pid:-0}" '
+    $5 == "process_gpu_sample" {
+      n++; w[n] = $2 / 1e6
+      match($0, /"pid [0-9]+/); p = substr($0, RSTART + 5, RLENGTH - 5)
+      if (p == self) own++; else others[p] = 1
+      match($0, /sm [0-9]+%/); sm = substr($0, RSTART + 3, RLENGTH - 4) + 0
+      if (sm > top) top = sm
+    }
+    END {
+      if (n == 0) { print "0 | - | - | - | - |"; exit }
+      for (i = 2; i <= n; i++) { v = w[i]; for (j = i - 1; j > 0 && w[j] > v; j--) w[j + 1] = w[j]; w[j + 1] = v }
+      k = 0; for (p in others) k++
+      printf "%d | %d (pid %s) | %.1f ms | %d %% | %d |\n", n, own, self, w[int((n + 1) / 2)], top, k
+    }'
+}
+echo
+echo "## Driver's per-process samples (NVML, trace format 1.8)"
+echo "| sample | samples | naming the traced pid | median window | top SM share | other pids |"
+echo "|---|---|---|---|---|---|"
+for s in pcie_bound compute_bound; do
+  echo "| $s | $(process_samples "$out/$s.gpuscope")"
+done
+
 echo
 echo "## Verdict cases (docs/rules.md, \"Verdict cases\")"
 echo "| case | verdict | expected | ok |"
