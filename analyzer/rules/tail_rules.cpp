@@ -300,6 +300,19 @@ std::optional<TailCause> tail_cause(const RequestLatency& r) {
   return c;
 }
 
+// Time outside CUDA on the request's own thread is a blind part: it says
+// the request waited, not for what. When another thread was in a CUDA part
+// during at least as many of the tail requests (and hardly any of the
+// median band's), that thread is the better-evidenced cause, and the own
+// thread's wait stays as evidence. Seen on a loaded host: the request thread
+// waits off the CPU while a helper churns the allocator.
+namespace {
+bool other_thread_explains_host_wait(const TailCause& cause, const std::optional<ConcurrentCause>& other) {
+  return cause.part == RequestPart::OutsideCuda && other && other->part != RequestPart::OutsideCuda &&
+         other->tail_share >= cause.request_share;
+}
+}  // namespace
+
 // A tail whose own thread grew in another part than the median's is that
 // part's finding (other threads' activity, when there is some, as
 // evidence); a tail that only waited longer in the median's own part, or in
@@ -312,7 +325,7 @@ void add_tail_finding(const TraceModel& model, Analysis* analysis) {
   const auto tenant = co_tenant_cause(r);
   if (!(cause && cause->differs) && !other && !tenant) return;
   Finding f;
-  if (cause && cause->differs) {
+  if (cause && cause->differs && !other_thread_explains_host_wait(*cause, other)) {
     f.cls = tail_cause_class(cause->part);
     f.title = fmt::format("the slowest \"{}\" requests (above p{:g}) are slow from {}, not from what the median "
                           "spends its time on",

@@ -225,6 +225,46 @@ TEST(TailCause, OtherThreadsBusyOnlyDuringTheTailAreACause) {
   EXPECT_FALSE(concurrent_cause(thin));
 }
 
+// A tail whose own thread grew most outside CUDA (a wait gpuscope cannot see
+// into) while another thread was in cudaFree during every tail request and
+// no band request: the other thread's freeing is the finding, the own
+// thread's wait its evidence. Were the own thread's growth a CUDA part (a
+// pageable copy), that part stays the finding.
+TEST(TailCause, AnotherThreadsFreeingExplainsATailThatWaitedOutsideCuda) {
+  auto tail = group_of(6, {{RequestPart::ExplicitSync, 1000}, {RequestPart::OutsideCuda, 3000}});
+  const auto median = group_of(24, {{RequestPart::ExplicitSync, 1000}});
+  tail.concurrent_requests[static_cast<size_t>(RequestPart::Free)] = 6;
+  tail.concurrent_ns[static_cast<size_t>(RequestPart::Free)] = 6 * 3500;
+  const auto finding_of = [](const RequestLatency& r) {
+    Analysis analysis;
+    analysis.requests = r;
+    add_tail_finding(TraceModel{}, &analysis);
+    EXPECT_EQ(analysis.findings.size(), 1u);
+    return analysis.findings.empty() ? Finding{} : analysis.findings.front();
+  };
+  const Finding waited = finding_of(compared(tail, median, {{RequestPart::OutsideCuda, 5}, {RequestPart::Free, 1}}));
+  EXPECT_EQ(waited.cls, Bottleneck::MemoryBound);
+  EXPECT_NE(waited.title.find("another thread of the process is in freeing: 100% of them"), std::string::npos)
+      << waited.title;
+  const bool own_wait_shown = std::any_of(waited.evidence.begin(), waited.evidence.end(), [](const std::string& e) {
+    return e.find("on their own thread the tail requests grew most in outside CUDA") != std::string::npos;
+  });
+  EXPECT_TRUE(own_wait_shown);
+
+  auto copied = tail;
+  copied.part_ns[static_cast<size_t>(RequestPart::OutsideCuda)] = 0;
+  copied.part_ns[static_cast<size_t>(RequestPart::CopyToDevicePageable)] = 6 * 3000;
+  const Finding copy =
+      finding_of(compared(copied, median, {{RequestPart::CopyToDevicePageable, 5}, {RequestPart::Free, 1}}));
+  EXPECT_EQ(copy.cls, tail_cause_class(RequestPart::CopyToDevicePageable));
+  EXPECT_NE(copy.title.find("slow from"), std::string::npos) << copy.title;
+
+  // Another thread in fewer tail requests than grew outside CUDA: the wait stays the finding.
+  tail.concurrent_requests[static_cast<size_t>(RequestPart::Free)] = 3;
+  const Finding fewer = finding_of(compared(tail, median, {{RequestPart::OutsideCuda, 5}, {RequestPart::Free, 1}}));
+  EXPECT_EQ(fewer.cls, Bottleneck::Inconclusive);
+}
+
 GpuTenant tenant(int pid, std::string boot, std::vector<std::string> uuids,
                  std::vector<std::pair<uint64_t, uint64_t>> busy) {
   GpuTenant t;

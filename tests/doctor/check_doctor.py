@@ -116,14 +116,22 @@ CASES = {
     # state hides). Both run alone (RUN_SERIAL): they time copies.
     "canary_healthy": ("canary-slow-link.json", {"canary": ("pass", "of the Gen1 x4 link's 1.0 GB/s; empty-kernel "
                                                                      "launch and synchronize")}, {"canary": True}),
-    "canary_slow_copies": ("canary-slow-copies.json", {"canary": ("fail", "pinned copies 0.4 GB/s host-to-device, 0.4 "
-                                                                           "GB/s device-to-host: 20% of the Gen1 x8")},
+    # The modeled 0.4 GB/s is a ceiling: a loaded host (CI beside a build) only slows the copies further, so the
+    # figures may read 0.2-0.3 and the share 10-20%; the verdict stays a failure.
+    "canary_slow_copies": ("canary-slow-copies.json",
+                           {"canary": ("fail", re.compile(r"pinned copies 0\.[234] GB/s host-to-device, 0\.[234] GB/s "
+                                                          r"device-to-host: (1\d|20)% of the Gen1 x8"))},
                            {"canary": True}),
     "no_driver": ("real toolkit", {"driver": ("fail", "no usable NVIDIA driver: libnvidia-ml.so.1"),
                                    "cuda_runtime": ("fail", "finds no driver")}, {}),
 }
 LABEL = {"fail": "FAIL", "warn": "WARN", "not_checked": "----", "pass": "ok"}
 SEVERITY = ["fail", "warn", "not_checked", "pass"]
+
+
+def mentions(text, wanted):
+    """A case's expected words: a plain substring, or a pattern where a timed figure may vary."""
+    return wanted.search(text) is not None if isinstance(wanted, re.Pattern) else wanted in text
 
 
 def fail(message):
@@ -210,7 +218,7 @@ def check_json(out, code, schema, states, expect, want_code, count):
     for r in doc["checks"]:
         if r["state"] != states[r["check"]]:
             fail(f"JSON: {r['check']} is {r['state']} ({r['summary']}), expected {states[r['check']]}")
-        if r["check"] in expect and expect[r["check"]][1] not in r["summary"]:
+        if r["check"] in expect and not mentions(r["summary"], expect[r["check"]][1]):
             fail(f"JSON: {r['check']} summary '{r['summary']}' lacks '{expect[r['check']][1]}'")
         if r["state"] in ("fail", "warn") and not r["fix"]:
             fail(f"JSON: {r['check']} is {r['state']} without a fix")
@@ -230,7 +238,7 @@ def check_text(out, verbose_out, states, expect, count):
         label, check = line.split()[0], line.split()[1]
         if label != LABEL[states[check]]:
             fail(f"text: '{line}' should start with {LABEL[states[check]]}")
-        if check in expect and expect[check][1] not in line:
+        if check in expect and not mentions(line, expect[check][1]):
             fail(f"text: '{line}' lacks '{expect[check][1]}'")
         order.append(SEVERITY.index(states[check]))
     if order != sorted(order):
