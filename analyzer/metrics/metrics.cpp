@@ -463,6 +463,7 @@ Metrics compute_metrics(const TraceModel& m) {
   x.context_init_call = m.context_init_call;
   host_metrics(m, x);
   gpu_metrics(m, x);
+  other_processes_metrics(m, x);
   device_metrics(m, x);
   gpu_time_breakdown_metrics(m, x);
   host_inferred_metrics(m, x);

@@ -39,6 +39,10 @@ std::optional<std::string> device_collection_text(const reader::TraceSummary& s)
 // NVML samples (20 Hz) below which utilization is not a measurement: GPU
 // busy is then unknown, or inferred from the host side (docs/rules.md).
 inline constexpr uint64_t kMinGpuSamples = 5;
+// Other processes' part of a GPU's busy time from which NVML's GPU-wide
+// utilization is no longer taken as this process's (the co-tenant bar of
+// request tails, kCoTenantShare, is the same 10 %).
+inline constexpr double kOtherProcessesShare = 0.10;
 inline constexpr uint64_t kMinLaunchSpanSamples = 3;  // NVML samples to judge GPU busy over the launch span
 // At most one wait per four queued operations: the work is queued ahead.
 inline constexpr double kSparseWaitsPerOp = 0.25;
@@ -101,6 +105,16 @@ struct Metrics {
   // lower bound). gpu_busy_source says which.
   std::optional<double> gpu_util, sm_util, dram_util;
   std::optional<double> nvml_gpu_util;  // whatever the sample count
+  // Other processes on this process's GPUs, from the driver's per-process
+  // samples (format 1.8), when a sample named this process: their part of
+  // the busy time the driver charged there, and the busiest of them
+  // ("pid 4417 (batch_embed)"). NVML's utilization counts their work too, so
+  // from kOtherProcessesShare on, gpu_util from NVML is scaled to this
+  // process's part and the GPU-wide figure kept in nvml_gpu_util_all.
+  std::optional<double> other_processes_share;
+  std::string busiest_other_process;
+  size_t other_processes = 0;  // with busy time in those samples
+  std::optional<double> nvml_gpu_util_all;
   std::optional<double> host_inferred_gpu_busy;
   std::string gpu_busy_source = "none";  // device, nvml, host, none
   // GPU busy while the feeding thread was issuing kernel launches (from
@@ -226,6 +240,9 @@ void range_idle_metrics(const TraceModel& model, Metrics& x);
 // The GPUs' links as the trace describes them at the start of capture
 // (node_link_metrics.cpp): the PCIe link of device 0, NVLinks down.
 void node_link_metrics(const TraceModel& model, Metrics& x);
+// Other processes' share of this process's GPUs, from the driver's
+// per-process samples (other_processes_metrics.cpp); after the NVML figures.
+void other_processes_metrics(const TraceModel& model, Metrics& x);
 
 // Theoretical PCIe bandwidth, one direction, GB/s (0 when unknown).
 double pcie_gbps(int generation, int width);

@@ -1,16 +1,16 @@
 #include "trace_model.h"
 
-#include "call_sequence.h"
-#include "function_names.h"
-#include "dense_id_map.h"
-#include "node_cache.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
 
 #include "call_repeats.h"
+#include "call_sequence.h"
+#include "dense_id_map.h"
+#include "driver_samples.h"
+#include "function_names.h"
+#include "node_cache.h"
 #include "record_flags.h"
 
 namespace gpuscope::analyzer {
@@ -298,6 +298,9 @@ void ModelBuilder::add_samples(const reader::ChunkView& v) {
     if (in_window(s.start_ns())) add_gpu(s);
   for (const auto& s : v.host_samples)
     if (in_window(s.start_ns())) m_.host_samples.add(s);
+  for (const auto& s : v.process_gpu_samples)
+    if (in_window(s.start_ns())) add_driver_busy(s, &m_.driver_busy_ns);
+  add_gpu_process_names(v, &m_.gpu_process_names);
 }
 
 void ModelBuilder::add_sync(const fb::Sync& s) {

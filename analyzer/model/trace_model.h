@@ -178,6 +178,11 @@ struct TraceModel {
   uint64_t oom_errors = 0;
   MemoryCurve device_memory;
   std::map<uint16_t, GpuSampleStats> gpu;                   // by device
+  // The driver's per-process samples (format 1.8): busy time it charged to
+  // each pid on each GPU (the larger of SM and memory share x the window),
+  // and the names it gave. NVML's GPU-wide figures above include it all.
+  std::map<uint16_t, std::map<uint32_t, double>> driver_busy_ns;  // device -> pid -> ns
+  std::map<uint32_t, std::string> gpu_process_names;
   uint64_t process_cpu_ns = 0;                              // from process CPU samples
   HostSampleStats host_samples;                             // CPU stack samples (format 1.4)
   struct Site {

@@ -51,6 +51,12 @@ void verdict(std::string& out, const ReportInput& in) {
 // GPU busy without device timestamps: NVML's figure, the host's inference,
 // or why there is none; each says where it came from.
 std::string gpu_busy_line(const Metrics& x) {
+  if (x.gpu_busy_source == "nvml" && x.nvml_gpu_util_all)
+    return fmt::format("  GPU busy: {} (this process's part of NVML utilization, {} samples, by the driver's "
+                       "per-process samples; split into kernels/copies/memsets needs device timestamps), other "
+                       "processes {} (most of it {}), idle {}\n",
+                       pct(*x.gpu_util), x.gpu_samples, pct(*x.nvml_gpu_util_all - *x.gpu_util),
+                       x.busiest_other_process, pct(1 - *x.nvml_gpu_util_all));
   if (x.gpu_busy_source == "nvml")
     return fmt::format("  GPU busy: {} (NVML utilization, {} samples; split into kernels/copies/memsets needs "
                        "device timestamps), idle {}\n",

@@ -7,14 +7,9 @@ namespace gpuscope::analyzer {
 void DriverSampleReader::add(const reader::ChunkView& v) {
   for (const fb::ProcessGpuSample& s : v.process_gpu_samples) {
     ++samples_;
-    // SM time or memory traffic, whichever it held more of: a memory-bound
-    // kernel holds the GPU with few SMs busy.
-    const uint8_t share = std::max(s.sm_util_pct(), s.memory_util_pct());
-    by_pid_[s.pid()].push_back({s.start_ns() - s.window_ns(), s.start_ns(), s.device(), share});
+    by_pid_[s.pid()].push_back({s.start_ns() - s.window_ns(), s.start_ns(), s.device(), driver_busy_pct(s)});
   }
-  if (v.chunk == nullptr || v.chunk->gpu_processes() == nullptr) return;
-  for (const fb::GpuProcess* p : *v.chunk->gpu_processes())
-    if (p != nullptr && p->name() != nullptr && p->name()->size() > 0) names_.try_emplace(p->pid(), p->name()->str());
+  add_gpu_process_names(v, &names_);
 }
 
 GpuTenants DriverSampleReader::tenants(const reader::TraceSummary& self, const std::vector<int>& traced,

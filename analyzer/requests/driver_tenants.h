@@ -13,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "co_tenants.h"
+#include "driver_samples.h"
 #include "request_latency.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
@@ -43,7 +45,7 @@ class DriverSampleReader {
   GpuTenant tenant_of(uint32_t pid, const std::vector<Sample>& samples, const std::vector<uint16_t>& devices) const;
 
   std::unordered_map<uint32_t, std::vector<Sample>> by_pid_;
-  std::unordered_map<uint32_t, std::string> names_;
+  std::map<uint32_t, std::string> names_;
   uint64_t samples_ = 0;
 };
 

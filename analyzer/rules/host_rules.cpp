@@ -114,8 +114,7 @@ std::optional<Finding> launch_finding(const TraceModel& m, const Metrics& x) {
   // GPU pushing back, not launch overhead. What counts is the GPU while the
   // launches were issued; idle setup or verification around them does not
   // make a back-pressured loop launch-bound.
-  const std::optional<double> busy = x.gpu_util_during_launches ? x.gpu_util_during_launches : x.gpu_util;
-  if (st == Status::Pass || (busy && *busy >= kGpuBusy)) return std::nullopt;
+  if (st == Status::Pass || launches_pushed_back(x)) return std::nullopt;
   const double us = x.launches ? m.host_by_kind[static_cast<size_t>(CallKind::Launch)].ns / 1e3 / x.launches : 0;
   Finding f{"cpu.launch_bound", Bottleneck::CpuBound, st, share,
             fmt::format("launch-bound: the feeding thread spends {} of the time launching kernels while the GPU idles", pct(share)),

@@ -129,17 +129,9 @@ std::optional<Finding> clocks_finding(const Metrics& x) {
   return f;
 }
 
-// Time in synchronization that is neither the copies it waited for (those
-// count as copies) nor, when the work was queued well ahead, the GPU
-// working through its queue (that is a busy GPU).
-double stalling_sync_share(const Metrics& x) {
-  double share = kind_share(x, CallKind::Sync) - x.wait_on_transfers_share;
-  if (x.sparse_waits) share -= x.wait_on_kernels_share;
-  return std::max(0.0, share);
-}
-
 std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
-  const double share = stalling_sync_share(x);
+  // The other processes' part, when they hold the GPU, is their finding.
+  const double share = stalling_sync_share(x) - others_part_of_sync_share(x);
   Status st = share_status(share, kFailShare, kWarnShare);
   // Waiting for a GPU that is busy the whole time is not a stall.
   const bool gpu_busy = x.gpu_util && *x.gpu_util >= kGpuBusy;
@@ -160,7 +152,11 @@ std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
                                      x.waits_on_queued, x.queued_ops, pct(x.wait_on_kernels_share),
                                      x.sparse_waits ? " (queued ahead: the GPU's time, not counted here)" : "",
                                      pct(x.wait_on_transfers_share)));
-  if (x.gpu_util)
+  if (gpu_held_by_others(x))
+    f.evidence.push_back(fmt::format("other processes held {} of the GPU's busy time; their part of these waits is "
+                                     "the finding about them",
+                                     pct(*x.other_processes_share)));
+  else if (x.gpu_util)
     f.evidence.push_back(fmt::format("GPU busy {} ({}): the GPU idles between short bursts", pct(*x.gpu_util),
                                      x.gpu_busy_source == "nvml" ? "NVML" : x.gpu_busy_source == "device"
                                                                              ? "device timestamps"
@@ -215,6 +211,10 @@ std::optional<Finding> dram_finding(const Metrics& x) {
                                    x.sm_util ? fmt::format(", SM utilization {}", pct(*x.sm_util)) : "",
                                    pct(*x.gpu_util)));
   f.evidence.push_back("\"GPU busy\" here is time spent waiting on memory, not computing");
+  if (x.other_processes_share && *x.other_processes_share >= kOtherProcessesShare)
+    f.evidence.push_back(fmt::format("NVML's DRAM figure is the whole GPU's: other processes held {} of its busy "
+                                     "time (most of it {}); GPU busy above is this process's part",
+                                     pct(*x.other_processes_share), x.busiest_other_process));
   if (chains) {
     f.evidence.push_back(fmt::format("{} of kernel launches continue a chain of different kernels with the same "
                                      "grid on one stream (fusion candidates): {}",
@@ -242,10 +242,19 @@ std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallK
   return out;
 }
 
+// Time in synchronization that is neither the copies it waited for (those
+// count as copies) nor, when the work was queued well ahead, the GPU
+// working through its queue (that is a busy GPU).
+double stalling_sync_share(const Metrics& x) {
+  double share = kind_share(x, CallKind::Sync) - x.wait_on_transfers_share;
+  if (x.sparse_waits) share -= x.wait_on_kernels_share;
+  return std::max(0.0, share);
+}
+
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x) {
   std::vector<Finding> out;
   for (auto f : {pcie_finding(m, x), device_copy_finding(m, x), link_finding(x), sync_finding(m, x),
-                 implicit_sync_finding(m, x), alloc_finding(m, x), dram_finding(x), clocks_finding(x)})
+                 shared_gpu_finding(m, x), implicit_sync_finding(m, x), alloc_finding(m, x), dram_finding(x), clocks_finding(x)})
     if (f) out.push_back(std::move(*f));
   return out;
 }

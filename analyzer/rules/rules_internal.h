@@ -33,4 +33,19 @@ std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x);
 // sync_rules.cpp: calls that synchronized without saying so.
 std::optional<Finding> implicit_sync_finding(const TraceModel& m, const Metrics& x);
 
+// Time in explicit synchronization that is a stall, not copies or a GPU
+// working through work queued well ahead (rules.cpp).
+double stalling_sync_share(const Metrics& x);
+// shared_gpu_rules.cpp: other processes on the same GPU (the driver's
+// per-process samples). Whether they hold it (kOtherProcessesShare of its
+// busy time, the GPU busy by NVML), the part of the stalling synchronization
+// put on them, whether launch calls blocked on a full queue (a busy GPU
+// pushing back, whoever's work fills it), their finding, and the remedies
+// for a shared GPU.
+bool gpu_held_by_others(const Metrics& x);
+double others_part_of_sync_share(const Metrics& x);
+bool launches_pushed_back(const Metrics& x);
+std::optional<Finding> shared_gpu_finding(const TraceModel& m, const Metrics& x);
+std::string shared_gpu_remedies(const std::string& subject, const std::string& other);
+
 }  // namespace gpuscope::analyzer

@@ -230,10 +230,8 @@ Finding co_tenant_finding(const TraceModel& model, const RequestLatency& r, cons
   f.evidence.push_back(busy_source_line(*c.tenant));
   add_own_growth(model, r, own, &f);
   f.fix = fmt::format("the service shares its GPU with {}: the GPU time-slices the two processes, so requests that "
-                      "arrive during its bursts wait for its work. Give the service a GPU or a MIG instance of its "
-                      "own, run the other job under MPS with a CUDA_MPS_ACTIVE_THREAD_PERCENTAGE limit, or schedule "
-                      "it away from the service's busy hours",
-                      c.tenant->name());
+                      "arrive during its bursts wait for its work. {}",
+                      c.tenant->name(), shared_gpu_remedies("the service", "the other job"));
   return f;
 }
 

@@ -41,6 +41,21 @@ const char* gpu_busy_source_text(const Metrics& x) {
   return "inferred from the host: synchronizations that waited on queued work";
 }
 
+// Other processes on the same GPU by the driver's samples, when they held
+// enough of it to matter; empty otherwise.
+std::string other_processes_text(const Metrics& x) {
+  if (!x.other_processes_share || *x.other_processes_share < kOtherProcessesShare) return "";
+  std::string text = fmt::format("other processes held {} of this GPU's busy time (the driver's per-process "
+                                 "samples), most of it {}",
+                                 pct(*x.other_processes_share), x.busiest_other_process);
+  if (x.nvml_gpu_util_all)
+    text += fmt::format(": NVML's {} busy is the whole GPU's, this process's part is about {}",
+                        pct(*x.nvml_gpu_util_all), pct(*x.gpu_util));
+  else if (x.gpu_busy_source == "device")
+    text += ": this process's kernels and copies are timed by the device, but may have waited behind theirs";
+  return text;
+}
+
 Check host_check(const Metrics& x, const std::vector<Finding>& f) {
   Check c{1, "queueing and host: is the GPU idle while the host is busy?", worst(f, {"cpu."}), {}};
   c.lines.push_back(fmt::format("feeding thread (tid {}) outside CUDA: {} of wall time", x.feeder_tid,
@@ -50,6 +65,7 @@ Check host_check(const Metrics& x, const std::vector<Finding>& f) {
                                : fmt::format("GPU busy: unknown ({} NVML sample(s), at least {} needed; no device "
                                              "timestamps; no synchronization waited on queued work)",
                                              x.gpu_samples, kMinGpuSamples));
+  if (const std::string others = other_processes_text(x); !others.empty()) c.lines.push_back(others);
   return c;
 }
 

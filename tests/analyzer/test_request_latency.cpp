@@ -78,7 +78,9 @@ TEST(RequestLatency, TheHistogramHoldsEveryRequestOnce) {
   for (size_t k = 0; k < bins.size(); ++k) {
     total += bins[k].count;
     EXPECT_LT(bins[k].from_ns, bins[k].to_ns);
-    if (k > 0) EXPECT_EQ(bins[k].from_ns, bins[k - 1].to_ns);
+    if (k > 0) {
+      EXPECT_EQ(bins[k].from_ns, bins[k - 1].to_ns);
+    }
     // Each bin's count is the durations in [from, to) (the last: [from, to]).
     const auto in_bin = std::count_if(sorted.begin(), sorted.end(), [&](uint64_t d) {
       return d >= bins[k].from_ns && (d < bins[k].to_ns || (k + 1 == bins.size() && d == bins[k].to_ns));

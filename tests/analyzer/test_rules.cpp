@@ -127,6 +127,75 @@ TEST(SyncRule, WaitingForABusyGpuIsNotAStall) {
   EXPECT_EQ(severity(sync(0.9, kGpuBusy - kJustBelow, 0.001), id), Status::Fail);
 }
 
+// A process sharing its GPU: NVML sees the GPU `whole` busy, the driver's
+// samples put `others` of that on other processes (metrics scale gpu_util
+// to this process's part, as compute_metrics does).
+Metrics shared(double sync_share, double whole, double others) {
+  Metrics x = sync(sync_share, whole * (1 - others), 1.0);
+  x.nvml_gpu_util = whole;
+  x.other_processes_share = others;
+  x.busiest_other_process = "pid 7 (batch_embed)";
+  x.other_processes = 1;
+  return x;
+}
+
+TEST(SharedGpuRule, WaitsForAGpuOthersHoldArePutOnThem) {
+  const char* id = "sync.waits_for_other_processes";
+  const char* own = "sync.host_blocked_in_synchronization";
+  // All of a 60 % wait on a GPU another process keeps 75 % busy: theirs, and the verdict's.
+  const Metrics all_theirs = shared(0.6, 0.75, 1.0);
+  EXPECT_EQ(severity(all_theirs, id), Status::Fail);
+  EXPECT_EQ(severity(all_theirs, own), std::nullopt);
+  const Analysis a = analyze(TraceModel{}, all_theirs);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::SyncBound);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].id, id);
+  EXPECT_NE(a.findings[0].title.find("pid 7 (batch_embed) held 100% of the GPU's busy time"), std::string::npos)
+      << a.findings[0].title;
+  EXPECT_NE(a.findings[0].fix.find("MIG instance"), std::string::npos);
+  // Half theirs: 30 % each way, both fail; the split is proportional.
+  const Metrics half = shared(0.6, 0.75, 0.5);
+  EXPECT_EQ(severity(half, id), Status::Fail);
+  EXPECT_EQ(severity(half, own), Status::Fail);
+  // At the bars: their part of the wait at kWarnShare warns, just under it is no finding.
+  EXPECT_EQ(severity(shared(kWarnShare / 0.5, 0.75, 0.5), id), Status::Warn);
+  EXPECT_EQ(severity(shared(kWarnShare / 0.5 - kJustBelow, 0.75, 0.5), id), std::nullopt);
+}
+
+// A GPU-bound loop whose launches block on the full queue of a GPU it gets
+// 60 % of: 90 % in launches x 40 % theirs. Alone, the same loop is healthy.
+TEST(SharedGpuRule, LaunchesAFullSharedQueueBlocksArePutOnTheOthers) {
+  Metrics x = shared(0.0, 0.99, 0.4);
+  set_share(x, CallKind::Launch, 0.9);
+  x.gpu_util_during_launches = 0.99;
+  const Analysis a = analyze(TraceModel{}, x);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].id, "sync.waits_for_other_processes");
+  EXPECT_NEAR(a.findings[0].share, 0.36, 1e-9);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::SyncBound);
+  EXPECT_EQ(severity(x, "cpu.launch_bound"), std::nullopt);  // pushed back, not launch overhead
+  x.other_processes_share.reset();
+  x.gpu_util = 0.99;
+  EXPECT_EQ(verdict(x), Bottleneck::Healthy);
+}
+
+TEST(SharedGpuRule, AnIdleGpuOrFewOthersOrNoSamplesLeaveTheSyncFinding) {
+  const char* id = "sync.waits_for_other_processes";
+  const char* own = "sync.host_blocked_in_synchronization";
+  // The GPU under kGpuBusy by NVML: the others did not hold it; the wait is this process's.
+  const Metrics idle = shared(0.6, kGpuBusy - kJustBelow, 1.0);
+  EXPECT_EQ(severity(idle, id), std::nullopt);
+  EXPECT_EQ(severity(idle, own), Status::Fail);
+  // Others at kOtherProcessesShare of the busy time: a tenth of a wait that is all the run warns.
+  EXPECT_EQ(severity(shared(1.0, 0.75, kOtherProcessesShare), id), Status::Warn);
+  EXPECT_EQ(severity(shared(0.6, 0.75, kOtherProcessesShare), id), std::nullopt);
+  // No per-process samples naming this process.
+  Metrics unknown = shared(0.6, 0.75, 1.0);
+  unknown.other_processes_share.reset();
+  EXPECT_EQ(severity(unknown, id), std::nullopt);
+  EXPECT_EQ(severity(unknown, own), Status::Fail);
+}
+
 Metrics churn(double share, double rate) {
   Metrics x = base_metrics();
   x.gpu_util = 0.3;

@@ -7,10 +7,13 @@
 // process competing for the two CI cores would change that.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../e2e/e2e_support.h"
@@ -95,6 +98,35 @@ TEST_F(Verdicts, LaunchesBlockedByAFullQueueAreNotLaunchBound) {
 TEST_F(Verdicts, CpuBoundAndItsFix) {
   EXPECT_EQ(verdict_of({"cpu_bound"}), "cpu_bound");
   EXPECT_NE(verdict_of({"cpu_bound", "--fixed"}), "cpu_bound");
+}
+
+// A CPU-bound program beside a batch job nobody traced, on one simulated
+// GPU: NVML's GPU-wide utilization is the batch job's busy time, which made
+// the program read "healthy: GPU-bound". The driver's per-process samples
+// name who held the GPU: its busy share is the program's part, and the
+// waits its work spent queued behind the batch job's are put on that job.
+TEST_F(Verdicts, AnUntracedJobOnTheSameGpuIsNotThisProgramsGpuTime) {
+  const std::string id = "SIMGPU_SHARED_ID=gpuscope-shared-" + std::to_string(getpid());
+  auto batch = std::async(std::launch::async, [&] {
+    return run({bin("memory_bound"), "--iters", "30000"},
+               environment_with({simgpu_path(), id}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its kernels queued first
+  const json j = analyze_json(trace({"cpu_bound"}, {simgpu_path(), id}));
+  EXPECT_EQ(batch.get().exit_code(), 0);
+  ASSERT_FALSE(j.is_discarded());
+  const json& b = j["breakdown"];
+  ASSERT_TRUE(b["other_processes_share"].is_number()) << b.dump(2);
+  EXPECT_GE(b["other_processes_share"].get<double>(), 0.5) << b.dump(2);
+  EXPECT_NE(b["busiest_other_process"].get<std::string>().find("(memory_bound)"), std::string::npos) << b.dump(2);
+  ASSERT_TRUE(b["nvml_gpu_util_all_processes"].is_number()) << b.dump(2);
+  EXPECT_LT(b["gpu_busy_share"].get<double>(), b["nvml_gpu_util_all_processes"].get<double>());
+  EXPECT_NE(j["verdict"]["class"], "healthy") << j["verdict"].dump(2);
+  bool put_on_the_job = false;
+  for (const json& f : j["findings"]) put_on_the_job |= f["id"] == "sync.waits_for_other_processes";
+  EXPECT_TRUE(put_on_the_job) << j["findings"].dump(2);
+  const auto text = run({gpuscope_exe(), "analyze", dir_.file("cpu_bound" + std::to_string(n_) + ".gpuscope")});
+  EXPECT_NE(text.out.find("this process's part of NVML utilization"), std::string::npos) << text.out;
 }
 
 TEST_F(Verdicts, ComputeBoundIsHealthy) {
