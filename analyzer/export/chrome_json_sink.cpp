@@ -19,7 +19,7 @@ class ChromeJsonSink final : public TimelineSink {
   void thread_name(Track t, std::string_view name) override { metadata_event("thread_name", t, name); }
   void process_name(Track t, std::string_view name) override { metadata_event("process_name", t, name); }
 
-  void slice(Track t, Label name, const char* category, uint64_t start, uint64_t duration, const Args& args,
+  void slice(Track t, Label name, const char* category, uint64_t start, uint64_t duration, ArgsView args,
              Flow flow) override {
     begin(literal(name), 'X', start, t);
     out_.put(",\"dur\":");
@@ -28,14 +28,14 @@ class ChromeJsonSink final : public TimelineSink {
     put_flow(t, flow);
   }
 
-  void instant(Track t, Label name, const char* category, uint64_t at, const Args& args, Flow flow) override {
+  void instant(Track t, Label name, const char* category, uint64_t at, ArgsView args, Flow flow) override {
     begin(literal(name), 'i', at, t);
     out_.put(",\"s\":\"t\"");
     category_and_args(category, args);
     put_flow(t, flow);
   }
 
-  void counter(Track t, Label name, uint64_t at, const Args& values) override {
+  void counter(Track t, Label name, uint64_t at, ArgsView values) override {
     begin(literal(name), 'C', at, t);
     put_args(values);
     end_event();
@@ -43,7 +43,7 @@ class ChromeJsonSink final : public TimelineSink {
 
   // Nestable async events ("b"/"e", matched by category, id and name).
   void async_range(Track t, Label name, const char* category, uint64_t id, uint64_t start, uint64_t end,
-                   const Args& args) override {
+                   ArgsView args) override {
     const std::string& text = literal(name);
     begin(text, 'b', start, t);
     out_.format(",\"cat\":\"{}\",\"id\":{}", category, id & kIdMask);
@@ -75,14 +75,14 @@ class ChromeJsonSink final : public TimelineSink {
     out_.put('}');
     out_.maybe_flush();
   }
-  void category_and_args(const char* category, const Args& args) {
+  void category_and_args(const char* category, ArgsView args) {
     out_.put(",\"cat\":\"");
     out_.put(category);
     out_.put('"');
     put_args(args);
     end_event();
   }
-  void put_args(const Args& args);
+  void put_args(ArgsView args);
   // Flow v1: "s" binds to the slice enclosing it (the launch call), "f"
   // with "bp":"e" to the slice starting there (the device record).
   void put_flow(Track t, Flow flow) {
@@ -95,7 +95,7 @@ class ChromeJsonSink final : public TimelineSink {
   void metadata_event(const char* what, Track t, std::string_view value) {
     out_.put(events_ == 0 ? "\n{\"name\":\"" : ",\n{\"name\":\"");
     out_.format("{}\",\"ph\":\"M\",\"ts\":0,\"pid\":{},\"tid\":{},\"args\":{{\"name\":", what, t.pid, t.tid);
-    append_json_string(out_.buffer(), value);
+    append_json_string(out_, value);
     out_.put("}}");
     ++events_;
     out_.maybe_flush();
@@ -114,20 +114,20 @@ class ChromeJsonSink final : public TimelineSink {
   std::string scratch_;
 };
 
-void ChromeJsonSink::put_args(const Args& args) {
+void ChromeJsonSink::put_args(ArgsView args) {
   if (args.empty()) return;
   out_.put(",\"args\":{");
   const char* sep = "\"";
-  for (const Args::Arg& a : args.list()) {
+  for (const Arg& a : args.list()) {
     out_.put(sep);
     sep = ",\"";
-    out_.put(a.key);
+    out_.put(a.key_text());
     out_.put("\":");
     switch (a.type) {
       case Args::Type::Int: out_.put_int(static_cast<int64_t>(a.value)); break;
       case Args::Type::Uint: out_.put_uint(a.value); break;
       case Args::Type::Bool: out_.put(a.value != 0 ? "true" : "false"); break;
-      case Args::Type::Text: append_json_string(out_.buffer(), args.text(a)); break;
+      case Args::Type::Text: append_json_string(out_, args.text(a)); break;
       case Args::Type::Milli: {
         const auto v = static_cast<int64_t>(a.value);
         const uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
@@ -145,9 +145,9 @@ void ChromeJsonSink::finish(const reader::TraceSummary& s, const ExportStats& st
               s.file.format_minor);
   if (s.process) {
     out_.format(",\"pid\":{},\"exe\":", s.process->pid);
-    append_json_string(out_.buffer(), s.process->exe);
+    append_json_string(out_, s.process->exe);
     out_.put(",\"gpuscope_version\":");
-    append_json_string(out_.buffer(), s.process->gpuscope_version);
+    append_json_string(out_, s.process->gpuscope_version);
   }
   out_.format(",\"simulated\":{},\"complete\":{}", s.on_simulated_gpu(), s.end.has_value() && s.problems.empty());
   out_.format(",\"records\":{},\"events\":{},\"clamped_spans\":{},\"instants_for_unnestable_spans\":{}"
@@ -158,7 +158,7 @@ void ChromeJsonSink::finish(const reader::TraceSummary& s, const ExportStats& st
   out_.put(",\"problems\":[");
   for (size_t i = 0; i < s.problems.size(); ++i) {
     if (i != 0) out_.put(',');
-    append_json_string(out_.buffer(), reader::describe(s.problems[i]));
+    append_json_string(out_, reader::describe(s.problems[i]));
   }
   out_.put("]}}\n");
   out_.flush();

@@ -21,6 +21,10 @@ struct ExportOptions {
   // A summary of the whole trace (an earlier pass) to symbolize call sites
   // with; without it call sites are raw ("module+0xoffset").
   std::optional<reader::TraceSummary> symbols;
+  // Threads for the JSON and protobuf exports: 0 (default) two where the
+  // machine has two cores (the walk, and encoding on the other: output
+  // byte for byte the same), 1 all on the calling thread. CSV uses one.
+  unsigned threads = 0;
 };
 
 // What the export did, beyond the events themselves.

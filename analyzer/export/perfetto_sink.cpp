@@ -34,7 +34,7 @@ class PerfettoSink final : public TimelineSink {
   void thread_name(Track t, std::string_view name) override { describe_thread(t, name); }
   void process_name(Track t, std::string_view name) override { describe_process(t.pid, name); }
 
-  void slice(Track t, Label name, const char* category, uint64_t start, uint64_t duration, const Args& args,
+  void slice(Track t, Label name, const char* category, uint64_t start, uint64_t duration, ArgsView args,
              Flow flow) override {
     const uint64_t track = thread_track(t);
     pb::TrackEvent* e = event(start, track, pb::TrackEvent::TYPE_SLICE_BEGIN);
@@ -44,15 +44,15 @@ class PerfettoSink final : public TimelineSink {
     emit();
   }
 
-  void instant(Track t, Label name, const char* category, uint64_t at, const Args& args, Flow flow) override {
+  void instant(Track t, Label name, const char* category, uint64_t at, ArgsView args, Flow flow) override {
     pb::TrackEvent* e = event(at, thread_track(t), pb::TrackEvent::TYPE_INSTANT);
     describe_event(e, name, category, args, flow);
     emit();
   }
 
   // One counter track per series, "<name> <series>", under the process.
-  void counter(Track t, Label name, uint64_t at, const Args& values) override {
-    for (const Args::Arg& a : values.list()) {
+  void counter(Track t, Label name, uint64_t at, ArgsView values) override {
+    for (const Arg& a : values.list()) {
       pb::TrackEvent* e = event(at, counter_track(t.pid, name.text, a.key), pb::TrackEvent::TYPE_COUNTER);
       if (a.type == Args::Type::Milli) e->set_double_counter_value(static_cast<double>(static_cast<int64_t>(a.value)) / 1000);
       else if (a.type == Args::Type::Uint) e->set_counter_value(static_cast<int64_t>(a.value));
@@ -63,7 +63,7 @@ class PerfettoSink final : public TimelineSink {
 
   // A track of its own under the process, as Perfetto's async slices have.
   void async_range(Track t, Label name, const char* category, uint64_t /*id*/, uint64_t start, uint64_t end,
-                   const Args& args) override {
+                   ArgsView args) override {
     const uint64_t parent = process_track(t.pid);
     const uint64_t track = next_uuid_++;
     pb::TrackDescriptor* d = packet_.mutable_track_descriptor();
@@ -87,8 +87,8 @@ class PerfettoSink final : public TimelineSink {
   void start(uint64_t origin_ns);
   void emit();
   pb::TrackEvent* event(uint64_t ts, uint64_t track, pb::TrackEvent::Type type);
-  void describe_event(pb::TrackEvent* e, Label name, const char* category, const Args& args, Flow flow);
-  void put_args(pb::TrackEvent* e, const Args& args);
+  void describe_event(pb::TrackEvent* e, Label name, const char* category, ArgsView args, Flow flow);
+  void put_args(pb::TrackEvent* e, ArgsView args);
   uint64_t process_track(int64_t pid);
   uint64_t thread_track(Track t);
   uint64_t counter_track(int64_t pid, std::string_view name, std::string_view series);
@@ -138,10 +138,7 @@ void PerfettoSink::emit() {
   head[0] = kTraceFieldPacket;
   uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(size, head + 1);
   out_.put(std::string_view(reinterpret_cast<const char*>(head), static_cast<size_t>(end - head)));
-  fmt::memory_buffer& buf = out_.buffer();
-  const size_t at = buf.size();
-  buf.resize(at + size);
-  packet_.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(buf.data() + at));
+  packet_.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out_.claim(size)));
   packet_.Clear();
   out_.maybe_flush();
 }
@@ -157,7 +154,7 @@ pb::TrackEvent* PerfettoSink::event(uint64_t ts, uint64_t track, pb::TrackEvent:
   return e;
 }
 
-void PerfettoSink::describe_event(pb::TrackEvent* e, Label name, const char* category, const Args& args, Flow flow) {
+void PerfettoSink::describe_event(pb::TrackEvent* e, Label name, const char* category, ArgsView args, Flow flow) {
   e->set_name_iid(name_iid(name));
   e->add_category_iids(category_iid(category));
   put_args(e, args);
@@ -165,8 +162,8 @@ void PerfettoSink::describe_event(pb::TrackEvent* e, Label name, const char* cat
   if (flow.kind == Flow::Kind::In) e->add_terminating_flow_ids(flow.id);
 }
 
-void PerfettoSink::put_args(pb::TrackEvent* e, const Args& args) {
-  for (const Args::Arg& a : args.list()) {
+void PerfettoSink::put_args(pb::TrackEvent* e, ArgsView args) {
+  for (const Arg& a : args.list()) {
     pb::DebugAnnotation* d = e->add_debug_annotations();
     d->set_name_iid(arg_iid(a.key));
     switch (a.type) {

@@ -2,11 +2,13 @@
 #include "timeline_walk.h"
 
 #include <map>
+#include <thread>
 #include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "call_sites.h"
+#include "sink_pipeline.h"
 #include "trace_model.h"
 #include "track_nesting.h"
 
@@ -42,10 +44,14 @@ Args& TimelineWalk::fresh_args() {
 }
 
 analyzer::CallKind TimelineWalk::kind_of(uint32_t function_id) {
-  auto it = kinds_.find(function_id);
-  if (it != kinds_.end()) return it->second;
-  const auto k = analyzer::classify_function(summary_.current().name_of(function_id));
-  return kinds_.emplace(function_id, k).first->second;
+  if (const analyzer::CallKind* k = kinds_.find(function_id)) return *k;
+  return kinds_[function_id] = analyzer::classify_function(summary_.current().name_of(function_id));
+}
+
+// A thread's calls come in runs: one lookup per run.
+NestGuard& TimelineWalk::thread_guard(uint32_t tid) {
+  if (last_thread_.second == nullptr || last_thread_.first != tid) last_thread_ = {tid, &threads_[tid]};
+  return *last_thread_.second;
 }
 
 // ---- chunks ----
@@ -98,38 +104,32 @@ void TimelineWalk::widen(const reader::ChunkView& v) {
 // ---- host calls and their typed records ----
 
 void TimelineWalk::index_typed(const reader::ChunkView& v) {
-  // What is left from the previous chunk gets this one to find its call
-  // (a drain can fall between a typed record and its call); after that it
-  // is written on its own.
-  std::swap(previous_typed_, typed_);
   typed_.clear();
   const auto index = [&](const auto& records) {
     for (const auto& r : records)
-      if (r.source() == fb::Source::Host && r.correlation_id() != 0) typed_.emplace(r.correlation_id(), r);
+      if (r.source() == fb::Source::Host && r.correlation_id() != 0) typed_.add(r.correlation_id(), r);
   };
   index(v.copies), index(v.memsets), index(v.kernels), index(v.syncs), index(v.allocs), index(v.graph_launches);
 }
 
+// What is left from the previous chunk had this one to find its call (a
+// drain can fall between a typed record and its call); now it is written
+// on its own, and what this chunk left gets the next chunk.
 void TimelineWalk::retire_typed() {
-  for (const auto& [corr, rec] : previous_typed_) unmatched_typed(rec);
-  previous_typed_.clear();
+  previous_typed_.for_each_left([&](const TypedRecord& r) { unmatched_typed(r); });
+  previous_typed_.adopt_left(typed_);
+  typed_.clear();
 }
 
 std::optional<TypedRecord> TimelineWalk::take_typed(uint64_t correlation) {
-  for (auto* table : {&typed_, &previous_typed_}) {
-    auto it = table->find(correlation);
-    if (it == table->end()) continue;
-    TypedRecord r = it->second;
-    table->erase(it);
-    return r;
-  }
-  return std::nullopt;
+  if (auto r = typed_.take(correlation)) return r;
+  return previous_typed_.take(correlation);
 }
 
 void TimelineWalk::api_call(const fb::ApiCall& c) {
   uint64_t start = c.start_ns();
   const uint64_t end = end_of(c.start_ns(), c.duration_ns());
-  const auto placed = threads_[c.tid()].place(&start, end);
+  const auto placed = thread_guard(c.tid()).place(&start, end);
   const auto kind = kind_of(c.function_id());
   std::optional<TypedRecord> typed;
   if (c.depth() == 0 && c.correlation_id() != 0) typed = take_typed(c.correlation_id());
@@ -171,23 +171,35 @@ ExportResult TimelineWalk::finish(const reader::TraceReader& reader) {
   if (summary_.current().end) end_ns = std::max(end_ns, summary_.current().end->end_monotonic_ns);
   close_nvtx(end_ns);
   for (auto* table : {&previous_typed_, &typed_}) {
-    for (const auto& [corr, rec] : *table) unmatched_typed(rec);
+    table->for_each_left([&](const TypedRecord& r) { unmatched_typed(r); });
     table->clear();
   }
   write_capture_windows();
   ExportResult result;
   result.summary = summary_.finish(reader);
   write_process_names(result.summary);
+  sink_.drain();
   stats_.events = sink_.events();
   result.stats = stats_;
   sink_.finish(result.summary, stats_, origin_ns_);
   return result;
 }
 
-ExportResult walk_timeline(reader::TraceReader& reader, TimelineSink& sink, ExportOptions options) {
+namespace {
+
+ExportResult walk_into(reader::TraceReader& reader, TimelineSink& sink, ExportOptions options) {
   TimelineWalk walk(reader.info(), sink, std::move(options));
   reader.read([&](const reader::ChunkView& v) { walk.add(v); });
   return walk.finish(reader);
+}
+
+}  // namespace
+
+ExportResult walk_timeline(reader::TraceReader& reader, TimelineSink& sink, ExportOptions options) {
+  const bool two_threads = options.threads == 0 ? std::thread::hardware_concurrency() > 1 : options.threads > 1;
+  if (!two_threads) return walk_into(reader, sink, std::move(options));
+  PipelinedSink encoder(sink);
+  return walk_into(reader, encoder, std::move(options));
 }
 
 }  // namespace gpuscope::exporter

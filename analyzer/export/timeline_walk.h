@@ -21,13 +21,12 @@
 #include "record_flags.h"
 #include "trace_model.h"
 #include "track_nesting.h"
+#include "typed_index.h"
+#include "dense_id_map.h"
 
 namespace gpuscope::exporter {
 
 class CallSites;
-
-// A host-side typed record (copy, sync, ...) waiting for its API call.
-using TypedRecord = std::variant<fb::Copy, fb::Memset, fb::Kernel, fb::Sync, fb::Alloc, fb::GraphLaunch>;
 
 // Pseudo-ids. Real pids and tids stay below 2^22 (pid_max), so tracks
 // gpuscope makes up (NVTX rows, capture windows, GPUs) cannot collide.
@@ -49,6 +48,7 @@ class TimelineWalk {
   Label name(uint32_t id);
   Args& fresh_args();
   analyzer::CallKind kind_of(uint32_t function_id);
+  NestGuard& thread_guard(uint32_t tid);
   void widen(const reader::ChunkView& v);
 
   // host
@@ -90,9 +90,10 @@ class TimelineWalk {
   bool origin_set_ = false, flows_ = false;
   int64_t pid_ = kUnknownPid;
   std::unordered_map<uint32_t, std::string> names_;  // string id -> text
-  std::unordered_map<uint32_t, analyzer::CallKind> kinds_;
-  std::unordered_map<uint32_t, NestGuard> threads_;
-  std::unordered_map<uint64_t, TypedRecord> typed_, previous_typed_;
+  analyzer::DenseIdMap<analyzer::CallKind> kinds_;
+  std::unordered_map<uint32_t, NestGuard> threads_;  // nodes stay put: last_thread_ points into it
+  std::pair<uint32_t, NestGuard*> last_thread_{0, nullptr};
+  TypedIndex typed_, previous_typed_;
   std::unordered_map<std::string, uint64_t> synthetic_tids_;
   analyzer::LiveAllocations live_;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 namespace gpuscope::exporter {
@@ -22,30 +23,44 @@ class NestGuard {
 
   // May move *start later (never past end).
   Placed place(uint64_t* start, uint64_t end) {
-    if (!outer_.empty() && (end < outer_.back().end || (end == outer_.back().end && *start > outer_.back().start)))
-      return Placed::Rejected;
-    while (!outer_.empty() && outer_.back().start >= *start) outer_.pop_back();  // its children
+    if (size_ != 0 && (end < back().end || (end == back().end && *start > back().start))) return Placed::Rejected;
+    while (size_ != 0 && back().start >= *start) --size_;  // its children
     Placed result = Placed::Ok;
-    const uint64_t floor = outer_.empty() ? frontier_ : outer_.back().end;
+    const uint64_t floor = size_ == 0 ? frontier_ : back().end;
     if (*start < floor) {
       *start = floor;
       result = Placed::Clamped;
     }
-    outer_.push_back({*start, end});
-    if (outer_.size() > kKept) {
+    if (size_ == kKept) {
       // Forget the oldest; no later span may reach back past it.
-      frontier_ = outer_.front().end;
-      outer_.erase(outer_.begin());
+      frontier_ = at(0).end;
+      first_ = (first_ + 1) & mask();
+      --size_;
     }
+    if (size_ == outer_.size()) grow();
+    at(size_++) = {*start, end};
     return result;
   }
 
  private:
-  static constexpr size_t kKept = 64;
+  static constexpr size_t kKept = 64;  // a power of two, as every size of the ring
   struct Span {
     uint64_t start, end;
   };
-  std::vector<Span> outer_;  // outermost spans emitted, disjoint, by time
+  size_t mask() const { return outer_.size() - 1; }
+  Span& at(size_t i) { return outer_[(first_ + i) & mask()]; }
+  const Span& back() const { return outer_[(first_ + size_ - 1) & mask()]; }
+  void grow() {  // by doubling, to kKept: most tracks hold a few spans
+    std::vector<Span> larger(outer_.empty() ? 4 : 2 * outer_.size());
+    for (size_t i = 0; i < size_; ++i) larger[i] = at(i);
+    outer_.swap(larger);
+    first_ = 0;
+  }
+  // The outermost spans emitted, disjoint, by time: a ring, since the
+  // oldest is forgotten on every call once it is full (erasing the front
+  // of a vector moved the other 63 each time).
+  std::vector<Span> outer_;
+  size_t first_ = 0, size_ = 0;
   uint64_t frontier_ = 0;
 };
 

@@ -12,6 +12,7 @@
 #include "../support/trace_event_check.h"
 #include "chrome_trace.h"
 #include "json_escape.h"
+#include "sink_pipeline.h"
 #include "viewer_limits.h"
 
 namespace gpuscope::test {
@@ -152,6 +153,30 @@ TEST(ChromeTrace, SampleTraceOfManyChunksStaysValid) {
   // One span per API call; calls of one thread that overlap (the sample's
   // random durations) are clamped or, when out of order, instants.
   EXPECT_EQ(c.by_phase.at("X") + (c.by_phase.count("i") ? c.by_phase.at("i") : 0), 4u * 3000u);
+}
+
+// Encoding on a second thread (sink_pipeline.h) must not change a byte:
+// batches of 4096 events, so the sample trace crosses many hand-overs.
+TEST(ExportThreads, TwoThreadsWriteWhatOneWrites) {
+  TraceBytes truncated = flow_and_nvtx_trace();
+  truncated.bytes.resize(truncated.frame_offsets[1] + 30);
+  const std::vector<std::vector<uint8_t>> traces = {make_sample_trace(6, 3000).bytes, flow_and_nvtx_trace().bytes,
+                                                    truncated.bytes};
+  for (const ExportFunction write : {write_chrome_trace, write_perfetto_trace}) {
+    for (const auto& bytes : traces) {
+      ExportOptions one, two;
+      one.threads = 1;
+      two.threads = 2;
+      const Exported a = export_bytes_with(bytes, write, one);
+      const Exported b = export_bytes_with(bytes, write, two);
+      ASSERT_FALSE(a.text.empty());
+      EXPECT_TRUE(a.text == b.text) << "outputs differ, sizes " << a.text.size() << " and " << b.text.size();
+      EXPECT_EQ(a.result.stats.events, b.result.stats.events);
+      EXPECT_EQ(a.result.stats.records, b.result.stats.records);
+      EXPECT_EQ(a.result.summary.problems.size(), b.result.summary.problems.size());
+      if (&bytes == &traces.front()) EXPECT_GT(a.result.stats.events, 3 * PipelinedSink::kBatchEvents);
+    }
+  }
 }
 
 TEST(JsonEscape, EscapesAndReplacesInvalidUtf8) {

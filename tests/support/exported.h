@@ -22,7 +22,8 @@ struct Exported {
 
 using ExportFunction = exporter::ExportResult (*)(reader::TraceReader&, exporter::Output&, exporter::ExportOptions);
 
-inline Exported export_bytes_with(const std::vector<uint8_t>& bytes, ExportFunction write) {
+inline Exported export_bytes_with(const std::vector<uint8_t>& bytes, ExportFunction write,
+                                  exporter::ExportOptions options = {}) {
   reader::TraceReader r;
   std::string error;
   EXPECT_TRUE(r.open(reader::memory_source(bytes), "trace", &error)) << error;
@@ -32,7 +33,7 @@ inline Exported export_bytes_with(const std::vector<uint8_t>& bytes, ExportFunct
   Exported e;
   {
     exporter::Output out(f);
-    e.result = write(r, out, {});
+    e.result = write(r, out, std::move(options));
   }
   std::fclose(f);
   e.text.assign(data, size);
