@@ -48,12 +48,6 @@ analyzer::CallKind TimelineWalk::kind_of(uint32_t function_id) {
   return kinds_[function_id] = analyzer::classify_function(summary_.current().name_of(function_id));
 }
 
-// A thread's calls come in runs: one lookup per run.
-NestGuard& TimelineWalk::thread_guard(uint32_t tid) {
-  if (last_thread_.second == nullptr || last_thread_.first != tid) last_thread_ = {tid, &threads_[tid]};
-  return *last_thread_.second;
-}
-
 // ---- chunks ----
 
 void TimelineWalk::add(const reader::ChunkView& v) {
@@ -129,7 +123,7 @@ std::optional<TypedRecord> TimelineWalk::take_typed(uint64_t correlation) {
 void TimelineWalk::api_call(const fb::ApiCall& c) {
   uint64_t start = c.start_ns();
   const uint64_t end = end_of(c.start_ns(), c.duration_ns());
-  const auto placed = thread_guard(c.tid()).place(&start, end);
+  const auto placed = thread_guard_[c.tid()].place(&start, end);
   const auto kind = kind_of(c.function_id());
   std::optional<TypedRecord> typed;
   if (c.depth() == 0 && c.correlation_id() != 0) typed = take_typed(c.correlation_id());

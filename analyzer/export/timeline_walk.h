@@ -23,6 +23,7 @@
 #include "track_nesting.h"
 #include "typed_index.h"
 #include "dense_id_map.h"
+#include "node_cache.h"
 
 namespace gpuscope::exporter {
 
@@ -48,7 +49,6 @@ class TimelineWalk {
   Label name(uint32_t id);
   Args& fresh_args();
   analyzer::CallKind kind_of(uint32_t function_id);
-  NestGuard& thread_guard(uint32_t tid);
   void widen(const reader::ChunkView& v);
 
   // host
@@ -91,8 +91,8 @@ class TimelineWalk {
   int64_t pid_ = kUnknownPid;
   std::unordered_map<uint32_t, std::string> names_;  // string id -> text
   analyzer::DenseIdMap<analyzer::CallKind> kinds_;
-  std::unordered_map<uint32_t, NestGuard> threads_;  // nodes stay put: last_thread_ points into it
-  std::pair<uint32_t, NestGuard*> last_thread_{0, nullptr};
+  std::unordered_map<uint32_t, NestGuard> threads_;
+  analyzer::NodeCache<decltype(threads_), 64> thread_guard_{threads_};
   TypedIndex typed_, previous_typed_;
   std::unordered_map<std::string, uint64_t> synthetic_tids_;
   analyzer::LiveAllocations live_;

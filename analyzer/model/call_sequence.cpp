@@ -6,10 +6,11 @@ namespace gpuscope::analyzer {
 
 void CallSequence::add(const reader::TraceSummary& names, CallKind kind, uint32_t tid, uint64_t start_ns,
                        uint64_t duration_ns, SiteKey site) {
-  auto [it, fresh] = traits_.try_emplace(site.function_id);
-  if (fresh) it->second = Traits{is_query_without_context(names.name_of(site.function_id))};
-  if (!it->second.query && start_ns < first_.start_ns) first_ = FirstCall{start_ns, duration_ns, tid, kind, site};
-  Queue& q = queues_[tid];
+  const Traits* traits = traits_.find(site.function_id);
+  if (traits == nullptr)
+    traits = &(traits_[site.function_id] = Traits{is_query_without_context(names.name_of(site.function_id))});
+  if (!traits->query && start_ns < first_.start_ns) first_ = FirstCall{start_ns, duration_ns, tid, kind, site};
+  Queue& q = queue_of_[tid];
   if (kind == CallKind::Launch || kind == CallKind::Copy || kind == CallKind::Memset) {
     q.kernels |= kind == CallKind::Launch;
     q.transfers |= kind != CallKind::Launch;

@@ -12,6 +12,8 @@
 #include "trace_summary.h"
 #include <unordered_map>
 
+#include "dense_id_map.h"
+#include "node_cache.h"
 #include "trace_model.h"
 
 namespace gpuscope::analyzer {
@@ -44,12 +46,13 @@ class CallSequence {
   struct Traits {
     bool query = false;
   };
-  std::unordered_map<uint32_t, Traits> traits_;  // by function id
+  DenseIdMap<Traits> traits_;  // by function id
   struct Queue {
     bool kernels = false, transfers = false;  // queued since the thread's last synchronization
     QueuedWaits waits;
   };
   std::unordered_map<uint32_t, Queue> queues_;  // by thread
+  NodeCache<decltype(queues_), 64> queue_of_{queues_};
 };
 
 }  // namespace gpuscope::analyzer

@@ -127,11 +127,7 @@ void ImplicitSyncTally::count(ImplicitCause cause, const fb::ApiCall& c) {
   if (on_counted_) on_counted_(cause, c);
 }
 
-bool ImplicitSyncTally::blocking_stream_queued() const {
-  for (const auto& [stream, blocking] : queued_)
-    if (stream != kLegacy && blocking) return true;
-  return false;
-}
+bool ImplicitSyncTally::blocking_stream_queued() const { return queued_.blocking_other_than(kLegacy); }
 
 // Work enqueued on a stream: on the legacy default stream it waits for the
 // blocking streams' queued work (and they for it).
@@ -139,12 +135,14 @@ void ImplicitSyncTally::on_work(const fb::ApiCall& c, bool kept) {
   const uint64_t key = stream_key(c);
   if (key == kLegacy) {
     if (kept && blocking_stream_queued()) count(ImplicitCause::LegacyStreamMix, c);
-    queued_[kLegacy] = true;
+    queued_.set(kLegacy, true);
     return;
   }
+  if (key == settled_stream_) return;
   const bool blocking = nonblocking_.count(key) == 0;
   if (blocking && blocking_used_.insert(key).second) ++out_.blocking_streams_used;
-  queued_[key] = blocking;
+  queued_.set(key, blocking);
+  settled_stream_ = key;
 }
 
 void ImplicitSyncTally::on_sync(const fb::ApiCall& c, Role role) {
@@ -161,6 +159,10 @@ void ImplicitSyncTally::on_sync(const fb::ApiCall& c, Role role) {
 void ImplicitSyncTally::add_call(const fb::ApiCall& c, bool kept) {
   if (c.result() != 0 && c.result() != kNotReady) return;  // a failing call did no work
   const Role role = role_of(c.function_id());
+  // What changes queued_ or the stream kinds unsettles the last stream.
+  if (role != Role::CopyAsync && role != Role::MemsetSync && role != Role::MemsetAsync && role != Role::Launch &&
+      role != Role::Alloc && role != Role::Other)
+    settled_stream_ = kNoStream;
   const auto marked = [&]() -> std::optional<ImplicitCause> {
     for (const auto* table : {&marked_, &marked_before_})
       if (auto it = table->find(c.correlation_id()); it != table->end()) return it->second;
@@ -177,7 +179,8 @@ void ImplicitSyncTally::add_call(const fb::ApiCall& c, bool kept) {
       break;
     case Role::CopySync:  // waits for the legacy stream, and so for the blocking streams
       on_work(c, kept);
-      if (stream_key(c) == kLegacy) std::erase_if(queued_, [](const auto& q) { return q.second; });
+      if (stream_key(c) == kLegacy) queued_.erase_blocking();
+      settled_stream_ = kNoStream;
       break;
     case Role::MemsetAsync:
     case Role::Launch: on_work(c, kept); break;

@@ -34,6 +34,7 @@
 #include <unordered_set>
 
 #include "dense_id_map.h"
+#include "queued_streams.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
 
@@ -122,8 +123,13 @@ class ImplicitSyncTally {
   std::unordered_map<uint64_t, ImplicitCause> marked_, marked_before_;
   // Streams with work queued since their last synchronization, and whether
   // each is blocking; the legacy default stream is kLegacy.
-  std::unordered_map<uint64_t, bool> queued_;
+  QueuedStreams queued_;
   std::unordered_set<uint64_t> nonblocking_, blocking_used_;
+  // The stream of the last work queued, while nothing since could have
+  // changed what on_work records for it: a loop's launches on one stream
+  // then cost a compare instead of three hash lookups each.
+  static constexpr uint64_t kNoStream = ~uint64_t{0};
+  uint64_t settled_stream_ = kNoStream;
   CountedCall on_counted_;
 };
 

@@ -1,7 +1,6 @@
 #include "trace_model.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <string_view>
 
@@ -22,7 +21,8 @@ class ModelBuilder {
  public:
   ModelBuilder(const reader::TraceSummary& strings_source, const TimeWindow& window, const RangeModel* known_ranges,
                const std::vector<std::pair<uint64_t, uint64_t>>& scope)
-      : names_(strings_source), window_(window), known_ranges_(known_ranges), scope_(scope), implicit_(strings_source),
+      : names_(strings_source), window_(window), everything_(scope.empty() && window.start_s <= 0 && window.end_s < 0),
+        known_ranges_(known_ranges), scope_(scope), implicit_(strings_source),
         breakdown_(strings_source, known_ranges != nullptr ? known_ranges->last_profiler_step_ns : 0) {
     if (known_ranges_ != nullptr) locator_.emplace(*known_ranges_);
   }
@@ -45,7 +45,9 @@ class ModelBuilder {
   void add_gpu(const fb::GpuSample& s);
   void add_samples(const reader::ChunkView& v);
 
-  bool in_window(uint64_t start_ns);
+  // One branch inline when every record counts (the call was 3 % of `analyze`).
+  bool in_window(uint64_t start_ns) { return everything_ || in_window_or_scope(start_ns); }
+  bool in_window_or_scope(uint64_t start_ns);
   int64_t scope_span_of(uint64_t ns) const;
   void add_scoped_cpu(const fb::CpuSample& s);
   void attribute_to_range(const fb::ApiCall& c, CallKind kind, uint64_t calls);
@@ -54,6 +56,7 @@ class ModelBuilder {
 
   const reader::TraceSummary& names_;  // strings arrive before the records that use them
   TimeWindow window_;
+  bool everything_;
   const RangeModel* known_ranges_;
   std::vector<std::pair<uint64_t, uint64_t>> scope_;
   std::optional<RangeLocator> locator_;
@@ -101,7 +104,7 @@ int64_t ModelBuilder::scope_span_of(uint64_t ns) const {
   return std::prev(it) - scope_.begin();
 }
 
-bool ModelBuilder::in_window(uint64_t start_ns) {
+bool ModelBuilder::in_window_or_scope(uint64_t start_ns) {
   if (!scope_.empty() && scope_span_of(start_ns) < 0) return false;
   if (window_.start_s <= 0 && window_.end_s < 0) return true;
   if (origin_ns_ == 0 && names_.process) origin_ns_ = names_.process->start_monotonic_ns;
@@ -452,37 +455,6 @@ void ModelBuilder::finish_scope() {
 }
 
 }  // namespace
-
-bool parse_window(const std::string& text, TimeWindow* out) {
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos) return false;
-  const auto number = [](const std::string& s, double* v) {
-    if (s.empty()) return true;
-    char* end = nullptr;
-    *v = std::strtod(s.c_str(), &end);
-    return end == s.c_str() + s.size() && *v >= 0;
-  };
-  TimeWindow w;
-  if (!number(text.substr(0, colon), &w.start_s) || !number(text.substr(colon + 1), &w.end_s)) return false;
-  if (colon + 1 == text.size()) w.end_s = -1;
-  if (w.end_s >= 0 && w.end_s <= w.start_s) return false;
-  *out = w;
-  return true;
-}
-
-std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std::pair<uint64_t, uint64_t>>& spans,
-                                                           const std::vector<std::pair<uint64_t, uint64_t>>& windows) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  size_t j = 0;
-  for (const auto& [a, b] : spans) {
-    while (j < windows.size() && windows[j].second <= a) ++j;
-    for (size_t k = j; k < windows.size() && windows[k].first < b; ++k) {
-      const uint64_t from = std::max(a, windows[k].first), to = std::min(b, windows[k].second);
-      if (to > from) out.emplace_back(from, to);
-    }
-  }
-  return out;
-}
 
 TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window, const RangeModel* known_ranges,
                        const std::vector<std::pair<uint64_t, uint64_t>>& scope, const reader::ChunkVisitor& also) {

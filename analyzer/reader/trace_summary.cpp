@@ -215,6 +215,15 @@ uint64_t TraceSummary::dropped_total() const {
 
 SummaryBuilder::SummaryBuilder(const FileInfo& file) { s_.file = file; }
 
+void SummaryBuilder::add_calls(uint32_t function_id, uint64_t n) {
+  if (function_id >= kDenseIds) {
+    calls_by_far_id_[function_id] += n;
+    return;
+  }
+  if (function_id >= calls_by_id_.size()) calls_by_id_.resize(function_id + 1);
+  calls_by_id_[function_id] = calls_by_id_[function_id].value_or(0) + n;
+}
+
 void SummaryBuilder::add(const ChunkView& v) {
   const fb::Chunk& c = *v.chunk;
   if (c.metadata() != nullptr && !s_.process) s_.process = to_process_info(*c.metadata());
@@ -250,7 +259,7 @@ void SummaryBuilder::add(const ChunkView& v) {
   s_.counts.device.allocs += from_device(v.allocs);
   for (const auto& call : v.api_calls) {
     const uint64_t n = calls_in(call);
-    calls_by_id_[call.function_id()] += n;
+    add_calls(call.function_id(), n);
     if (call.result() != 0 && call.depth() == 0) results_by_id_[{call.function_id(), call.result()}] += n;
     if ((call.flags() & container::kCallCaptured) != 0 && call.depth() == 0) ++s_.captured_calls;
     if (call.repeat() != 0) {
@@ -259,7 +268,7 @@ void SummaryBuilder::add(const ChunkView& v) {
     }
   }
   for (const auto& count : v.call_counts) {
-    calls_by_id_[count.function_id()] += count.count();
+    add_calls(count.function_id(), count.count());
     s_.counted_calls += count.count();
   }
   widen_span(v.api_calls, &first_, &last_);
@@ -297,7 +306,9 @@ bool TraceSummary::on_simulated_gpu() const {
 }
 
 TraceSummary SummaryBuilder::finish(const TraceReader& reader) {
-  for (const auto& [id, n] : calls_by_id_) s_.calls_by_function[s_.name_of(id)] += n;
+  for (uint32_t id = 0; id < calls_by_id_.size(); ++id)
+    if (calls_by_id_[id]) s_.calls_by_function[s_.name_of(id)] += *calls_by_id_[id];
+  for (const auto& [id, n] : calls_by_far_id_) s_.calls_by_function[s_.name_of(id)] += n;
   for (const auto& [key, n] : results_by_id_) s_.nonzero_results[{s_.name_of(key.first), key.second}] += n;
   if (first_ != UINT64_MAX) {
     s_.first_ns = first_;

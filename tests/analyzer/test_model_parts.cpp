@@ -7,6 +7,7 @@
 #include "dense_id_map.h"
 #include "metrics.h"
 #include "node_cache.h"
+#include "queued_streams.h"
 #include "trace_model.h"
 
 namespace gpuscope::analyzer {
@@ -123,6 +124,41 @@ TEST(NodeCache, AnswersAreTheMapsElementsWhateverCollides) {
     }
   EXPECT_EQ(map.size(), 22u);
   for (const auto& [key, n] : map) EXPECT_EQ(n, 3) << key;
+}
+
+// The flat list and the map it hands over to past kFlatStreams answer the same.
+TEST(QueuedStreams, AnswersAlikeInTheFlatListAndPastIt) {
+  for (const size_t streams : {size_t{3}, QueuedStreams::kFlatStreams + 40}) {
+    QueuedStreams q;
+    std::map<uint64_t, bool> expected;
+    for (uint64_t s = 1; s <= streams; ++s) {
+      q.set(s, s % 2 == 0);
+      expected[s] = s % 2 == 0;
+    }
+    q.set(2, false);  // a stream set again keeps one entry
+    expected[2] = false;
+    EXPECT_FALSE(q.empty());
+    const auto blocking_other_than = [&](uint64_t except) {
+      for (const auto& [s, b] : expected)
+        if (s != except && b) return true;
+      return false;
+    };
+    EXPECT_EQ(q.blocking_other_than(0), blocking_other_than(0)) << streams;
+    q.erase(3);
+    expected.erase(3);
+    q.erase_blocking();
+    std::erase_if(expected, [](const auto& e) { return e.second; });
+    EXPECT_FALSE(q.blocking_other_than(0)) << streams;
+    q.set(1000, true);
+    EXPECT_TRUE(q.blocking_other_than(0)) << streams;
+    EXPECT_FALSE(q.blocking_other_than(1000)) << streams;
+    q.erase(1000);
+    EXPECT_EQ(q.empty(), expected.empty()) << streams;
+    q.clear();
+    EXPECT_TRUE(q.empty());
+    q.set(7, true);  // usable again after a clear, flat
+    EXPECT_TRUE(q.blocking_other_than(0));
+  }
 }
 
 }  // namespace
