@@ -2,6 +2,8 @@
 #include "timeline_walk.h"
 
 #include <map>
+#include <memory>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -192,8 +194,13 @@ ExportResult walk_into(reader::TraceReader& reader, TimelineSink& sink, ExportOp
 ExportResult walk_timeline(reader::TraceReader& reader, TimelineSink& sink, ExportOptions options) {
   const bool two_threads = options.threads == 0 ? std::thread::hardware_concurrency() > 1 : options.threads > 1;
   if (!two_threads) return walk_into(reader, sink, std::move(options));
-  PipelinedSink encoder(sink);
-  return walk_into(reader, encoder, std::move(options));
+  std::unique_ptr<PipelinedSink> encoder;
+  try {
+    encoder = std::make_unique<PipelinedSink>(sink);
+  } catch (const std::system_error&) {
+    return walk_into(reader, sink, std::move(options));  // no thread to be had (a limit): one will do
+  }
+  return walk_into(reader, *encoder, std::move(options));
 }
 
 }  // namespace gpuscope::exporter
