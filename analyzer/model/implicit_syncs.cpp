@@ -146,6 +146,7 @@ void ImplicitSyncTally::on_work(const fb::ApiCall& c, bool kept) {
 }
 
 void ImplicitSyncTally::on_sync(const fb::ApiCall& c, Role role) {
+  settled_stream_ = kNoStream;  // whatever follows may change queued_
   if (c.result() != 0) return;  // not ready, or failed: nothing finished
   // An event query names no stream: like an event synchronize, it is taken
   // to cover the work queued before it.
@@ -159,10 +160,6 @@ void ImplicitSyncTally::on_sync(const fb::ApiCall& c, Role role) {
 void ImplicitSyncTally::add_call(const fb::ApiCall& c, bool kept) {
   if (c.result() != 0 && c.result() != kNotReady) return;  // a failing call did no work
   const Role role = role_of(c.function_id());
-  // What changes queued_ or the stream kinds unsettles the last stream.
-  if (role != Role::CopyAsync && role != Role::MemsetSync && role != Role::MemsetAsync && role != Role::Launch &&
-      role != Role::Alloc && role != Role::Other)
-    settled_stream_ = kNoStream;
   const auto marked = [&]() -> std::optional<ImplicitCause> {
     for (const auto* table : {&marked_, &marked_before_})
       if (auto it = table->find(c.correlation_id()); it != table->end()) return it->second;
@@ -187,6 +184,7 @@ void ImplicitSyncTally::add_call(const fb::ApiCall& c, bool kept) {
     case Role::Free:
       if (kept) count(ImplicitCause::Free, c);
       queued_.clear();
+      settled_stream_ = kNoStream;
       break;
     case Role::Alloc:
       if (kept && work_queued()) count(ImplicitCause::AllocationWithWorkQueued, c);
@@ -199,6 +197,7 @@ void ImplicitSyncTally::add_call(const fb::ApiCall& c, bool kept) {
     case Role::StreamSync:
     case Role::EventSync: on_sync(c, role); break;
     case Role::StreamCreate:
+      settled_stream_ = kNoStream;  // the stream's kind may change
       if ((c.flags() & container::kCallNonBlockingStream) != 0 && c.stream() != 0 &&
           nonblocking_.insert(c.stream()).second)
         ++out_.nonblocking_streams;

@@ -126,8 +126,9 @@ class ImplicitSyncTally {
   QueuedStreams queued_;
   std::unordered_set<uint64_t> nonblocking_, blocking_used_;
   // The stream of the last work queued, while nothing since could have
-  // changed what on_work records for it: a loop's launches on one stream
-  // then cost a compare instead of three hash lookups each.
+  // changed what on_work records for it (each place that changes queued_
+  // or the stream kinds resets it): a loop's launches on one stream then
+  // cost a compare instead of three hash lookups each.
   static constexpr uint64_t kNoStream = ~uint64_t{0};
   uint64_t settled_stream_ = kNoStream;
   CountedCall on_counted_;
