@@ -1,5 +1,6 @@
 #include "process_info.h"
 
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -157,6 +158,18 @@ ProcessMetadata collect_process_metadata() {
   m.rank_source = rank.source;
   m.gpuscope_version = GPUSCOPE_VERSION_STRING;
   return m;
+}
+
+std::string own_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&own_library_path), &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+std::string own_directory() {
+  const std::string file = own_library_path();
+  const size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "" : file.substr(0, slash);
 }
 
 }  // namespace gpuscope::capture

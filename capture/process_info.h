@@ -30,6 +30,12 @@ bool is_recorded_environment_variable(std::string_view name);
 
 ProcessMetadata collect_process_metadata();
 
+// The object that contains gpuscope's code (libgpuscope.so, or the test
+// binary it is linked into), and its directory: the bundle ships the
+// libraries gpuscope loads itself (libcupti, libunwind) next to it.
+std::string own_library_path();
+std::string own_directory();
+
 // Base name of the running executable ("python3.11"), for output names.
 std::string executable_name();
 

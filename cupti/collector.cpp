@@ -106,10 +106,7 @@ bool Collector::start(const CuptiApi& api, const std::string& path) {
     return false;
   }
   // Without the callbacks device records still come, only uncorrelated.
-  std::string no_correlation;
-  for (CUpti_CallbackDomain d : kDomains)
-    if (const CUptiResult e = api_.enable_domain(1, subscriber_, d); e != CUPTI_SUCCESS)
-      no_correlation = "no correlation with host calls: cuptiEnableDomain failed: " + result_name(api_, e);
+  const std::string no_correlation = enable_callbacks();
   if (options_.flush_period_ms != 0) api_.flush_period(options_.flush_period_ms);
   {
     std::lock_guard lock(mutex_);
@@ -160,6 +157,7 @@ bool Collector::setup_clock_and_buffers() {
 bool Collector::enable_kinds() {
   std::string not_enabled;
   for (const Kind& k : kKinds) {
+    if (!k.required && !options_.kinds_all && !kind_selected(options_.kinds.c_str(), k.name)) continue;
     const CUptiResult r = api_.enable(k.kind);
     if (r == CUPTI_SUCCESS) {
       enabled_.push_back(k.kind);
@@ -182,6 +180,36 @@ bool Collector::enable_kinds() {
     status_.reason = "not enabled: " + not_enabled;
   }
   return true;
+}
+
+// Returns why host calls will not be correlated, or "" when they will.
+std::string Collector::enable_callbacks() {
+  if (options_.callbacks == CallbackScope::None)
+    return "no correlation with host calls: callbacks turned off (device records kept, not joined to calls)";
+  std::string why;
+  for (CUpti_CallbackDomain d : kDomains) {
+    if (options_.callbacks == CallbackScope::DeviceWork && enable_device_work_callbacks(d) != 0) continue;
+    // All, or a CUPTI that named none of its calls: the whole domain.
+    if (const CUptiResult e = api_.enable_domain(1, subscriber_, d); e != CUPTI_SUCCESS)
+      why = "no correlation with host calls: cuptiEnableDomain failed: " + result_name(api_, e);
+  }
+  return why;
+}
+
+// One callback per call that can queue, wait for or allocate device work;
+// the names come from CUPTI itself, so a newer CUPTI's new launch or copy
+// entry points are included. Returns how many were enabled.
+uint32_t Collector::enable_device_work_callbacks(CUpti_CallbackDomain domain) {
+  // Past the compiled table's end too: a newer libcupti may know more ids.
+  const uint32_t known = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE
+                                                               : CUPTI_DRIVER_TRACE_CBID_SIZE;
+  uint32_t enabled = 0;
+  for (uint32_t cbid = 1; cbid < known + 256; ++cbid) {
+    const char* name = nullptr;
+    if (api_.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !is_device_work_call(domain, name)) continue;
+    if (api_.enable_callback(1, subscriber_, domain, cbid) == CUPTI_SUCCESS) ++enabled;
+  }
+  return enabled;
 }
 
 // Back to how the program was before start(): nothing enabled, no
@@ -308,6 +336,14 @@ void Collector::on_buffer_completed(CUcontext context, uint32_t stream, uint8_t*
 void Collector::on_api_enter(uint32_t cupti_correlation) {
   const uint64_t ours = capture::thread_context().outer_correlation;
   if (ours != 0) correlations_.put(cupti_correlation, ours);
+}
+
+void Collector::select(const char* callbacks, const char* kinds) {
+  if (started_.load()) return;  // CUPTI is set up once, as it was asked then
+  bool unknown = false;  // named by the settings check at start-up (protocol/settings.cpp)
+  options_.callbacks = parse_callback_scope(callbacks, &unknown);
+  options_.kinds_all = kinds == nullptr;
+  options_.kinds = kinds != nullptr ? kinds : "";
 }
 
 Collector& process_collector() {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "callback_scope.h"
 #include "clock_fit.h"
 #include "correlation_table.h"
 #include "cupti_api.h"
@@ -35,6 +36,12 @@ struct CollectorOptions {
   // CUPTI's own periodic flush, so records arrive during the run, not only
   // when a 4 MB buffer fills; 0 leaves CUPTI's default.
   uint32_t flush_period_ms = 100;
+  // Which calls CUPTI calls back for (correlation ids), and which activity
+  // kinds beyond CONCURRENT_KERNEL are enabled (kinds_all, or the list in
+  // `kinds`); callback_scope.h. Chosen by select() before start().
+  CallbackScope callbacks = CallbackScope::DeviceWork;
+  std::string kinds;
+  bool kinds_all = true;
 };
 
 // A buffer CUPTI filled (valid bytes) and gave back.
@@ -57,6 +64,9 @@ class Collector {
   // step taken is undone, the program goes on with host-only capture and
   // the reason is in status(). Once per collector; false when not active.
   bool start(const CuptiApi& api, const std::string& path);
+  // GPUSCOPE_CUPTI_CALLBACKS and GPUSCOPE_CUPTI_KINDS as the library read
+  // them (null: unset); ignored once started.
+  void select(const char* callbacks, const char* kinds);
   // Records why collection never started (libcupti missing, ...).
   void mark_unavailable(uint8_t state, std::string reason);
 
@@ -89,11 +99,13 @@ class Collector {
   bool subscribe();
   bool setup_clock_and_buffers();
   bool enable_kinds();
+  std::string enable_callbacks();
+  uint32_t enable_device_work_callbacks(CUpti_CallbackDomain domain);
   void undo();
   void fail(uint8_t state, std::string reason);
   void bump() { status_serial_.fetch_add(1, std::memory_order_acq_rel); }
 
-  const CollectorOptions options_;
+  CollectorOptions options_;  // select() may change it before start()
   CuptiApi api_;  // written by start() before active_ is set
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<CUpti_ActivityKind> enabled_;

@@ -28,6 +28,8 @@ bool resolve_all(void* h, DlsymFn s, CuptiApi* a, std::string* missing) {
   ok &= resolve(h, s, "cuptiSubscribe_v2", &a->subscribe, missing);
   ok &= resolve(h, s, "cuptiUnsubscribe", &a->unsubscribe, missing);
   ok &= resolve(h, s, "cuptiEnableDomain", &a->enable_domain, missing);
+  ok &= resolve(h, s, "cuptiEnableCallback", &a->enable_callback, missing);
+  ok &= resolve(h, s, "cuptiGetCallbackName", &a->get_callback_name, missing);
   ok &= resolve(h, s, "cuptiActivityEnable", &a->enable, missing);
   ok &= resolve(h, s, "cuptiActivityDisable", &a->disable, missing);
   ok &= resolve(h, s, "cuptiActivityFlushAll", &a->flush_all, missing);
@@ -47,18 +49,6 @@ std::vector<std::string> cupti_candidates(const char* env_path, const std::strin
     out.push_back(std::string(dir) + "/" + kSoname);
   out.emplace_back(kSoname);  // LD_LIBRARY_PATH, the cache, RUNPATHs
   return out;
-}
-
-std::string own_library_path() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&own_library_path), &info) == 0 || info.dli_fname == nullptr) return "";
-  return info.dli_fname;
-}
-
-std::string own_directory() {
-  const std::string file = own_library_path();
-  const size_t slash = file.rfind('/');
-  return slash == std::string::npos ? "" : file.substr(0, slash);
 }
 
 bool load_cupti(const std::vector<std::string>& candidates, DlsymFn dlsym, CuptiApi* api, std::string* path,

@@ -20,6 +20,8 @@ struct CuptiApi {
   decltype(&cuptiSubscribe_v2) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiEnableDomain) enable_domain = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiGetCallbackName) get_callback_name = nullptr;
   decltype(&cuptiActivityEnable) enable = nullptr;
   decltype(&cuptiActivityDisable) disable = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
@@ -34,10 +36,6 @@ using DlsymFn = void* (*)(void*, const char*);
 // when set, libcupti.so.13 next to libgpuscope.so (`own_dir`, the bundle's
 // lib/), the CUDA toolkit's usual places, then the loader's own search.
 std::vector<std::string> cupti_candidates(const char* env_path, const std::string& own_dir);
-
-// The object that contains this code (libgpuscope.so), and its directory.
-std::string own_library_path();
-std::string own_directory();
 
 // dlopens the first candidate that loads and has every function of the
 // table (looked up through `dlsym`, the real one: libgpuscope.so overrides

@@ -14,6 +14,7 @@
 #include "collector.h"
 #include "cupti_api.h"
 #include "diag.h"
+#include "process_info.h"
 #include "real_symbol.h"
 #include "recorder.h"
 #include "session.h"
@@ -31,15 +32,20 @@ void finish_at_exit() { process_collector().finish(); }
 
 }  // namespace
 
-int initialize_injection(const char* cupti_path) {
+int initialize_injection(const InjectionSettings& settings) {
   if (g_injected.exchange(true)) return 1;
   capture::InternalScope internal;  // CUPTI's own loads and calls are not the program's
   if (capture::current_phase() == capture::Phase::Idle) capture::initialize_capture_early();
   if (capture::current_phase() != capture::Phase::Recording) return 1;  // opted out, fork child, ended
   Collector& collector = process_collector();
+  if (!settings.off_reason.empty()) {
+    collector.mark_unavailable(static_cast<uint8_t>(fb::DeviceCollectionState::Failed), settings.off_reason);
+    return 1;
+  }
+  collector.select(settings.callbacks, settings.kinds);
   CuptiApi api;
   std::string path, error;
-  const auto candidates = cupti_candidates(cupti_path, own_directory());
+  const auto candidates = cupti_candidates(settings.cupti_path, capture::own_directory());
   if (!load_cupti(candidates, capture::real_dlsym(), &api, &path, &error)) {
     capture::diag_line("device activity (CUPTI) off: %s; host-side capture continues", error.c_str());
     collector.mark_unavailable(static_cast<uint8_t>(fb::DeviceCollectionState::LibraryMissing), error);

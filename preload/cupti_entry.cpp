@@ -1,7 +1,9 @@
 // The CUPTI injection entry point the CUDA driver calls (CUDA_INJECTION64_PATH
 // names libgpuscope.so); the work is cupti/injection.cpp's.
 #include <cstdlib>
+#include <string>
 
+#include "callback_scope.h"
 #include "environment.h"
 #include "exported.h"
 #include "injection.h"
@@ -10,7 +12,15 @@
 namespace gpuscope::preload {
 
 // What this copy's instance marker points to (instance.h).
-int initialize_injection() { return cupti::initialize_injection(std::getenv(protocol::env::kCuptiPath)); }
+int initialize_injection() {
+  cupti::InjectionSettings settings;
+  settings.cupti_path = std::getenv(protocol::env::kCuptiPath);
+  settings.callbacks = std::getenv(protocol::env::kCuptiCallbacks);
+  settings.kinds = std::getenv(protocol::env::kCuptiKinds);
+  if (cupti::kinds_off(settings.kinds))
+    settings.off_reason = std::string("turned off (") + protocol::env::kCuptiKinds + "=off): host-side capture only";
+  return cupti::initialize_injection(settings);
+}
 
 }  // namespace gpuscope::preload
 

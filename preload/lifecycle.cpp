@@ -23,6 +23,7 @@
 #include <string>
 
 #include "exported.h"
+#include "process_info.h"
 #include "cupti_source.h"
 #include "diag.h"
 #include "environment.h"
@@ -62,7 +63,7 @@ std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::C
   // The CUPTI source waits for InitializeInjection (cupti/injection.cpp);
   // if it never comes, it records why.
   const std::string no_injection =
-      cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), cupti::own_library_path());
+      cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), capture::own_library_path());
   std::vector<std::unique_ptr<capture::TraceSource>> sources;
   // Before the stack source: the stacks a poll's samples add go out in the same chunk.
   sources.push_back(capture::make_host_sampler({config.cpu_sampling_hz, config.stack_depth, stacks::intern_sampled_stack}));

@@ -44,6 +44,8 @@ inline constexpr char kDurationMs[] = "GPUSCOPE_DURATION_MS";
 inline constexpr char kCaptureRange[] = "GPUSCOPE_CAPTURE_RANGE";
 inline constexpr char kCaptureRangeEnd[] = "GPUSCOPE_CAPTURE_RANGE_END";
 inline constexpr char kCuptiPath[] = "GPUSCOPE_CUPTI_PATH";
+inline constexpr char kCuptiCallbacks[] = "GPUSCOPE_CUPTI_CALLBACKS";  // device-work (default), all, none
+inline constexpr char kCuptiKinds[] = "GPUSCOPE_CUPTI_KINDS";  // activity kinds beyond kernels; off = no CUPTI
 
 // Values with a meaning of their own.
 inline constexpr char kModeStandby[] = "standby";

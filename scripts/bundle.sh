@@ -6,6 +6,7 @@
 #   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
 #   lib/libcupti.so.13      CUPTI (redistributable), dlopen'ed by libgpuscope.so at injection
+#   lib/libunwind.so.8      call stacks, dlopen'ed by libgpuscope.so when stacks are on
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
 #   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
@@ -41,6 +42,13 @@ ship "$build/lib/libgpuscope.so" "$stage/lib/libgpuscope.so"
 cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
 [ -n "$cupti" ] && [ -e "$cupti" ] || { echo "bundle: no libcupti in $build/CMakeCache.txt (CUDA_cupti_LIBRARY)" >&2; exit 1; }
 cp -L "$cupti" "$stage/lib/libcupti.so.13"
+# libunwind for call stacks, also looked for next to libgpuscope.so first
+# (preload/stacks/unwinder.cpp): GPU nodes often have none installed, and
+# without it the traced program's calls carry no stacks (no call sites, no
+# Python lines). Its one dependency, liblzma.so.5, is part of every base image.
+unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/{print $NF; exit}')
+[ -n "$unwind" ] || { echo "bundle: libunwind.so.8 not found (apt-get install libunwind-dev)" >&2; exit 1; }
+cp -L "$unwind" "$stage/lib/libunwind.so.8"
 # The shared libraries bin/gpuscope needs beyond glibc (elfutils libdw for
 # symbolization and what it pulls in): shipped in lib/, found through the
 # executable's RPATH $ORIGIN/../lib, which also serves indirect dependencies.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "process_info.h"
 #include "real_symbol.h"
 #include "recorder.h"
 
@@ -51,7 +52,12 @@ bool load(Unwinder& u) {
   // Whatever the loader runs for libunwind (its constructors, the dlopen
   // hook itself) is gpuscope's own business, not the program's.
   capture::InternalScope internal;
-  void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  // The bundle's copy next to libgpuscope.so first: GPU nodes often have
+  // no libunwind installed (the first real-GPU run had none), and then the
+  // one the loader finds.
+  const std::string own_dir = capture::own_directory();
+  void* handle = own_dir.empty() ? nullptr : dlopen((own_dir + "/" + kLibrary).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
     u.why = std::string(kLibrary) + " not loaded: " + (err != nullptr ? err : "unknown error");

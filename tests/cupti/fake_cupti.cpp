@@ -44,7 +44,19 @@ CUptiResult unsubscribe(CUpti_SubscriberHandle) {
 CUptiResult enable_domain(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain d) {
   if (enable != 0) g_fake.domains.push_back(d);
   else std::erase(g_fake.domains, d);
+  if (enable == 0) std::erase_if(g_fake.callbacks, [&](const FakeCupti::Callback& c) { return c.domain == d; });
   return CUPTI_SUCCESS;
+}
+// Whole-domain switches turn the domain's single callbacks off too, as CUPTI's do.
+CUptiResult enable_callback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain d, CUpti_CallbackId id) {
+  if (enable != 0) g_fake.callbacks.push_back({d, id});
+  else std::erase_if(g_fake.callbacks, [&](const FakeCupti::Callback& c) { return c.domain == d && c.cbid == id; });
+  return CUPTI_SUCCESS;
+}
+// CUPTI's own table of names (it needs no driver).
+CUptiResult callback_name(CUpti_CallbackDomain d, uint32_t id, const char** name) {
+  if (g_fake.callback_names_fail) return CUPTI_ERROR_NOT_SUPPORTED;
+  return cuptiGetCallbackName(d, id, name);
 }
 CUptiResult enable(CUpti_ActivityKind k) {
   if (k == g_fake.refuse_kind) return g_fake.refuse_result;
@@ -97,6 +109,11 @@ void FakeCupti::api_enter(CUpti_CallbackDomain domain, uint32_t correlation_id) 
 
 FakeCupti& fake() { return g_fake; }
 
+bool FakeCupti::has_callback(CUpti_CallbackDomain domain, uint32_t cbid) const {
+  return std::any_of(callbacks.begin(), callbacks.end(),
+                     [&](const Callback& c) { return c.domain == domain && c.cbid == cbid; });
+}
+
 CuptiApi make_fake_api() {
   g_fake = FakeCupti{};
   CuptiApi a;
@@ -109,6 +126,8 @@ CuptiApi make_fake_api() {
   a.subscribe = subscribe;
   a.unsubscribe = unsubscribe;
   a.enable_domain = enable_domain;
+  a.enable_callback = enable_callback;
+  a.get_callback_name = callback_name;
   a.enable = enable;
   a.disable = disable;
   a.flush_all = flush_all;

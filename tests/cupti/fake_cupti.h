@@ -22,6 +22,7 @@ struct FakeCupti {
   CUptiResult timestamp_callback_result = CUPTI_SUCCESS;
   CUpti_ActivityKind refuse_kind = CUPTI_ACTIVITY_KIND_INVALID;
   CUptiResult refuse_result = CUPTI_ERROR_NOT_SUPPORTED;
+  bool callback_names_fail = false;  // a CUPTI that names none of its calls
   uint64_t timestamp_offset_ns = 0;  // cuptiGetTimestamp = monotonic + this
   size_t dropped_per_completion = 0;
 
@@ -33,6 +34,12 @@ struct FakeCupti {
   CUpti_TimestampCallbackFunc timestamp_callback = nullptr;
   std::vector<CUpti_ActivityKind> enabled;
   std::vector<CUpti_CallbackDomain> domains;
+  struct Callback {
+    CUpti_CallbackDomain domain;
+    uint32_t cbid;
+  };
+  std::vector<Callback> callbacks;  // enabled one by one
+  bool has_callback(CUpti_CallbackDomain domain, uint32_t cbid) const;
   std::vector<uint32_t> flushes;  // flags of every cuptiActivityFlushAll
   bool subscribed = false, unsubscribed = false;
   // Buffers handed out and not completed yet: a forced flush completes them.

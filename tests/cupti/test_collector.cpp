@@ -154,7 +154,13 @@ TEST(CollectorSetup, EnablesConcurrentKernelNeverKernelAndNamesOptionalRefusals)
   // Correlation through callbacks, not API activity records.
   EXPECT_FALSE(has(CUPTI_ACTIVITY_KIND_RUNTIME));
   EXPECT_FALSE(has(CUPTI_ACTIVITY_KIND_DRIVER));
-  EXPECT_EQ(fake().domains.size(), 2u);
+  // Callbacks for the calls that queue device work only, not whole domains.
+  EXPECT_TRUE(fake().domains.empty());
+  EXPECT_TRUE(fake().has_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  EXPECT_TRUE(fake().has_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  EXPECT_TRUE(fake().has_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2));
+  EXPECT_FALSE(fake().has_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+  EXPECT_FALSE(fake().has_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
   EXPECT_NE(fake().timestamp_callback, nullptr);
   const auto s = c.status();
   EXPECT_EQ(s.state, static_cast<uint8_t>(State::Active));
@@ -163,10 +169,84 @@ TEST(CollectorSetup, EnablesConcurrentKernelNeverKernelAndNamesOptionalRefusals)
   c.finish();
   EXPECT_TRUE(fake().enabled.empty()) << "the end of capture turns every kind off";
   EXPECT_TRUE(fake().domains.empty());
+  EXPECT_TRUE(fake().callbacks.empty()) << "and every callback";
   ASSERT_FALSE(fake().flushes.empty());
   EXPECT_EQ(fake().flushes.back(), static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   c.finish();  // idempotent
   EXPECT_EQ(fake().flushes.size(), 1u);
+}
+
+TEST(CollectorSetup, CallbackScopeAllTakesWholeDomainsNoneTakesNothingAndSaysSo) {
+  CollectorOptions all;
+  all.callbacks = CallbackScope::All;
+  {
+    const CuptiApi api = make_fake_api();
+    Collector c(all);
+    ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+    EXPECT_EQ(fake().domains.size(), 2u);
+    EXPECT_TRUE(fake().callbacks.empty());
+  }
+  CollectorOptions none;
+  none.callbacks = CallbackScope::None;
+  const CuptiApi api = make_fake_api();
+  Collector c(none);
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  EXPECT_TRUE(fake().domains.empty());
+  EXPECT_TRUE(fake().callbacks.empty());
+  EXPECT_NE(c.status().reason.find("callbacks turned off"), std::string::npos) << c.status().reason;
+}
+
+TEST(CollectorSetup, ACuptiThatNamesNoCallFallsBackToWholeDomains) {
+  const CuptiApi api = make_fake_api();
+  fake().callback_names_fail = true;
+  Collector c;
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  EXPECT_EQ(fake().domains.size(), 2u) << "correlation must not be lost";
+}
+
+TEST(CollectorSetup, KindsListEnablesOnlyTheNamedKindsAndKernelsAlways) {
+  CollectorOptions o;
+  o.kinds = "memcpy,MEMSET";
+  o.kinds_all = false;
+  const CuptiApi api = make_fake_api();
+  Collector c(o);
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  std::vector<CUpti_ActivityKind> on = fake().enabled;
+  std::sort(on.begin(), on.end());
+  EXPECT_EQ(on, (std::vector<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                                 CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}));
+}
+
+TEST(CollectorSetup, SelectTakesTheLibrarysSettingsBeforeStartOnly) {
+  const CuptiApi api = make_fake_api();
+  Collector c;
+  c.select("all", "none");  // as GPUSCOPE_CUPTI_CALLBACKS=all GPUSCOPE_CUPTI_KINDS=none
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  EXPECT_EQ(fake().domains.size(), 2u);
+  EXPECT_EQ(fake().enabled, std::vector<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL});
+  c.select("none", nullptr);  // too late: CUPTI was set up as asked at start
+  EXPECT_EQ(fake().domains.size(), 2u);
+}
+
+TEST(CallbackScopeParse, NamesAndListsAsDocumented) {
+  bool unknown = true;
+  EXPECT_EQ(parse_callback_scope(nullptr, &unknown), CallbackScope::DeviceWork);
+  EXPECT_FALSE(unknown);
+  EXPECT_EQ(parse_callback_scope("all", &unknown), CallbackScope::All);
+  EXPECT_EQ(parse_callback_scope("none", &unknown), CallbackScope::None);
+  EXPECT_EQ(parse_callback_scope("everything", &unknown), CallbackScope::DeviceWork);
+  EXPECT_TRUE(unknown);
+  EXPECT_TRUE(is_device_work_call(CUPTI_CB_DOMAIN_RUNTIME_API, "cudaMemcpyAsync_ptsz_v7000"));
+  EXPECT_TRUE(is_device_work_call(CUPTI_CB_DOMAIN_DRIVER_API, "cuStreamSynchronize_ptsz"));
+  EXPECT_FALSE(is_device_work_call(CUPTI_CB_DOMAIN_DRIVER_API, "cudaMemcpy"));
+  EXPECT_FALSE(is_device_work_call(CUPTI_CB_DOMAIN_RUNTIME_API, "cudaStreamQuery_v3020"));
+  EXPECT_FALSE(is_device_work_call(CUPTI_CB_DOMAIN_RUNTIME_API, nullptr));
+  EXPECT_TRUE(kinds_off("OFF"));
+  EXPECT_FALSE(kinds_off(nullptr));
+  EXPECT_TRUE(kind_selected(nullptr, "MEMSET"));
+  EXPECT_TRUE(kind_selected("memcpy,memset", "MEMSET"));
+  EXPECT_FALSE(kind_selected("memcpy,memset", "MEMCPY2"));
+  EXPECT_FALSE(kind_selected("", "MEMCPY"));
 }
 
 TEST(CollectorSetup, OutstandingBuffersAreCappedAndRefusalsCounted) {

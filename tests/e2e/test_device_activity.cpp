@@ -70,6 +70,22 @@ TEST_F(DeviceActivityTest, AUsersOwnInjectionLibraryIsLeftAloneAndNamed) {
             "CUDA_INJECTION64_PATH names another library: /opt/other/libinject.so");
 }
 
+// GPUSCOPE_CUPTI_KINDS=off: the injection comes and libcupti is never
+// loaded; the trace says device collection was turned off, and by what.
+TEST_F(DeviceActivityTest, CuptiKindsOffTurnsDeviceCollectionOffAndSaysSo) {
+  const auto r = gpuscope_run({bin("behave"), "inject", "out:done"}, {"GPUSCOPE_CUPTI_KINDS=off"});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(r.out, "inject:1\ndone\n");
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  const auto& d = *t.summary.device_collection;
+  EXPECT_EQ(d.state, static_cast<uint8_t>(State::Failed));
+  EXPECT_EQ(d.reason, "turned off (GPUSCOPE_CUPTI_KINDS=off): host-side capture only");
+  EXPECT_TRUE(d.cupti_path.empty()) << "libcupti is not loaded";
+  const auto a = run({gpuscope_exe(), "analyze", trace_path_});
+  EXPECT_NE(a.out.find("off (turned off (GPUSCOPE_CUPTI_KINDS=off)"), std::string::npos) << a.out;
+}
+
 #ifdef GPUSCOPE_TEST_CUPTI_LIBRARY
 // The real libcupti without a driver answers cuptiGetVersion but refuses
 // to subscribe (CUPTI_ERROR_UNKNOWN): one stderr line, host-only capture,
