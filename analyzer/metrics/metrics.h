@@ -63,6 +63,7 @@ struct RangeIdleCover {
   uint64_t count = 0;    // instances on the feeding thread
   double idle_s = 0;     // GPU idle time inside them (nested instances counted once)
   double share_of_idle = 0;
+  bool covers_run = false;  // repeated, and together nearly the whole analyzed time
 };
 
 struct StepBusy {

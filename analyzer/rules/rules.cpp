@@ -195,16 +195,18 @@ std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
 }
 
 std::optional<Finding> dram_finding(const Metrics& x) {
-  if (!x.dram_util || !x.gpu_util) return std::nullopt;
-  if (*x.dram_util < kDramBusy || *x.gpu_util < kGpuBusy) return std::nullopt;
-  const double share = *x.gpu_util * *x.dram_util;
+  if (!x.dram_util || !x.gpu_util || *x.gpu_util < kGpuBusy) return std::nullopt;
+  const double while_busy = std::min(1.0, *x.dram_util / *x.gpu_util);
+  if (while_busy < kDramBusy) return std::nullopt;
+  const double share = *x.gpu_util * while_busy;
   // DRAM-bound kernels are a problem to fix when traffic is redundant, as in
   // chains of elementwise kernels; alone they are at their roofline.
   const bool chains = x.fusion_share && *x.fusion_share >= kFusionShare;
   Finding f{"memory.dram_bound_kernels", Bottleneck::MemoryBound,
             chains ? share_status(share, kFailShare, kWarnShare) : Status::Warn, share,
-            fmt::format("kernels are limited by device-memory bandwidth: DRAM {} busy while the GPU is {} busy",
-                        pct(*x.dram_util), pct(*x.gpu_util)),
+            fmt::format("kernels are limited by device-memory bandwidth: DRAM at {} of its peak while the GPU is "
+                        "busy ({} of the time)",
+                        pct(while_busy), pct(*x.gpu_util)),
             {}, {}, {}};
   f.evidence.push_back(fmt::format("NVML over {} samples: DRAM bandwidth utilization {}{}, GPU utilization {}",
                                    x.gpu_samples, pct(*x.dram_util),

@@ -42,7 +42,13 @@ inline constexpr double kPageableWarn = 0.50;      // share of copied bytes from
 inline constexpr double kSmallCopyWarn = 0.50;     // share of copies under 64 KiB
 inline constexpr double kLinkEfficiencyWarn = 0.25;  // achieved / link bandwidth
 inline constexpr double kSyncsPerLaunchWarn = 0.25;
-inline constexpr double kDramBusy = 0.60;          // GPM DRAM-bandwidth utilization
+// GPM DRAM-bandwidth utilization (share of the theoretical peak) while the
+// GPU is busy: the run's average divided by the busy share, since NVML
+// averages over idle time too. Streaming kernels reach 80-90 % of peak at
+// best; on an H200 (docs/gpu-validation.md, run 2) a chain of three STREAM
+// kernels ran at 62 % while busy, its fused form at 47 %, a compute-bound
+// kernel at 0 %.
+inline constexpr double kDramBusy = 0.50;
 inline constexpr double kFusionShare = 0.30;       // same-shape chain links per kernel: fusion candidates
 inline constexpr double kCoresUsed = 0.75;         // host stage already parallel: uses >= 75 % of the CPUs
 inline constexpr double kSerialShare = 0.70;       // ... or the feeding thread does < 70 % of the process's CPU work
@@ -52,6 +58,12 @@ inline constexpr double kHostCostShare = 0.20;     // CPU samples in memset, mem
 inline constexpr double kKernelCpuShare = 0.30;    // process CPU time in the kernel (page faults) worth naming
 inline constexpr double kSerialLoopShare = 0.50;   // samples in one function of the program: a serial loop
 inline constexpr double kLaunchShareFail = 0.30;   // feeding thread's time in launch calls
+// What device-activity tracing adds to each kernel launch on the host:
+// CUPTI's kernel records (gpuscope's, torch.profiler's and Nsight's alike)
+// cost the launch itself. Measured on an H200, driver 580, CUPTI 13.0: a
+// launch-bound loop of 200 000 launches, gpuscope with CUPTI against
+// gpuscope with CUPTI off (docs/gpu-validation.md, run 2): 3.0 us.
+inline constexpr double kTracedLaunchCostUs = 3.0;
 inline constexpr double kDropWarn = 0.01;          // dropped events lower the confidence
 inline constexpr double kClockSlowdownShare = 0.10;  // NVML samples with a clocks slowdown reason worth a finding
 // Minimum evidence (docs/rules.md, "Short runs").

@@ -3,7 +3,9 @@
 trace, whole and scoped to one profiler step (--range): the DataLoader is
 named, and what it held is measured inside the analyzed time only (a
 scoped analysis once counted the whole trace's idle time against one
-step's wall time: a share of 1626 %).
+step's wall time: a share of 1626 %); and a loop that is nothing but its
+DataLoader, whose range covers nearly the whole run, is still CPU-bound
+naming it.
 
 Usage: check_range_idle.py GPUSCOPE GEN_KINETO WORKDIR"""
 import json
@@ -44,6 +46,17 @@ def main():
     if not step["idle_s"] < whole["idle_s"] / 10:
         sys.exit(f"one step of 20 holds {step['idle_s']} s of idle, the whole trace {whole['idle_s']} s")
     print(f"whole: {whole['idle_s']:.3f} s; one step: {step['idle_s']:.3f} s")
+    # A loop that is nothing but its DataLoader: the range covers nearly the
+    # whole run, and is still the stage the GPU waits for.
+    only = os.path.join(work, "input_only.json")
+    subprocess.run([sys.executable, gen, "input_only", only], check=True)
+    doc = analyze(gpuscope, only)
+    holder = check(doc, "input_only")
+    if doc["verdict"]["class"] != "cpu_bound":
+        sys.exit(f"input_only: verdict {doc['verdict']}, expected cpu_bound")
+    if not any("DataLoader" in f["title"] for f in doc["findings"] if f["id"].startswith("cpu.")):
+        sys.exit(f"input_only: no CPU-bound finding names the DataLoader: {[f['title'] for f in doc['findings']]}")
+    print(f"input_only: {holder['name']} holds {holder['share_of_idle']:.0%} of the idle time")
 
 
 if __name__ == "__main__":
