@@ -10,6 +10,8 @@
 # launch-bound overhead. Raw logs and traces go to OUTDIR.
 # Usage: ./gpu-check.sh [--simgpu] [OUTDIR]
 #   --simgpu  run on samples/simgpu (to try the script on a CPU machine)
+#   GPU_CHECK_SECTIONS=a,b  only these sections (see want() below); unset = all
+#   GPU_CHECK_TIMEOUT=S     per-program time limit (default 120)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 simgpu=0
@@ -57,6 +59,17 @@ run_timed() {
   t1=$(now)
   echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')"
 }
+# want SECTION: whether GPU_CHECK_SECTIONS (comma-separated; unset = all)
+# names it. Sections: doctor samples cases other python imports conformance
+# overhead cupti_cost torch_cost.
+want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ ,$GPU_CHECK_SECTIONS, == *,$1,* ]]; }
+median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+py=$(command -v python3 || true)
+torch=0
+if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  torch=1
+fi
+
 # counts TRACE: "copies kernels syncs allocs dropped" from gpuscope info, each
 # of the first three as HOOKS/CUPTI (the hooks' records, the device's).
 counts() {
@@ -91,6 +104,7 @@ declare -A expected=(
   [memory_bound]="memory-bound" [cpu_bound]="CPU-bound" [compute_bound]="healthy: GPU-bound"
   [cpu_fallback]="silent CPU fallback")
 
+if want doctor; then
 # The node first (docs/doctor.md): the real NVML's answers to every check,
 # which simgpu only models. Its JSON goes beside the logs.
 echo "## Node check (gpuscope doctor)"
@@ -103,7 +117,9 @@ echo '```'
 echo '```'
 "$gs" doctor --canary --baseline "$out/doctor.json" -v 2>&1 | grep -A6 -E '^(ok|WARN|FAIL|----) +(canary|baseline|mps) '
 echo '```'
+fi
 
+if want samples; then
 echo
 echo "| sample | verdict | expected | ok | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | exit plain/traced | wall plain | wall traced |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -126,6 +142,7 @@ for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound 
     echo "| $label | $v | $want | $(matches "$v" "$want") | $c | $k | $y | $a | $d | $rc_p/$rc_t | $wall_p s | $wall_t s |"
   done
 done
+fi
 
 # process_samples TRACE: what the driver's per-process utilization samples
 # (trace format 1.8) held: how many, how many named the traced process, the
@@ -149,6 +166,7 @@ process_samples() {
       printf "%d | %d (pid %s) | %.1f ms | %d %% | %d |\n", n, own, self, w[int((n + 1) / 2)], top, k
     }'
 }
+if want samples; then
 echo
 echo "## Driver's per-process samples (NVML, trace format 1.8)"
 echo "| sample | samples | naming the traced pid | median window | top SM share | other pids |"
@@ -156,7 +174,9 @@ echo "|---|---|---|---|---|---|"
 for s in pcie_bound compute_bound; do
   echo "| $s | $(process_samples "$out/$s.gpuscope")"
 done
+fi
 
+if want cases; then
 echo
 echo "## Verdict cases (docs/rules.md, \"Verdict cases\")"
 echo "| case | verdict | expected | ok |"
@@ -179,7 +199,9 @@ verdict_case queued_kernels "not sync-bound" -- "$bin/queued_kernels" --kernels 
 verdict_case vector_add "too short to judge" -- "$here/conformance/bin/vector_add" --n=50000
 verdict_case vector_add_hidden "CUDA unavailable; the program failed" CUDA_VISIBLE_DEVICES= -- \
   "$here/conformance/bin/vector_add" --n=50000
+fi
 
+if want other; then
 echo
 echo "## Other ways of reaching the GPU (traced)"
 echo "| program | exit | copies hooks/CUPTI | kernels hooks/CUPTI | syncs hooks/CUPTI | allocs | dropped | driver-level calls |"
@@ -195,18 +217,18 @@ other() {
 other minimal_cuda_static "$bin/minimal_cuda_static"
 other driver_api "$bin/driver_api"
 other dlopen_cudart "$bin/dlopen_cudart" 3
-py=$(command -v python3 || true)
-if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if want other && [ $torch = 1 ]; then
   other pytorch_matmul "$py" -c 'import torch
 x = torch.randn(2048, 2048, device="cuda")
 for _ in range(50): x = torch.tanh(x @ x)
 h = x.cpu(); torch.cuda.synchronize(); print(float(h.sum()))'
 fi
+fi
 
 # Python call sites on real PyTorch (docs/python.md): a training loop that
 # reads the loss with .item() every step and copies each batch from pageable
 # memory; the findings must name the script's own lines (marked "# line:").
-if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if want python && [ $torch = 1 ]; then
   echo
   echo "## Python call sites (PyTorch, gpuscope run)"
   echo "| habit | script line | cited in the analysis | matches |"
@@ -237,7 +259,7 @@ fi
 # loop whose DataLoader works on the training thread (time.sleep stands for
 # decoding), and one that only queues GPU work. Profiled by PyTorch itself,
 # not under gpuscope run (one CUPTI client at a time).
-if [ -n "$py" ] && [ $simgpu = 0 ] && "$py" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if want imports && [ $torch = 1 ]; then
   echo
   echo "## PyTorch profiler traces imported (gpuscope analyze on torch.profiler's JSON)"
   echo "| loop | verdict | expected | GPU time breakdown |"
@@ -254,12 +276,17 @@ class Slow(torch.utils.data.Dataset):
         return torch.randn(256)
 loader = iter(torch.utils.data.DataLoader(Slow(), batch_size=64, num_workers=0))
 w = torch.randn(256, 256, device="cuda")
+# The healthy loop's GPU work is large kernels queued ahead (about 60 ms a
+# step); in run 2 it was 400 tiny ones, too short to judge.
+big = torch.randn(4096, 4096, device="cuda")
 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
              schedule=schedule(wait=1, warmup=1, active=8),
              on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
     for step in range(10):
         x = next(loader).cuda(non_blocking=True)
-        for _ in range(200 if kind == "healthy" else 20): x = torch.tanh(x @ w)
+        for _ in range(20): x = torch.tanh(x @ w)
+        if kind == "healthy":
+            for _ in range(20): y = torch.tanh(big @ big)
         torch.cuda.synchronize()
         prof.step()
 PY
@@ -270,6 +297,7 @@ PY
   done
 fi
 
+if want conformance; then
 echo
 echo "## Conformance corpus (tests/conformance/README.md)"
 # Each program plain and under gpuscope run: same exit status and stdout
@@ -302,7 +330,9 @@ else
     echo "| $p | $shared | $static |"
   done
 fi
+fi
 
+if want overhead; then
 echo
 echo "## Overhead"
 mkdir -p "$out/overhead"
@@ -317,4 +347,90 @@ for i in 1 2 3; do
     "$bin/sync_bound" --fixed --iters 200000)
   echo "launch-bound (sync_bound --fixed --iters 200000): plain $p s, traced $t s"
 done
+fi
+
+# What each CUPTI setting costs a launch-bound run (callback_scope.h,
+# docs/performance.md): the same run plain and traced under each setting,
+# alternated, three pairs each; the ratio is traced/plain of the medians.
+if want cupti_cost; then
+  echo
+  echo "## Launch cost by CUPTI setting (sync_bound --fixed --iters 200000)"
+  echo "| setting | plain s (median) | traced s (median) | traced/plain | device records |"
+  echo "|---|---|---|---|---|"
+  cost_case() {
+    local name=$1 ps=() ts=() p t i
+    shift
+    for i in 1 2 3; do
+      read -r _ p < <(run_timed "$out/cost.plain.log" "$bin/sync_bound" --fixed --iters 200000)
+      read -r _ t < <(run_timed "$out/cost.$name.log" env "$@" "$gs" run -q -o "$out/overhead/cost-$name.gpuscope" -f \
+        -- "$bin/sync_bound" --fixed --iters 200000)
+      ps+=("$p"); ts+=("$t")
+    done
+    p=$(median3 "${ps[@]}"); t=$(median3 "${ts[@]}")
+    local dev
+    dev=$("$gs" info "$out/overhead/cost-$name.gpuscope" 2>/dev/null | grep -m1 '^device:' | grep -oE '[0-9]+ kernels')
+    echo "| $name | $p | $t | $(awk -v a="$p" -v b="$t" 'BEGIN{printf "%.3f", b/a}') | ${dev:-none} |"
+  }
+  mkdir -p "$out/overhead"
+  cost_case default
+  cost_case callbacks-all GPUSCOPE_CUPTI_CALLBACKS=all
+  cost_case callbacks-none GPUSCOPE_CUPTI_CALLBACKS=none
+  cost_case kernels-only GPUSCOPE_CUPTI_KINDS=none
+  cost_case kernels-only-no-callbacks GPUSCOPE_CUPTI_KINDS=none GPUSCOPE_CUPTI_CALLBACKS=none
+  cost_case cupti-off GPUSCOPE_CUPTI_KINDS=off
+fi
+
+# A PyTorch training step (issue 23): plain, under gpuscope run, and under
+# torch.profiler (CPU and CUDA activities, default settings), alternated,
+# three runs each; each run times 200 steps after 30 warm-up steps.
+if want torch_cost && [ $torch = 1 ]; then
+  echo
+  echo "## PyTorch step: gpuscope against torch.profiler"
+  cat >"$out/step_cost.py" <<'PY'
+import sys, time, torch
+mode = sys.argv[1]
+torch.manual_seed(0)
+model = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(2048, 2048), torch.nn.GELU())],
+                            torch.nn.Linear(2048, 10)).cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+x = torch.randn(256, 2048, device="cuda"); y = torch.randint(0, 10, (256,), device="cuda")
+def step():
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+    return loss
+for _ in range(30): step()
+torch.cuda.synchronize()
+def timed():
+    t0 = time.perf_counter()
+    for i in range(200):
+        loss = step()
+        if i % 50 == 49: loss.item()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / 200 * 1e3
+if mode == "torch_profiler":
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        ms = timed()
+else:
+    ms = timed()
+print(f"step_ms {ms:.4f}")
+PY
+  step_ms() { grep -m1 '^step_ms' "$1" | cut -d' ' -f2; }
+  declare -A runs=()
+  for i in 1 2 3; do
+    run_timed "$out/step.plain.$i.log" "$py" "$out/step_cost.py" plain >/dev/null
+    run_timed "$out/step.gpuscope.$i.log" "$gs" run -q -o "$out/overhead/step$i.gpuscope" -f -- \
+      "$py" "$out/step_cost.py" plain >/dev/null
+    run_timed "$out/step.torch_profiler.$i.log" "$py" "$out/step_cost.py" torch_profiler >/dev/null
+    for m in plain gpuscope torch_profiler; do runs[$m]+="$(step_ms "$out/step.$m.$i.log") "; done
+  done
+  echo "| run | ms per step (3 runs) | median | against plain |"
+  echo "|---|---|---|---|"
+  base=$(median3 ${runs[plain]})
+  for m in plain gpuscope torch_profiler; do
+    med=$(median3 ${runs[$m]})
+    echo "| $m | ${runs[$m]}| $med | $(awk -v a="$base" -v b="$med" 'BEGIN{if (a > 0) printf "%+.1f%%", (b/a-1)*100}') |"
+  done
+fi
+
 echo "logs and traces: $out"
