@@ -21,6 +21,9 @@ done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope")
 # CUPTI ships next to the capture library and needs nothing beyond glibc and libgcc_s.
 [ -f "$root/lib/libcupti.so.13" ] || fail "lib/libcupti.so.13 is missing"
 ! env -i PATH=/usr/bin:/bin ldd "$root/lib/libcupti.so.13" | grep -q 'not found' || fail "libcupti.so.13 has unresolved dependencies"
+# libunwind too (GPU images often lack it; without it, no call stacks).
+[ -f "$root/lib/libunwind.so.8" ] || fail "lib/libunwind.so.8 is missing"
+! env -i PATH=/usr/bin:/bin ldd "$root/lib/libunwind.so.8" | grep -q 'not found' || fail "libunwind.so.8 has unresolved dependencies"
 max_glibc=$(objdump -T "$root/bin/gpuscope" "$root/lib/libgpuscope.so" | grep -oE 'GLIBC_2\.[0-9]+' | sort -uV | tail -1)
 [ "$(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -1)" = GLIBC_2.36 ] || fail "needs $max_glibc (> 2.36)"
 
@@ -33,6 +36,7 @@ grep -q '^events: .* 4002 copies, .* 8000 kernels' <<<"$info" || { echo "$info";
 grep -q '^dropped: *none' <<<"$info" || { echo "$info"; fail "events were dropped"; }
 analysis=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$dir/pcie.gpuscope")
 grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope analyze gave no verdict"; }
+! grep -q 'libunwind.so.8 not loaded' <<<"$analysis" || { echo "$analysis"; fail "no call stacks from the bundle"; }
 # The conformance corpus runs from the bundle as gpu-check.sh runs it (here on simgpu).
 for variant in "" --static; do
   env -i PATH=/usr/bin:/bin HOME="$dir" python3 "$root/conformance/conformance.py" --program vector_add $variant \
