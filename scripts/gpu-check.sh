@@ -235,10 +235,15 @@ if want python && [ $torch = 1 ]; then
   echo "|---|---|---|---|"
   cat >"$out/train_steps.py" <<'PY'
 import torch
-model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)).cuda()
+# Steps of a few ms of GPU work and a 16 MB pageable input each, so the
+# per-step wait for .item() and the staged copy are real costs (in run 2 the
+# steps were ~0.1 ms and the program's host work hid both: .item() not cited).
+torch.backends.cuda.matmul.allow_tf32 = False
+model = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
+                            torch.nn.Linear(2048, 10)).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-batches = [(torch.randn(512, 1024), torch.randint(0, 10, (512,))) for _ in range(8)]
-for step in range(300):
+batches = [(torch.randn(2048, 2048), torch.randint(0, 10, (2048,))) for _ in range(8)]
+for step in range(200):
     x, y = batches[step % 8]
     x, y = x.to("cuda"), y.to("cuda")  # line: pageable
     loss = torch.nn.functional.cross_entropy(model(x), y)
