@@ -15,13 +15,18 @@ import sys
 
 
 def analyze(gpuscope, path):
+    if not os.path.isfile(path):
+        return None, "missing (a trace expected.json names is not in the tree)"
     r = subprocess.run([gpuscope, "analyze", "--json", path], capture_output=True, text=True, timeout=300)
     if r.returncode not in (0, 1, 2):
         return None, f"gpuscope analyze exited {r.returncode}: {r.stderr.strip()[:300]}"
     try:
-        return json.loads(r.stdout), None
+        doc = json.loads(r.stdout)
     except json.JSONDecodeError as e:
         return None, f"not JSON ({e}): {r.stderr.strip()[:300]}"
+    if "verdict" not in doc:
+        return None, f"no verdict in the analysis: {r.stderr.strip()[:300]}"
+    return doc, None
 
 
 def problems(doc, want):
