@@ -116,6 +116,10 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
   if (!o.capture_range.empty()) env.push_back(vars::entry(vars::kCaptureRange, o.capture_range));
   if (!o.capture_range_end.empty()) env.push_back(vars::entry(vars::kCaptureRangeEnd, o.capture_range_end));
   if (o.standby) env.push_back(vars::entry(vars::kMode, vars::kModeStandby));
+  // CUPTI's kernel records cost each launch ~3 us (docs/gpu-validation.md,
+  // run 2): "off" keeps a launch-bound service within a few percent.
+  if (o.device_activity == "kernels") env.push_back(vars::entry(vars::kCuptiKinds, "none"));
+  if (o.device_activity == "off") env.push_back(vars::entry(vars::kCuptiKinds, "off"));
   return env;
 }
 
@@ -423,6 +427,10 @@ Subcommand add_run_command(CLI::App& app) {
       ->check(library_range(protocol::env::kCpuSampling));
   add_capture_window_options(run, o.get());
   run->add_flag("--standby", o->standby, "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
+  run->add_option("--device-activity", o->device_activity,
+                  "Device records through CUPTI: all (default), kernels (kernels only), or off (host side only: "
+                  "the least overhead, ~3 us less per launch)")
+      ->check(CLI::IsMember({"all", "kernels", "off"}));
   run->add_option("command", o->command, "Program and its arguments")->required();
   run->prefix_command();  // everything from the program name on belongs to the program
   run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");

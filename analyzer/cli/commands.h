@@ -54,6 +54,7 @@ struct RunOptions {
   std::string capture_range;      // "", cudaProfilerApi or nvtx:MESSAGE[@DOMAIN]
   std::string capture_range_end;  // "" (stop), repeat, repeat:N
   bool standby = false;           // load idle: `gpuscope attach` decides what is traced
+  std::string device_activity;    // "" or all (default), kernels, off: GPUSCOPE_CUPTI_KINDS
   std::vector<std::string> command;
 };
 

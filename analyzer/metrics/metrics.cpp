@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "environment.h"
+#include "kernel_names.h"
 
 namespace gpuscope::analyzer {
 namespace {
@@ -260,7 +261,13 @@ void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
   for (uint64_t n : m.captured_by_kind) x.captured_calls += n;
   if (m.kernels) x.fusion_share = static_cast<double>(m.same_shape_chain_links) / m.kernels;
   std::vector<std::pair<uint64_t, std::string>> chains;
-  for (const auto& [pair, n] : m.chain_pairs) chains.emplace_back(n, pair);
+  for (const auto& [pair, n] : m.chain_pairs) {
+    const size_t arrow = pair.find(" -> ");
+    chains.emplace_back(n, arrow == std::string::npos
+                               ? short_kernel_name(pair)
+                               : short_kernel_name(pair.substr(0, arrow)) + " -> " +
+                                     short_kernel_name(pair.substr(arrow + 4)));
+  }
   std::sort(chains.rbegin(), chains.rend());
   for (size_t i = 0; i < std::min<size_t>(3, chains.size()); ++i)
     x.top_chains.push_back(fmt::format("{} ({}x)", chains[i].second, chains[i].first));

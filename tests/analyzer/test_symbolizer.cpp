@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "kernel_names.h"
 #include "symbolizer.h"
 
 namespace gpuscope::analyzer {
@@ -109,6 +110,25 @@ TEST(Symbolizer, UnknownStackIsEmpty) {
   const reader::TraceSummary s;
   const Symbolizer symbols(s);
   EXPECT_TRUE(symbols.stack(99, 8).empty());
+}
+
+}  // namespace
+}  // namespace gpuscope::analyzer
+
+namespace gpuscope::analyzer {
+namespace {
+
+// CUPTI's kernel names on an H200 (docs/gpu-validation.md, run 2), and the
+// shapes of names from templates and already-plain names.
+TEST(KernelNames, MangledNamesComeOutAsTheKernelsOwnName) {
+  EXPECT_EQ(short_kernel_name("_ZN44_GLOBAL__N__47170728_15_memory_bound_cu_main12stream_scaleEPfPKffm"),
+            "stream_scale");
+  EXPECT_EQ(short_kernel_name("_Z6squarePfi"), "square");
+  EXPECT_EQ(short_kernel_name("_ZN3ops4gemmIfLi128EEEvPKT_S3_PS1_i"), "ops::gemm<float, 128>");
+  EXPECT_EQ(short_kernel_name("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"),
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32");
+  EXPECT_EQ(short_kernel_name("_Znot a real mangled name"), "_Znot a real mangled name");
+  EXPECT_EQ(short_kernel_name(""), "");
 }
 
 }  // namespace

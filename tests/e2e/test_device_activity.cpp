@@ -6,6 +6,7 @@
 // to host-only capture without changing the program.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "e2e_support.h"
@@ -19,7 +20,9 @@ class DeviceActivityTest : public ::testing::Test {
  protected:
   ProcessResult gpuscope_run(const std::vector<std::string>& program, std::vector<std::string> env = {},
                              std::vector<std::string> unset = {}) {
-    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir_.path(), "--"};
+    // `program` may start with run's own options, ended by its own "--".
+    std::vector<std::string> argv = {gpuscope_exe(), "run", "-q", "-o", dir_.path()};
+    if (std::find(program.begin(), program.end(), "--") == program.end()) argv.push_back("--");
     argv.insert(argv.end(), program.begin(), program.end());
     env.push_back("LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR));
     env.push_back("SIMGPU_SHARED_ID=gpuscope-e2e-cupti-" + std::to_string(getpid()));
@@ -84,6 +87,26 @@ TEST_F(DeviceActivityTest, CuptiKindsOffTurnsDeviceCollectionOffAndSaysSo) {
   EXPECT_TRUE(d.cupti_path.empty()) << "libcupti is not loaded";
   const auto a = run({gpuscope_exe(), "analyze", trace_path_});
   EXPECT_NE(a.out.find("off (turned off (GPUSCOPE_CUPTI_KINDS=off)"), std::string::npos) << a.out;
+}
+
+// `gpuscope run --device-activity off|kernels` is the variable, set for the
+// program; off, an injection loads no CUPTI and the trace says so.
+TEST_F(DeviceActivityTest, DeviceActivityKernelsIsTheKindsVariable) {
+  const auto kernels = gpuscope_run({"--device-activity", "kernels", "--", "/bin/sh", "-c",
+                                     "printf %s \"$GPUSCOPE_CUPTI_KINDS\""});
+  ASSERT_EQ(kernels.exit_code(), 0) << kernels.err;
+  EXPECT_EQ(kernels.out, "none");
+}
+
+TEST_F(DeviceActivityTest, DeviceActivityOffLoadsNoCuptiAndSaysSo) {
+  const auto off = gpuscope_run({"--device-activity", "off", "--", bin("behave"), "inject", "out:done"});
+  ASSERT_EQ(off.exit_code(), 0) << off.err;
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_NE(t.summary.device_collection->reason.find("turned off"), std::string::npos);
+  const auto bad = gpuscope_run({"--device-activity", "some", "--", "true"});
+  EXPECT_EQ(bad.exit_code(), 2) << "a usage error, named";
+  EXPECT_NE(bad.err.find("--device-activity"), std::string::npos) << bad.err;
 }
 
 #ifdef GPUSCOPE_TEST_CUPTI_LIBRARY
