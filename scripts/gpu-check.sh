@@ -385,9 +385,10 @@ if want cupti_cost; then
   cost_case cupti-off GPUSCOPE_CUPTI_KINDS=off
 fi
 
-# A PyTorch training step (issue 23): plain, under gpuscope run, and under
-# torch.profiler (CPU and CUDA activities, default settings), alternated,
-# three runs each; each run times 200 steps after 30 warm-up steps.
+# A PyTorch training step (issue 23): plain, under gpuscope run (with and
+# without device activity), and under torch.profiler (CPU and CUDA
+# activities, default settings), alternated, three runs each; each run
+# times 200 steps after 30 warm-up steps.
 if want torch_cost && [ $torch = 1 ]; then
   echo
   echo "## PyTorch step: gpuscope against torch.profiler"
@@ -426,13 +427,15 @@ PY
     run_timed "$out/step.plain.$i.log" "$py" "$out/step_cost.py" plain >/dev/null
     run_timed "$out/step.gpuscope.$i.log" "$gs" run -q -o "$out/overhead/step$i.gpuscope" -f -- \
       "$py" "$out/step_cost.py" plain >/dev/null
+    run_timed "$out/step.gpuscope_host_only.$i.log" "$gs" run -q --device-activity off \
+      -o "$out/overhead/step-host$i.gpuscope" -f -- "$py" "$out/step_cost.py" plain >/dev/null
     run_timed "$out/step.torch_profiler.$i.log" "$py" "$out/step_cost.py" torch_profiler >/dev/null
-    for m in plain gpuscope torch_profiler; do runs[$m]+="$(step_ms "$out/step.$m.$i.log") "; done
+    for m in plain gpuscope gpuscope_host_only torch_profiler; do runs[$m]+="$(step_ms "$out/step.$m.$i.log") "; done
   done
   echo "| run | ms per step (3 runs) | median | against plain |"
   echo "|---|---|---|---|"
   base=$(median3 ${runs[plain]})
-  for m in plain gpuscope torch_profiler; do
+  for m in plain gpuscope gpuscope_host_only torch_profiler; do
     med=$(median3 ${runs[$m]})
     echo "| $m | ${runs[$m]}| $med | $(awk -v a="$base" -v b="$med" 'BEGIN{if (a > 0) printf "%+.1f%%", (b/a-1)*100}') |"
   done
