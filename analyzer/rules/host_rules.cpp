@@ -65,6 +65,44 @@ std::string host_stage_fix(const RangeIdleCover* holder) {
          "feeding threads near the GPU's NUMA node.";
 }
 
+// At least this share of the holder's idle time the feeding thread spent
+// inside CUDA calls: all its time outside CUDA, over the whole run, could
+// not cover more of the held idle time than it lasted.
+double holder_in_cuda_share(const Metrics& x, const RangeIdleCover& holder) {
+  if (holder.idle_s <= 0) return 0;
+  return std::max(0.0, holder.idle_s - x.feeder_outside_cuda_share * x.wall_s) / holder.idle_s;
+}
+
+// The kind of CUDA call (initialization aside) the feeding thread was
+// blocked in longest.
+CallKind feeder_longest_kind(const Metrics& x) {
+  CallKind best = CallKind::Other;
+  for (size_t k = 0; k < kCallKinds; ++k)
+    if (static_cast<CallKind>(k) != CallKind::Init && x.feeder_share[k] > x.feeder_share[static_cast<size_t>(best)])
+      best = static_cast<CallKind>(k);
+  return best;
+}
+
+// A stage that held the GPU idle while its thread sat in CUDA calls (a
+// first convolution's workspace frees and module loads, say) did not
+// starve the GPU with host work: splitting it across cores would not help.
+// The finding stays, as a warning that says what the thread waited in.
+void blocked_stage(const TraceModel& m, const Metrics& x, const RangeIdleCover& holder, double in_cuda, Finding* f) {
+  const CallKind kind = feeder_longest_kind(x);
+  if (f->severity == Status::Fail) f->severity = Status::Warn;
+  f->title = fmt::format("the GPU idles while {} holds the feeding thread in CUDA calls ({} of the GPU's idle time)",
+                         holder.name, pct(holder.share_of_idle));
+  f->evidence.push_back(fmt::format("the feeding thread was inside CUDA calls for at least {} of that time (it spent "
+                                    "{:.3f} s outside CUDA in the whole run); longest: {}, {}",
+                                    pct(in_cuda), x.feeder_outside_cuda_share * x.wall_s, call_kind_name(kind),
+                                    pct(x.feeder_share[static_cast<size_t>(kind)])));
+  f->fix = fmt::format("look at the {} calls inside {} (call sites below): allocate once or through a caching "
+                       "allocator instead of freeing and allocating per call, and warm up (first-use module loading, "
+                       "library autotuning) before the part that is timed.",
+                       call_kind_name(kind), holder.name);
+  f->sites = top_sites(m, {kind}, 2);
+}
+
 void add_range_evidence(const Metrics& x, Finding* f) {
   for (const RangeIdleCover& c : x.idle_under_ranges)
     f->evidence.push_back(fmt::format("{}{}: {} instance(s) held {:.3f} s of the GPU's {:.3f} s idle ({})", c.name,
@@ -109,6 +147,13 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   else f.evidence.push_back("no GPU utilization samples: judged from the host side alone");
   add_range_evidence(x, &f);
   f.fix = host_stage_fix(holder);
+  if (held_idle) {
+    const double in_cuda = holder_in_cuda_share(x, *holder);
+    if (in_cuda >= kBlockedStageShare) {
+      blocked_stage(m, x, *holder, in_cuda, &f);
+      return f;
+    }
+  }
   // The CPU samples say where the host time went; without them (sampling
   // off, unavailable, or an older trace) the CUDA calls around it are all there is.
   if (!cite_host_samples(m, &f)) f.sites = top_sites(m, {CallKind::Copy, CallKind::Launch, CallKind::Sync}, 2);
@@ -127,6 +172,20 @@ void discount_tracing_cost(const Metrics& x, double share, Finding* f) {
                                     "up to {:.3f} s of this time; untraced, launches would hold about {:.1f}% of it",
                                     kTracedLaunchCostUs, traced_s, untraced * 100));
   if (f->severity == Status::Fail && untraced < kLaunchShareFail) f->severity = Status::Warn;
+}
+
+// A launch costs microseconds. Launches that average far more did work
+// inside the call (compiling PTX for this GPU, loading a module on first
+// use, a profiler replaying each kernel): fewer launches would not help,
+// and the count alone does not make it launch-bound.
+void slow_launches(double us, Finding* f) {
+  if (f->severity == Status::Fail) f->severity = Status::Warn;
+  f->title = fmt::format("launches are slow, not many: {:.1f} ms each on the host, while a launch costs a few us", us / 1e3);
+  f->evidence.push_back(fmt::format("at {:.0f} us or more per launch the time is work inside the launch call, not "
+                                    "launch overhead", kSlowLaunchUs));
+  f->fix = "find what the launch call does: JIT compilation of PTX (build for this GPU's architecture, or keep "
+           "CUDA_CACHE_PATH warm), first-use module loading (warm up before the timed part), or a profiler that "
+           "replays kernels (CUPTI range profiling); fusing kernels would not help.";
 }
 
 std::optional<Finding> launch_finding(const TraceModel& m, const Metrics& x) {
@@ -148,6 +207,7 @@ std::optional<Finding> launch_finding(const TraceModel& m, const Metrics& x) {
   f.fix = "launch fewer, larger kernels (fuse small ones), or capture the fixed sequence once in a CUDA graph "
           "and replay it with cudaGraphLaunch.";
   f.sites = top_sites(m, {CallKind::Launch});
+  if (us >= kSlowLaunchUs) slow_launches(us, &f);
   return f;
 }
 

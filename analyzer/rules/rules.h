@@ -54,6 +54,8 @@ inline constexpr double kCoresUsed = 0.75;         // host stage already paralle
 inline constexpr double kSerialShare = 0.70;       // ... or the feeding thread does < 70 % of the process's CPU work
 inline constexpr double kHostBusyCpu = 0.50;       // a feeding thread on CPU >= half its time
 inline constexpr double kRangeIdleShare = 0.40;    // a host range holding >= 40 % of the GPU's idle time names the stage
+inline constexpr double kSlowLaunchUs = 200.0;  // a launch averaging this long did work inside the call
+inline constexpr double kBlockedStageShare = 0.50;  // ... but when its thread sat in CUDA calls this much of it, not CPU-bound
 inline constexpr double kHostCostShare = 0.20;     // CPU samples in memset, memcpy or the allocator worth naming
 inline constexpr double kKernelCpuShare = 0.30;    // process CPU time in the kernel (page faults) worth naming
 inline constexpr double kSerialLoopShare = 0.50;   // samples in one function of the program: a serial loop

@@ -281,6 +281,36 @@ TEST(CpuRule, AHostStageUsingEveryCoreIsOnlyAWarning) {
   EXPECT_EQ(severity(x, "cpu.gpu_starved_by_host"), Status::Fail);
 }
 
+// A host range that held the GPU idle names the stage; when its thread was
+// in CUDA calls for most of that time (its whole time outside CUDA cannot
+// cover the held idle), the stage waited on CUDA, not on the CPU.
+Metrics held_by_range(double outside_cuda_share) {
+  Metrics x = base_metrics();
+  x.gpu_util = 0.1;
+  x.device_timestamps = true;
+  x.gpu_idle_s = 9;
+  x.idle_under_ranges.push_back(RangeIdleCover{"aten::conv2d", "pytorch.cpu_op", 10, 8.0, 8.0 / 9, false});
+  set_share(x, CallKind::Free, (1.0 - outside_cuda_share) * 0.6);
+  set_share(x, CallKind::Other, (1.0 - outside_cuda_share) * 0.4);
+  return x;
+}
+
+TEST(CpuRule, AStageBlockedInCudaCallsIsAWarningThatNamesThem) {
+  const char* id = "cpu.gpu_starved_by_host";
+  EXPECT_EQ(severity(held_by_range(0.8), id), Status::Fail) << "8 s outside CUDA: the stage may have computed";
+  // 4 s outside CUDA in the whole run: at least half of the 8 s held was in CUDA calls.
+  EXPECT_EQ(severity(held_by_range(0.4), id), Status::Warn);
+  EXPECT_EQ(severity(held_by_range(0.4 + kJustBelow), id), Status::Fail);
+  const Metrics blocked = held_by_range(0.1);
+  const TraceModel model;
+  const Analysis a = analyze(model, blocked);
+  const Finding* f = find(a, id);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("in CUDA calls"), std::string::npos) << f->title;
+  EXPECT_NE(f->fix.find("freeing"), std::string::npos) << f->fix;
+  EXPECT_NE(a.verdict.cls, Bottleneck::CpuBound);
+}
+
 Metrics launches(double share, double gpu_util) {
   Metrics x = base_metrics();
   x.gpu_util = gpu_util;
@@ -330,6 +360,27 @@ TEST(LaunchRule, TracingCostIsDiscountedWhenKernelsWereTraced) {
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(std::any_of(f->evidence.begin(), f->evidence.end(),
                           [](const std::string& e) { return e.find("device tracing (CUPTI)") != std::string::npos; }));
+}
+
+// Launches of milliseconds did work inside the call (JIT, module loading,
+// a replaying profiler): not launch overhead, whatever their share.
+TEST(LaunchRule, SlowLaunchesAreAWarningNotLaunchBound) {
+  const char* id = "cpu.launch_bound";
+  Metrics x = launches(0.5, 0.1);
+  x.launches = 1000;
+  TraceModel model;
+  model.host_by_kind[static_cast<size_t>(CallKind::Launch)].ns = 1000 * 5'000'000ull;  // 5 ms each
+  Analysis a = analyze(model, x);
+  const Finding* f = find(a, id);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Status::Warn);
+  EXPECT_NE(f->title.find("slow"), std::string::npos) << f->title;
+  model.host_by_kind[static_cast<size_t>(CallKind::Launch)].ns =
+      static_cast<uint64_t>(1000 * (kSlowLaunchUs - 1) * 1e3);  // just under the bar: overhead
+  a = analyze(model, x);
+  f = find(a, id);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Status::Fail);
 }
 
 Metrics fallback() {
