@@ -87,6 +87,16 @@ std::optional<PipelineError> select_requests(const TraceModel& m, const Analysis
   return std::nullopt;
 }
 
+// The time a verdict can be judged in: capture windows (nothing else was
+// recorded) and, with sampled device tracing, its windows (device records
+// only there: GPU busy, idle and kernel time outside them are unknown, so
+// host figures are taken over the same time).
+std::vector<std::pair<uint64_t, uint64_t>> judged_windows(const TraceModel& m) {
+  if (m.device_windows.empty()) return m.capture_windows;
+  if (m.capture_windows.empty()) return m.device_windows;
+  return intersect_spans(m.device_windows, m.capture_windows);
+}
+
 }  // namespace
 
 std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& scope, const FollowingPass& following) {
@@ -100,7 +110,7 @@ std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& sco
   if (auto error = empty_window(model_, scope.window, path_)) return error;
   std::vector<RangeInstance> requests;
   if (auto error = select_requests(model_, scope, path_, windows.get(), &requests)) return error;
-  const std::vector<std::pair<uint64_t, uint64_t>> captured = model_.capture_windows;
+  const std::vector<std::pair<uint64_t, uint64_t>> captured = judged_windows(model_);
   if (model_.ranges.empty() && scope.range.empty() && captured.empty() && requests.empty()) return std::nullopt;
   std::vector<std::pair<uint64_t, uint64_t>> spans = captured;
   if (!scope.range.empty()) {

@@ -113,6 +113,7 @@ bool Collector::start(const CuptiApi& api, const std::string& path) {
     status_.state = static_cast<uint8_t>(State::Active);
     if (!no_correlation.empty()) status_.reason += (status_.reason.empty() ? "" : "; ") + no_correlation;
   }
+  started_ns_.store(capture::monotonic_ns(), std::memory_order_release);
   active_.store(true, std::memory_order_release);
   bump();
   return true;
@@ -192,6 +193,7 @@ std::string Collector::enable_callbacks() {
     // All, or a CUPTI that named none of its calls: the whole domain.
     if (const CUptiResult e = api_.enable_domain(1, subscriber_, d); e != CUPTI_SUCCESS)
       why = "no correlation with host calls: cuptiEnableDomain failed: " + result_name(api_, e);
+    else whole_domains_.push_back(d);
   }
   return why;
 }
@@ -201,15 +203,36 @@ std::string Collector::enable_callbacks() {
 // entry points are included. Returns how many were enabled.
 uint32_t Collector::enable_device_work_callbacks(CUpti_CallbackDomain domain) {
   // Past the compiled table's end too: a newer libcupti may know more ids.
-  const uint32_t known = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE
-                                                               : CUPTI_DRIVER_TRACE_CBID_SIZE;
+  const uint32_t known = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE)
+                                                               : static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_SIZE);
   uint32_t enabled = 0;
   for (uint32_t cbid = 1; cbid < known + 256; ++cbid) {
     const char* name = nullptr;
     if (api_.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !is_device_work_call(domain, name)) continue;
-    if (api_.enable_callback(1, subscriber_, domain, cbid) == CUPTI_SUCCESS) ++enabled;
+    if (api_.enable_callback(1, subscriber_, domain, cbid) != CUPTI_SUCCESS) continue;
+    callbacks_.push_back({domain, cbid});
+    ++enabled;
   }
   return enabled;
+}
+
+bool Collector::pause() {
+  std::lock_guard toggle(toggle_mutex_);
+  if (!active_.load(std::memory_order_acquire) || paused_) return false;
+  for (CUpti_ActivityKind k : enabled_) api_.disable(k);
+  for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(0, subscriber_, d);
+  paused_ = true;
+  return true;
+}
+
+bool Collector::resume() {
+  std::lock_guard toggle(toggle_mutex_);
+  if (!active_.load(std::memory_order_acquire) || !paused_) return false;
+  for (CUpti_ActivityKind k : enabled_) api_.enable(k);
+  for (CUpti_CallbackDomain d : whole_domains_) api_.enable_domain(1, subscriber_, d);
+  for (const EnabledCallback& c : callbacks_) api_.enable_callback(1, subscriber_, c.domain, c.cbid);
+  paused_ = false;
+  return true;
 }
 
 // Back to how the program was before start(): nothing enabled, no
@@ -253,6 +276,8 @@ void Collector::finish() {
   }
   if (active_.load(std::memory_order_acquire)) {
     if (status().clock == static_cast<uint8_t>(fb::DeviceClock::Calibrated)) calibrate();
+    std::lock_guard toggle(toggle_mutex_);
+    finished_ns_.store(capture::monotonic_ns(), std::memory_order_release);
     // Forced: buffers still being filled are completed too (their records
     // are final); the completion callbacks run on this thread.
     api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -344,6 +369,13 @@ void Collector::select(const char* callbacks, const char* kinds) {
   options_.callbacks = parse_callback_scope(callbacks, &unknown);
   options_.kinds_all = kinds == nullptr;
   options_.kinds = kinds != nullptr ? kinds : "";
+}
+
+void Collector::set_sampling(uint64_t window_ns, uint64_t period_ns, std::string schedule) {
+  if (started_.load()) return;
+  options_.window_ns = window_ns;
+  options_.period_ns = period_ns;
+  options_.schedule = std::move(schedule);
 }
 
 Collector& process_collector() {

@@ -42,6 +42,11 @@ struct CollectorOptions {
   CallbackScope callbacks = CallbackScope::DeviceWork;
   std::string kinds;
   bool kinds_all = true;
+  // Sampled tracing: collection on for window_ns, then off until period_ns
+  // after the window opened (0: on all the time). `schedule` names it in the
+  // trace. Chosen by set_sampling() before start().
+  uint64_t window_ns = 0, period_ns = 0;
+  std::string schedule;
 };
 
 // A buffer CUPTI filled (valid bytes) and gave back.
@@ -67,6 +72,8 @@ class Collector {
   // GPUSCOPE_CUPTI_CALLBACKS and GPUSCOPE_CUPTI_KINDS as the library read
   // them (null: unset); ignored once started.
   void select(const char* callbacks, const char* kinds);
+  // GPUSCOPE_DEVICE_SAMPLING as the library parsed it; ignored once started.
+  void set_sampling(uint64_t window_ns, uint64_t period_ns, std::string schedule);
   // Records why collection never started (libcupti missing, ...).
   void mark_unavailable(uint8_t state, std::string reason);
 
@@ -75,6 +82,17 @@ class Collector {
   // stops paying for CUPTI. Idempotent; a second caller waits (bounded)
   // for the first to finish.
   void finish();
+
+  // Sampled tracing, driven by the writer's source (cupti_source.cpp):
+  // every enabled activity kind and callback off, or on again as start()
+  // left them. False when nothing changed: not active, already so, or
+  // finished (finish() wins; nothing is enabled after it).
+  bool pause();
+  bool resume();
+  const CollectorOptions& options() const { return options_; }
+  // When start() succeeded, and when finish() turned collection off (0: not yet).
+  uint64_t started_ns() const { return started_ns_.load(std::memory_order_acquire); }
+  uint64_t finished_ns() const { return finished_ns_.load(std::memory_order_acquire); }
 
   // Writer side: the buffers completed since the last call.
   std::vector<CompletedBuffer> take_completed();
@@ -109,6 +127,18 @@ class Collector {
   CuptiApi api_;  // written by start() before active_ is set
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<CUpti_ActivityKind> enabled_;
+  // What enable_callbacks() turned on, so resume() turns on the same.
+  std::vector<CUpti_CallbackDomain> whole_domains_;
+  struct EnabledCallback {
+    CUpti_CallbackDomain domain;
+    uint32_t cbid;
+  };
+  std::vector<EnabledCallback> callbacks_;
+  // Serializes pause/resume with finish()'s switch-off. Not mutex_: CUPTI
+  // may complete buffers (taking mutex_) inside the calls made under it.
+  std::mutex toggle_mutex_;
+  bool paused_ = false;  // under toggle_mutex_
+  std::atomic<uint64_t> started_ns_{0}, finished_ns_{0};
   CorrelationTable correlations_;
   std::atomic<bool> started_{false};
   std::atomic<bool> active_{false};

@@ -2,10 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <variant>
 
 #include "activity_convert.h"
 #include "chunk_builder.h"
+#include "clock.h"
 #include "session.h"
 
 namespace gpuscope::cupti {
@@ -30,6 +33,8 @@ class CuptiSource final : public capture::TraceSource {
  private:
   void convert_buffers(capture::ChunkBuilder& out);
   void write_status(capture::ChunkBuilder& out);
+  void sample_windows(uint64_t now_ns, capture::ChunkBuilder& out);
+  void close_window(uint64_t end_ns, capture::ChunkBuilder& out);
 
   Collector& collector_;
   const std::string not_injected_;
@@ -39,7 +44,47 @@ class CuptiSource final : public capture::TraceSource {
   bool ended_ = false;
   // Writer thread only.
   uint64_t records_ = 0, unconverted_ = 0, uncorrelated_ = 0;
+  // Sampled tracing: the window open since opened_ns_ (the first opens when
+  // the collector starts), or the time the next one opens.
+  bool window_open_ = false, windows_started_ = false;
+  uint64_t opened_ns_ = 0, next_open_ns_ = 0;
+  uint32_t schedule_id_ = 0;
 };
+
+// Sampled tracing runs on the writer's clock: a window closes at the first
+// poll past its length and the next opens at the first poll past the
+// period, so both are as late as one drain interval (10 ms by default).
+// The markers carry the times the switches were made.
+void CuptiSource::sample_windows(uint64_t now_ns, capture::ChunkBuilder& out) {
+  const CollectorOptions& o = collector_.options();
+  if (o.window_ns == 0) return;
+  if (!windows_started_) {
+    if (collector_.started_ns() == 0) return;  // not (yet) collecting
+    windows_started_ = window_open_ = true;
+    opened_ns_ = collector_.started_ns();
+    schedule_id_ = capture::session_strings().intern(o.schedule.c_str());
+  }
+  if (window_open_) {
+    if (const uint64_t finished = collector_.finished_ns(); finished != 0) return close_window(finished, out);
+    if (now_ns < opened_ns_ + o.window_ns) return;
+    const uint64_t closing = capture::monotonic_ns();
+    collector_.pause();  // false only when collection ended meanwhile
+    const uint64_t finished = collector_.finished_ns();
+    next_open_ns_ = opened_ns_ + o.period_ns;
+    return close_window(finished != 0 ? std::min(finished, closing) : closing, out);
+  }
+  if (now_ns < next_open_ns_ || collector_.finished_ns() != 0) return;
+  if (collector_.resume()) {
+    window_open_ = true;
+    opened_ns_ = capture::monotonic_ns();
+  }
+}
+
+void CuptiSource::close_window(uint64_t end_ns, capture::ChunkBuilder& out) {
+  window_open_ = false;
+  out.add(fb::Marker(opened_ns_, end_ns > opened_ns_ ? end_ns - opened_ns_ : 0, 0, schedule_id_, 0, 0,
+                     fb::MarkerKind::DeviceWindow, 0, 0));
+}
 
 void CuptiSource::poll(uint64_t now_ns, capture::ChunkBuilder& out) {
   const container::DeviceCollectionData status = collector_.status();
@@ -49,6 +94,7 @@ void CuptiSource::poll(uint64_t now_ns, capture::ChunkBuilder& out) {
     last_calibration_ns_ = now_ns;
   }
   convert_buffers(out);
+  sample_windows(now_ns, out);
   // The status when it changed, and with the final counts in the last chunk.
   if (collector_.status_serial() != written_serial_ || (ended_ && records_ != written_records_)) write_status(out);
 }

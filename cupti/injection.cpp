@@ -43,6 +43,9 @@ int initialize_injection(const InjectionSettings& settings) {
     return 1;
   }
   collector.select(settings.callbacks, settings.kinds);
+  if (settings.sampling_window_ms != 0)
+    collector.set_sampling(settings.sampling_window_ms * 1'000'000ull, settings.sampling_period_ms * 1'000'000ull,
+                           settings.sampling_schedule);
   CuptiApi api;
   std::string path, error;
   const auto candidates = cupti_candidates(settings.cupti_path, capture::own_directory());

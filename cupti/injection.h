@@ -12,6 +12,9 @@ struct InjectionSettings {
   const char* cupti_path = nullptr;  // GPUSCOPE_CUPTI_PATH
   const char* callbacks = nullptr;   // GPUSCOPE_CUPTI_CALLBACKS (callback_scope.h)
   const char* kinds = nullptr;       // GPUSCOPE_CUPTI_KINDS
+  // GPUSCOPE_DEVICE_SAMPLING, parsed (0: collect all the time), and its name.
+  uint32_t sampling_window_ms = 0, sampling_period_ms = 0;
+  std::string sampling_schedule;
   std::string off_reason;            // not empty: no device collection, and why
 };
 

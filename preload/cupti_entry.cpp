@@ -4,6 +4,7 @@
 #include <string>
 
 #include "callback_scope.h"
+#include "device_sampling.h"
 #include "environment.h"
 #include "exported.h"
 #include "injection.h"
@@ -17,6 +18,15 @@ int initialize_injection() {
   settings.cupti_path = std::getenv(protocol::env::kCuptiPath);
   settings.callbacks = std::getenv(protocol::env::kCuptiCallbacks);
   settings.kinds = std::getenv(protocol::env::kCuptiKinds);
+  // A value the grammar does not take was named at start-up (settings
+  // check) and collection stays continuous.
+  if (const char* sampling = std::getenv(protocol::env::kDeviceSampling); sampling != nullptr) {
+    if (const auto s = protocol::parse_device_sampling(sampling)) {
+      settings.sampling_window_ms = s->window_ms;
+      settings.sampling_period_ms = s->period_ms;
+      settings.sampling_schedule = protocol::describe(*s);
+    }
+  }
   if (cupti::kinds_off(settings.kinds))
     settings.off_reason = std::string("turned off (") + protocol::env::kCuptiKinds + "=off): host-side capture only";
   return cupti::initialize_injection(settings);

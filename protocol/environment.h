@@ -46,6 +46,7 @@ inline constexpr char kCaptureRangeEnd[] = "GPUSCOPE_CAPTURE_RANGE_END";
 inline constexpr char kCuptiPath[] = "GPUSCOPE_CUPTI_PATH";
 inline constexpr char kCuptiCallbacks[] = "GPUSCOPE_CUPTI_CALLBACKS";  // device-work (default), all, none
 inline constexpr char kCuptiKinds[] = "GPUSCOPE_CUPTI_KINDS";  // activity kinds beyond kernels; off = no CUPTI
+inline constexpr char kDeviceSampling[] = "GPUSCOPE_DEVICE_SAMPLING";  // WINDOW_MS/PERIOD_MS (device_sampling.h)
 
 // Values with a meaning of their own.
 inline constexpr char kModeStandby[] = "standby";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capture_range.h"
+#include "device_sampling.h"
 #include "environment.h"
 
 namespace gpuscope::protocol {
@@ -47,6 +48,8 @@ constexpr Setting kSettings[] = {
     {env::kCuptiCallbacks, Kind::Choice, 0, 0, "device-work|all|none",
      "calling back for the calls that queue device work"},
     {env::kCuptiKinds, Kind::Text},
+    {env::kDeviceSampling, Kind::Check, 0, 0, kDeviceSamplingGrammar, "tracing device activity all the time",
+     is_device_sampling},
     {env::kLibrary, Kind::Outside},
     {env::kProgress, Kind::Outside},
     {env::kJobs, Kind::Outside},

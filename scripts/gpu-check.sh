@@ -383,12 +383,15 @@ if want cupti_cost; then
   cost_case kernels-only GPUSCOPE_CUPTI_KINDS=none
   cost_case kernels-only-no-callbacks GPUSCOPE_CUPTI_KINDS=none GPUSCOPE_CUPTI_CALLBACKS=none
   cost_case cupti-off GPUSCOPE_CUPTI_KINDS=off
+  cost_case sampled-20-of-2000ms GPUSCOPE_DEVICE_SAMPLING=20/2000
 fi
 
 # A PyTorch training step (issue 23): plain, under gpuscope run (with and
 # without device activity), and under torch.profiler (CPU and CUDA
 # activities, default settings), alternated, three runs each; each run
-# times 200 steps after 30 warm-up steps.
+# times 1500 steps (3-4 s) after 30 warm-up steps, so sampled device
+# tracing (--device-activity sampled: 20 ms every 2 s) opens windows inside
+# the timed part, not only at CUDA's start.
 if want torch_cost && [ $torch = 1 ]; then
   echo
   echo "## PyTorch step: gpuscope against torch.profiler"
@@ -408,11 +411,11 @@ for _ in range(30): step()
 torch.cuda.synchronize()
 def timed():
     t0 = time.perf_counter()
-    for i in range(200):
+    for i in range(1500):
         loss = step()
         if i % 50 == 49: loss.item()
     torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / 200 * 1e3
+    return (time.perf_counter() - t0) / 1500 * 1e3
 if mode == "torch_profiler":
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -429,16 +432,24 @@ PY
       "$py" "$out/step_cost.py" plain >/dev/null
     run_timed "$out/step.gpuscope_host_only.$i.log" "$gs" run -q --device-activity off \
       -o "$out/overhead/step-host$i.gpuscope" -f -- "$py" "$out/step_cost.py" plain >/dev/null
+    run_timed "$out/step.gpuscope_sampled.$i.log" "$gs" run -q --device-activity sampled \
+      -o "$out/overhead/step-sampled$i.gpuscope" -f -- "$py" "$out/step_cost.py" plain >/dev/null
     run_timed "$out/step.torch_profiler.$i.log" "$py" "$out/step_cost.py" torch_profiler >/dev/null
-    for m in plain gpuscope gpuscope_host_only torch_profiler; do runs[$m]+="$(step_ms "$out/step.$m.$i.log") "; done
+    for m in plain gpuscope gpuscope_host_only gpuscope_sampled torch_profiler; do
+      runs[$m]+="$(step_ms "$out/step.$m.$i.log") "
+    done
   done
   echo "| run | ms per step (3 runs) | median | against plain |"
   echo "|---|---|---|---|"
   base=$(median3 ${runs[plain]})
-  for m in plain gpuscope gpuscope_host_only torch_profiler; do
+  for m in plain gpuscope gpuscope_host_only gpuscope_sampled torch_profiler; do
     med=$(median3 ${runs[$m]})
     echo "| $m | ${runs[$m]}| $med | $(awk -v a="$base" -v b="$med" 'BEGIN{if (a > 0) printf "%+.1f%%", (b/a-1)*100}') |"
   done
+  # What a sampled trace judged: its windows and the verdict inside them.
+  echo
+  "$gs" analyze "$out/overhead/step-sampled1.gpuscope" 2>&1 | grep -m3 -E '^(device activity sampled|VERDICT)' |
+    sed 's/^/    /'
 fi
 
 echo "logs and traces: $out"

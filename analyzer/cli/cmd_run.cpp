@@ -21,6 +21,7 @@
 
 #include "capture_range.h"
 #include "commands.h"
+#include "device_sampling.h"
 #include "environment.h"
 #include "messages.h"
 #include "output_names.h"
@@ -120,6 +121,14 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
   // run 2): "off" keeps a launch-bound service within a few percent.
   if (o.device_activity == "kernels") env.push_back(vars::entry(vars::kCuptiKinds, "none"));
   if (o.device_activity == "off") env.push_back(vars::entry(vars::kCuptiKinds, "off"));
+  // Sampled: CUPTI on for a window each period, so a step of small kernels
+  // pays its cost a hundredth of the time (protocol/device_sampling.h).
+  if (o.device_activity.starts_with("sampled")) {
+    const std::string schedule = o.device_activity.size() > 8 ? o.device_activity.substr(8) : "";
+    const protocol::DeviceSampling s =
+        schedule.empty() ? protocol::kDefaultDeviceSampling : *protocol::parse_device_sampling(schedule);
+    env.push_back(vars::entry(vars::kDeviceSampling, std::to_string(s.window_ms) + "/" + std::to_string(s.period_ms)));
+  }
   return env;
 }
 
@@ -376,6 +385,13 @@ CLI::Validator grammar_check(bool (*accepts)(std::string_view), std::string_view
       name);
 }
 
+// all, kernels, off, sampled or sampled:WINDOW_MS/PERIOD_MS (the library's
+// grammar, protocol/device_sampling.h).
+bool device_activity_accepts(std::string_view v) {
+  if (v == "all" || v == "kernels" || v == "off" || v == "sampled") return true;
+  return v.starts_with("sampled:") && protocol::is_device_sampling(v.substr(8));
+}
+
 // The bounds the library reads `variable` with (protocol/settings.h), for
 // the option that sets it.
 CLI::Range library_range(const char* variable) {
@@ -428,9 +444,12 @@ Subcommand add_run_command(CLI::App& app) {
   add_capture_window_options(run, o.get());
   run->add_flag("--standby", o->standby, "Load idle and write nothing until `gpuscope attach PID` asks for a trace");
   run->add_option("--device-activity", o->device_activity,
-                  "Device records through CUPTI: all (default), kernels (kernels only), or off (host side only: "
-                  "the least overhead, ~3 us less per launch)")
-      ->check(CLI::IsMember({"all", "kernels", "off"}));
+                  "Device records through CUPTI: all (default), kernels (kernels only), off (host side only: "
+                  "the least overhead, ~3 us less per launch), or sampled[:WINDOW_MS/PERIOD_MS] (all, for a "
+                  "window each period; default 20/2000; the verdict is judged inside the windows)")
+      ->check(grammar_check(device_activity_accepts,
+                            "all, kernels, off, sampled or sampled:" + std::string(protocol::kDeviceSamplingGrammar),
+                            "DEVICE_ACTIVITY"));
   run->add_option("command", o->command, "Program and its arguments")->required();
   run->prefix_command();  // everything from the program name on belongs to the program
   run->footer("Example: gpuscope run -o traces/ -- python3 serve.py --port 8080");

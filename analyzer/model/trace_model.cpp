@@ -52,6 +52,11 @@ class ModelBuilder {
   void add_scoped_cpu(const fb::CpuSample& s);
   void attribute_to_range(const fb::ApiCall& c, CallKind kind, uint64_t calls);
   void finish_ranges(uint64_t trace_end_ns);
+  // Sampled device tracing: when CUPTI collected (a window of the schedule).
+  void add_device_window(const fb::Marker& mk) {
+    device_windows_.add(mk.start_ns(), mk.start_ns() + mk.duration_ns());
+    if (device_schedule_id_ == 0) device_schedule_id_ = mk.name_id();
+  }
   void finish_scope();
 
   const reader::TraceSummary& names_;  // strings arrive before the records that use them
@@ -63,6 +68,8 @@ class ModelBuilder {
   RangeBuilder range_builder_;
   IntervalSet capture_windows_;
   std::vector<uint32_t> capture_trigger_ids_;
+  IntervalSet device_windows_;
+  uint32_t device_schedule_id_ = 0;
   struct RangeTime {
     std::array<uint64_t, kCallKinds> blocked_ns{};
     uint64_t calls = 0;
@@ -362,6 +369,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
     // the union is what was captured.
     if (mk.kind() == fb::MarkerKind::CaptureWindow) capture_windows_.add(mk.start_ns(), mk.start_ns() + mk.duration_ns());
     else if (mk.kind() == fb::MarkerKind::CaptureArmed) capture_trigger_ids_.push_back(mk.name_id());
+    else if (mk.kind() == fb::MarkerKind::DeviceWindow) add_device_window(mk);
     else if (known_ranges_ == nullptr) range_builder_.add(mk);
   }
   for (const auto& g : v.graph_launches) {
@@ -402,6 +410,8 @@ void ModelBuilder::finish_ranges(uint64_t trace_end_ns) {
   if (known_ranges_ == nullptr) m_.ranges.last_profiler_step_ns = last_profiler_step_start(m_.ranges, m_.summary);
   m_.capture_windows = capture_windows_.spans();
   if (!capture_trigger_ids_.empty()) m_.capture_trigger = m_.summary.name_of(capture_trigger_ids_.front());
+  m_.device_windows = device_windows_.spans();
+  if (device_schedule_id_ != 0) m_.device_schedule = m_.summary.name_of(device_schedule_id_);
   m_.ranges_attributed = locator_.has_value();
   std::map<std::pair<uint32_t, uint32_t>, RangeStats> by_name;
   for (size_t i = 0; i < m_.ranges.ranges.size(); ++i) {

@@ -197,6 +197,12 @@ struct TraceModel {
   // What the capture waited for before opening a window (CaptureArmed);
   // empty when it recorded from the start.
   std::string capture_trigger;
+  // Sampled device tracing (format 2.1): the windows in which CUPTI
+  // collected, sorted and disjoint, and the schedule's name ("20 ms every
+  // 2000 ms"); empty when device activity was traced all the time (or not
+  // at all). The analysis is scoped to them (pipeline.cpp).
+  std::vector<std::pair<uint64_t, uint64_t>> device_windows;
+  std::string device_schedule;
   std::vector<RangeStats> range_stats;  // ranges starting in the window/scope, by total time
   bool ranges_attributed = false;    // host calls were placed in ranges (second pass)
   // The first call that needed a CUDA context (not a device query): its
@@ -217,6 +223,13 @@ struct TimeWindow {
 };
 // Parses "2.5:10", "2.5:" or ":10"; false on anything else.
 bool parse_window(const std::string& text, TimeWindow* out);
+
+// Total length of sorted, disjoint spans.
+inline uint64_t spans_length(const std::vector<std::pair<uint64_t, uint64_t>>& spans) {
+  uint64_t total = 0;
+  for (const auto& [a, b] : spans) total += b - a;
+  return total;
+}
 
 // The part of `spans` inside `windows` (both sorted and disjoint).
 std::vector<std::pair<uint64_t, uint64_t>> intersect_spans(const std::vector<std::pair<uint64_t, uint64_t>>& spans,

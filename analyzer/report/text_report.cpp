@@ -25,6 +25,10 @@ void header(std::string& out, const ReportInput& in) {
   if (!m.capture_windows.empty() && m.scope_range.empty())
     out += fmt::format("scope: {} capture window(s), {:.3f} s captured; figures below are for that time only\n",
                        m.capture_windows.size(), m.wall_ns() / 1e9);
+  if (!m.device_windows.empty())
+    out += fmt::format("device activity sampled ({}): {} window(s), {:.3f} s with device records; figures below are "
+                       "for that time only\n",
+                       m.device_schedule, m.device_windows.size(), spans_length(m.device_windows) / 1e9);
   if (!m.scope_range.empty())
     out += fmt::format("scope: NVTX range \"{}\": {} span(s), {:.3f} s of the {:.3f} s traced; figures below are "
                        "for that time only\n",

@@ -174,9 +174,13 @@ std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
   if (m.capture_windows.empty() && !m.capture_trigger.empty())
     out.push_back(fmt::format("capture windows: none opened (waiting for {}): nothing of the program was recorded",
                               m.capture_trigger));
+  if (!m.device_windows.empty())
+    out.push_back(fmt::format("device activity: sampled ({}), {} window(s), {:.3f} s of the {:.3f} s traced: the "
+                              "figures and the verdict cover only them; host calls outside them are in the trace",
+                              m.device_schedule, m.device_windows.size(), spans_length(m.device_windows) / 1e9,
+                              (m.end_ns > m.begin_ns ? m.end_ns - m.begin_ns : 0) / 1e9));
   if (!m.capture_windows.empty()) {
-    uint64_t captured = 0;
-    for (const auto& [a, b] : m.capture_windows) captured += b - a;
+    const uint64_t captured = spans_length(m.capture_windows);
     out.push_back(fmt::format("capture windows: {} ({:.3f} s): nothing outside them was recorded, and the figures "
                               "cover only them",
                               m.capture_windows.size(), captured / 1e9));

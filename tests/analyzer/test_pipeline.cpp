@@ -82,6 +82,38 @@ TEST(Pipeline, CaptureWindowsScopeTheAnalysisToThemInASecondPass) {
   EXPECT_EQ(r.analysis->model().host_by_kind[static_cast<size_t>(CallKind::Launch)].count, 2u);  // 30 and 40 ms
 }
 
+// Sampled device tracing: the device records exist only inside its
+// windows, so the figures and the verdict are judged there, host calls
+// included; with capture windows too, inside both.
+TEST(Pipeline, SampledDeviceWindowsScopeTheAnalysisAndTheReportSaysSo) {
+  const auto bytes = trace_with([](capture::ChunkBuilder& b) {
+    b.add_strings({{9, "20 ms every 60 ms"}});
+    b.add(marker(kStart + 10 * kMs, fb::MarkerKind::DeviceWindow, 9, 20 * kMs));
+    b.add(marker(kStart + 70 * kMs, fb::MarkerKind::DeviceWindow, 9, 20 * kMs));
+  });
+  PipelineResult r = analyze_bytes(bytes);
+  ASSERT_NE(r.analysis, nullptr) << r.error.message;
+  const TraceModel& m = r.analysis->model();
+  EXPECT_EQ(m.device_windows.size(), 2u);
+  EXPECT_EQ(m.device_schedule, "20 ms every 60 ms");
+  EXPECT_EQ(m.wall_ns(), 40 * kMs);
+  EXPECT_EQ(m.host_by_kind[static_cast<size_t>(CallKind::Launch)].count, 4u);  // 10, 20, 70 and 80 ms
+  const std::string text = text_report(r.analysis->report_input(5));
+  EXPECT_NE(text.find("device activity sampled (20 ms every 60 ms): 2 window(s), 0.040 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("device activity: sampled (20 ms every 60 ms), 2 window(s), 0.040 s of the 0.100 s traced"),
+            std::string::npos)
+      << text;
+
+  r = analyze_bytes(trace_with([](capture::ChunkBuilder& b) {
+    b.add(marker(kStart + 10 * kMs, fb::MarkerKind::DeviceWindow, 0, 20 * kMs));
+    b.add(marker(kStart + 70 * kMs, fb::MarkerKind::DeviceWindow, 0, 20 * kMs));
+    b.add(marker(kStart + 15 * kMs, fb::MarkerKind::CaptureWindow, 0, 60 * kMs));
+  }));
+  ASSERT_NE(r.analysis, nullptr) << r.error.message;
+  EXPECT_EQ(r.analysis->model().wall_ns(), 20 * kMs);  // 15-30 and 70-75 ms
+  EXPECT_EQ(r.analysis->model().host_by_kind[static_cast<size_t>(CallKind::Launch)].count, 2u);  // 20 and 70 ms
+}
+
 TEST(Pipeline, ItsAnalysisIsTheOneTheStepsGiveByHand) {
   const auto bytes = test::make_sample_trace(3, 3000).bytes;
   const PipelineResult r = analyze_bytes(bytes);

@@ -176,6 +176,52 @@ TEST(CollectorSetup, EnablesConcurrentKernelNeverKernelAndNamesOptionalRefusals)
   EXPECT_EQ(fake().flushes.size(), 1u);
 }
 
+// Sampled tracing: a pause turns off every kind and callback start() turned
+// on, a resume turns the same ones on again, and after finish() nothing can
+// turn them on.
+TEST(CollectorSampling, PauseAndResumeSwitchWhatStartEnabledAndFinishWins) {
+  for (const CallbackScope scope : {CallbackScope::DeviceWork, CallbackScope::All}) {
+    const CuptiApi api = make_fake_api();
+    CollectorOptions options;
+    options.callbacks = scope;
+    Collector c(options);
+    c.set_sampling(20'000'000, 2'000'000'000, "20 ms every 2000 ms");
+    EXPECT_FALSE(c.pause()) << "nothing to pause before start";
+    ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+    EXPECT_EQ(c.options().window_ns, 20'000'000u);
+    EXPECT_NE(c.started_ns(), 0u);
+    const auto kinds = fake().enabled;
+    const auto domains = fake().domains;
+    const size_t callbacks = fake().callbacks.size();
+    ASSERT_FALSE(kinds.empty());
+    ASSERT_TRUE(c.pause());
+    EXPECT_TRUE(fake().enabled.empty());
+    EXPECT_TRUE(fake().domains.empty());
+    EXPECT_TRUE(fake().callbacks.empty());
+    EXPECT_FALSE(c.pause()) << "already paused";
+    ASSERT_TRUE(c.resume());
+    EXPECT_EQ(fake().enabled, kinds);
+    EXPECT_EQ(fake().domains, domains);
+    EXPECT_EQ(fake().callbacks.size(), callbacks);
+    EXPECT_FALSE(c.resume()) << "already on";
+    ASSERT_TRUE(c.pause());
+    c.finish();
+    EXPECT_NE(c.finished_ns(), 0u);
+    EXPECT_FALSE(c.resume()) << "finish() wins";
+    EXPECT_TRUE(fake().enabled.empty());
+    EXPECT_TRUE(fake().callbacks.empty());
+  }
+}
+
+TEST(CollectorSampling, SetAfterStartIsIgnored) {
+  const CuptiApi api = make_fake_api();
+  Collector c;
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  c.set_sampling(20'000'000, 2'000'000'000, "20 ms every 2000 ms");
+  EXPECT_EQ(c.options().window_ns, 0u);
+  c.finish();
+}
+
 TEST(CollectorSetup, CallbackScopeAllTakesWholeDomainsNoneTakesNothingAndSaysSo) {
   CollectorOptions all;
   all.callbacks = CallbackScope::All;

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "activity_buffer.h"
 #include "activity_convert.h"
+#include "clock.h"
 #include "collector.h"
 #include "cupti_source.h"
 #include "fake_cupti.h"
@@ -129,6 +132,40 @@ TEST_F(CuptiSourceTest, DeviceRecordsLinkToTheirHostCallAndTheForcedFlushLandsBe
   EXPECT_EQ(d.cupti_path, "/fake/libcupti.so.13");
   EXPECT_EQ(d.clock, static_cast<uint8_t>(fb::DeviceClock::TimestampCallback));
   EXPECT_TRUE(fake().enabled.empty()) << "capture end disables every kind";
+}
+
+// Sampled tracing on the writer's clock: windows of at least their length,
+// opening a period apart, each a DeviceWindow marker naming the schedule;
+// the last one closes when collection ends, and nothing is left enabled.
+TEST_F(CuptiSourceTest, SampledTracingWritesItsWindows) {
+  const CuptiApi api = make_fake_api();
+  Collector collector;
+  collector.set_sampling(20'000'000, 60'000'000, "20 ms every 60 ms");
+  auto source = make_cupti_source(collector, "no driver");
+  const std::string path = start(source.get());
+  ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
+  const uint64_t began = collector.started_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  capture::stop_session(fb::EndKind::Exit, 0);
+  const uint64_t ended = capture::monotonic_ns();
+  EXPECT_TRUE(fake().enabled.empty());
+  const auto t = gpuscope::test::read_trace_file(path);
+  ASSERT_TRUE(t.opened) << t.error;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  for (const auto& m : t.markers) {
+    if (m.kind() != fb::MarkerKind::DeviceWindow) continue;
+    EXPECT_EQ(t.summary.name_of(m.name_id()), "20 ms every 60 ms");
+    windows.emplace_back(m.start_ns(), m.start_ns() + m.duration_ns());
+  }
+  ASSERT_GE(windows.size(), 3u) << "250 ms of a 60 ms period";
+  std::sort(windows.begin(), windows.end());
+  EXPECT_EQ(windows.front().first, began) << "the first window opens when collection starts";
+  for (size_t i = 0; i + 1 < windows.size(); ++i) {
+    EXPECT_GE(windows[i].second - windows[i].first, 20'000'000u) << "window " << i;
+    EXPECT_GE(windows[i + 1].first, windows[i].first + 60'000'000) << "window " << i + 1 << " opened early";
+    EXPECT_LT(windows[i].second, windows[i + 1].first) << "windows " << i << " and " << i + 1 << " overlap";
+  }
+  EXPECT_LE(windows.back().second, ended);
 }
 
 TEST_F(CuptiSourceTest, WithoutInjectionTheTraceSaysWhy) {

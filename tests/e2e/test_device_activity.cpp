@@ -98,6 +98,27 @@ TEST_F(DeviceActivityTest, DeviceActivityKernelsIsTheKindsVariable) {
   EXPECT_EQ(kernels.out, "none");
 }
 
+// Sampled: the schedule the library reads, the default's or the one given;
+// a schedule the library would not take is a usage error here already.
+TEST_F(DeviceActivityTest, DeviceActivitySampledIsTheSamplingVariable) {
+  const std::vector<std::string> print = {"--", "/bin/sh", "-c", "printf %s \"$GPUSCOPE_DEVICE_SAMPLING\""};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), print.begin(), print.end());
+    return gpuscope_run(args);
+  };
+  const auto by_default = with({"--device-activity", "sampled"});
+  ASSERT_EQ(by_default.exit_code(), 0) << by_default.err;
+  EXPECT_EQ(by_default.out, "20/2000");
+  const auto given = with({"--device-activity", "sampled:50/1000"});
+  ASSERT_EQ(given.exit_code(), 0) << given.err;
+  EXPECT_EQ(given.out, "50/1000");
+  for (const char* bad : {"sampled:1000/50", "sampled:0/100", "sampled:", "sampled:20"}) {
+    const auto r = with({"--device-activity", bad});
+    EXPECT_EQ(r.exit_code(), 2) << bad;
+    EXPECT_NE(r.err.find("WINDOW_MS/PERIOD_MS"), std::string::npos) << bad << ": " << r.err;
+  }
+}
+
 TEST_F(DeviceActivityTest, DeviceActivityOffLoadsNoCuptiAndSaysSo) {
   const auto off = gpuscope_run({"--device-activity", "off", "--", bin("behave"), "inject", "out:done"});
   ASSERT_EQ(off.exit_code(), 0) << off.err;
