@@ -249,7 +249,7 @@ bool enough_evidence(const Metrics& x) { return x.judged_s >= kMinJudgedSeconds 
 
 // Below the floor a share of wall time is fixed costs and noise: the answer
 // is what was seen, with the leading finding as a hint, not a class.
-void too_short(const Metrics& x, Analysis* a) {
+void too_short(const TraceModel& m, const Metrics& x, Analysis* a) {
   const Verdict judged = a->verdict;
   a->verdict = Verdict{};
   a->verdict.cls = Bottleneck::TooShort;
@@ -264,6 +264,13 @@ void too_short(const Metrics& x, Analysis* a) {
                        pct(judged.share));
   a->verdict.headline = fmt::format("too short to judge: {:.3f} s traced, {:.3f} s of it initialization; seen {}{}",
                                     x.wall_s, x.init_s, seen_text(x), hint);
+  // Sampled device tracing judges only its windows: a short run, or one
+  // with narrow windows, has too few of them whatever its length.
+  if (!m.device_windows.empty())
+    a->verdict.confidence_reason +=
+        fmt::format("; device activity was sampled ({}), and its {} window(s) are all that is judged: run longer, "
+                    "or widen the windows (--device-activity sampled:WINDOW_MS/PERIOD_MS)",
+                    m.device_schedule, m.device_windows.size());
 }
 
 Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
@@ -317,7 +324,7 @@ Analysis analyze(const TraceModel& model, const Metrics& metrics) {
   a.verdict = make_verdict(metrics, a.findings);
   const bool cuda_failed = a.verdict.cls == Bottleneck::CpuFallback || a.verdict.cls == Bottleneck::CudaUnavailable;
   if (!metrics.gpu_work_done && !cuda_failed) no_cuda_work(model, metrics, &a);
-  else if (!cuda_failed && !enough_evidence(metrics)) too_short(metrics, &a);
+  else if (!cuda_failed && !enough_evidence(metrics)) too_short(model, metrics, &a);
   a.coverage = coverage_lines(model, metrics);
   if (model.capture_windows.empty() && !model.capture_trigger.empty()) nothing_captured(model, &a);
   return a;

@@ -103,6 +103,8 @@ TEST(Pipeline, SampledDeviceWindowsScopeTheAnalysisAndTheReportSaysSo) {
   EXPECT_NE(text.find("device activity: sampled (20 ms every 60 ms), 2 window(s), 0.040 s of the 0.100 s traced"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("its 2 window(s) are all that is judged: run longer"), std::string::npos)
+      << "40 ms judged is too short, and the reason names the sampling: " << text;
 
   r = analyze_bytes(trace_with([](capture::ChunkBuilder& b) {
     b.add(marker(kStart + 10 * kMs, fb::MarkerKind::DeviceWindow, 0, 20 * kMs));
