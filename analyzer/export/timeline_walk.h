@@ -79,6 +79,7 @@ class TimelineWalk {
 
   // NVTX and capture windows
   void write_capture_windows();
+  void write_windows(const std::map<uint64_t, uint64_t>& windows, const char* track, const char* slice);
   void write_process_names(const reader::TraceSummary& s);
 
   TimelineSink& sink_;
@@ -122,6 +123,7 @@ class TimelineWalk {
   std::set<int16_t> gpu_sampled_;  // devices with NVML samples
   std::unordered_map<uint64_t, OpenAsync> async_;  // start/end ranges by id
   std::map<uint64_t, uint64_t> capture_windows_;   // start -> longest duration seen
+  std::map<uint64_t, uint64_t> device_windows_;    // sampled device tracing's, the same way
 
   void marker(const fb::Marker& m);
   NvtxTrack& nvtx_track(uint32_t tid, uint32_t domain);

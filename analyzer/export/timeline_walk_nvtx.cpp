@@ -25,6 +25,11 @@ void TimelineWalk::marker(const fb::Marker& m) {
       d = std::max(d, m.duration_ns());  // provisional copies of a window still open
       break;
     }
+    case fb::MarkerKind::DeviceWindow: {
+      uint64_t& d = device_windows_[m.start_ns()];
+      d = std::max(d, m.duration_ns());
+      break;
+    }
     case fb::MarkerKind::ThreadName:
       if (m.name_id() != 0) sink_.thread_name({pid_, m.tid()}, name(m.name_id()).text);
       break;
@@ -141,18 +146,24 @@ void TimelineWalk::close_nvtx(uint64_t end_ns) {
   async_.clear();
 }
 
-// Windows are disjoint, but a provisional window can outlast a later one
-// only through damage: merge overlapping ones.
+// Capture windows and sampled device tracing's windows, each on a track of
+// its own. Windows are disjoint, but a provisional window can outlast a
+// later one only through damage: merge overlapping ones.
 void TimelineWalk::write_capture_windows() {
-  if (capture_windows_.empty()) return;
-  const uint64_t tid = synthetic_track("capture windows");
+  write_windows(capture_windows_, "capture windows", "capture window");
+  write_windows(device_windows_, "device tracing (sampled)", "device records collected");
+}
+
+void TimelineWalk::write_windows(const std::map<uint64_t, uint64_t>& windows, const char* track, const char* slice) {
+  if (windows.empty()) return;
+  const uint64_t tid = synthetic_track(track);
   std::vector<std::pair<uint64_t, uint64_t>> merged;
-  for (const auto& [start, dur] : capture_windows_) {
+  for (const auto& [start, dur] : windows) {
     if (!merged.empty() && start <= merged.back().second) merged.back().second = std::max(merged.back().second, start + dur);
     else merged.emplace_back(start, start + dur);
   }
   fresh_args();
-  for (const auto& [a, b] : merged) sink_.slice({pid_, tid}, {"capture window"}, "gpuscope", a, b - a, args_);
+  for (const auto& [a, b] : merged) sink_.slice({pid_, tid}, {slice}, "gpuscope", a, b - a, args_);
 }
 
 void TimelineWalk::write_process_names(const reader::TraceSummary& s) {

@@ -110,6 +110,24 @@ TEST(ChromeTrace, CountersCaptureWindowsAndLiveMemory) {
   EXPECT_EQ(events_named(doc, "cudaMalloc", "X").at(0)["args"]["bytes"], 1 << 20);
 }
 
+// Sampled device tracing's windows: a track of their own, so the timeline
+// shows where device records could be (and where their absence means nothing).
+TEST(ChromeTrace, SampledDeviceWindowsAreATrack) {
+  TraceBytes t;
+  auto& b = t.chunk();
+  b.add_strings({{1, "20 ms every 60 ms"}});
+  b.add(fb::Marker(1000, 500, 0, 1, 0, 0, fb::MarkerKind::DeviceWindow, 0, 0));
+  b.add(fb::Marker(5000, 500, 0, 1, 0, 0, fb::MarkerKind::DeviceWindow, 0, 0));
+  t.frame();
+  const Exported e = export_bytes(t.bytes);
+  const TraceEventCheck c = check_trace_events(e.text);
+  ASSERT_TRUE(c.ok()) << c.first_errors();
+  const auto windows = events_named(c.doc, "device records collected", "X");
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_DOUBLE_EQ(windows[1]["ts"].get<double>() - windows[0]["ts"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(windows[0]["dur"].get<double>(), 0.5);
+}
+
 TEST(ChromeTrace, PartialOverlapsOnAThreadAreClampedOrMadeInstants) {
   TraceBytes t;
   auto& b = t.chunk();
