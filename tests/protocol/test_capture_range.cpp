@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "capture_range.h"
+#include "device_sampling.h"
 
 namespace gpuscope::protocol {
 namespace {
@@ -60,4 +61,18 @@ TEST(CaptureRange, EndPolicies) {
 }
 
 }  // namespace
+// Sampled device tracing's schedule: the CLI and the library read it with
+// this one parser.
+TEST(DeviceSampling, WindowShorterThanItsPeriod) {
+  const auto s = parse_device_sampling("20/2000");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->window_ms, 20u);
+  EXPECT_EQ(s->period_ms, 2000u);
+  EXPECT_EQ(describe(*s), "20 ms every 2000 ms");
+  EXPECT_TRUE(is_device_sampling("1/3600000"));
+  for (const char* bad : {"", "20", "/2000", "20/", "0/100", "100/100", "200/100", "1/3600001", "20/2000x", "-1/5",
+                          " 20/2000", "20 / 2000", "99999999999/1"})
+    EXPECT_FALSE(is_device_sampling(bad)) << bad;
+}
+
 }  // namespace gpuscope::protocol
