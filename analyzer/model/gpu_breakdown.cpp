@@ -47,11 +47,7 @@ GpuBreakdownBuilder::GpuBreakdownBuilder(const reader::TraceSummary& names, uint
 void GpuBreakdownBuilder::remember_launch(const fb::ApiCall& c) {
   const uint64_t id = c.correlation_id();
   if (id == 0) return;
-  if (launch_slots_ == nullptr) {
-    launch_mask_ = std::bit_ceil(std::max<size_t>(limits_.pending_launches, 1)) - 1;
-    launch_slots_.reset(static_cast<LaunchSlot*>(std::calloc(launch_mask_ + 1, sizeof(LaunchSlot))));
-    if (launch_slots_ == nullptr) throw std::bad_alloc();
-  }
+  if (launch_slots_ == nullptr) allocate_launch_slots(std::min(limits_.pending_launches, kHostOnlyLaunchSlots));
   LaunchSlot& slot = launch_slots_[id & launch_mask_];
   if (slot.correlation == id) {
     slot.start_ns = std::min(slot.start_ns, c.start_ns());
@@ -61,6 +57,22 @@ void GpuBreakdownBuilder::remember_launch(const fb::ApiCall& c) {
   if (slot.correlation != 0) ++out_.launches_forgotten;
   if (slot.correlation > id) return;  // older than the slot's: forgotten itself
   slot = {id, c.start_ns()};
+}
+
+// The calls remembered so far move to the new table; where two land on one
+// slot the newer stays, as remember_launch keeps it.
+void GpuBreakdownBuilder::allocate_launch_slots(size_t slots) {
+  const uint64_t mask = std::bit_ceil(std::max<size_t>(slots, 1)) - 1;
+  std::unique_ptr<LaunchSlot[], FreeSlots> table(static_cast<LaunchSlot*>(std::calloc(mask + 1, sizeof(LaunchSlot))));
+  if (table == nullptr) throw std::bad_alloc();
+  if (launch_slots_ != nullptr)
+    for (uint64_t i = 0; i <= launch_mask_; ++i) {
+      const LaunchSlot& old = launch_slots_[i];
+      LaunchSlot& now = table[old.correlation & mask];
+      if (old.correlation != 0 && old.correlation > now.correlation) now = old;
+    }
+  launch_slots_ = std::move(table);
+  launch_mask_ = mask;
 }
 
 std::optional<uint64_t> GpuBreakdownBuilder::launch_of(uint64_t correlation) const {
@@ -97,6 +109,11 @@ void GpuBreakdownBuilder::add(const reader::ChunkView& v, const std::function<bo
 }
 
 void GpuBreakdownBuilder::push(const Op& op) {
+  if (!full_launch_table_) {
+    full_launch_table_ = true;
+    if (limits_.pending_launches > launch_mask_ + 1 || launch_slots_ == nullptr)
+      allocate_launch_slots(limits_.pending_launches);
+  }
   const auto later = [](const Op& a, const Op& b) { return a.start > b.start; };  // earliest on top
   window_.push_back(op);
   std::push_heap(window_.begin(), window_.end(), later);

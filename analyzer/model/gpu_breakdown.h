@@ -49,6 +49,7 @@ namespace gpuscope::analyzer {
 
 inline constexpr int64_t kKernelWaitBelowNs = 30'000;  // HTA's consecutive_kernel_delay (30 us)
 inline constexpr size_t kMaxPendingLaunches = size_t{1} << 20;
+inline constexpr size_t kHostOnlyLaunchSlots = size_t{1} << 16;  // before any device record
 inline constexpr size_t kReorderWindow = size_t{1} << 16;
 inline constexpr size_t kMaxBreakdownStreams = 4096;
 
@@ -150,8 +151,13 @@ class GpuBreakdownBuilder {
   struct FreeSlots {
     void operator()(LaunchSlot* p) const { std::free(p); }
   };
+  // Until the first device record the table has kHostOnlyLaunchSlots: a
+  // trace without device records (host-only capture, simgpu, CUPTI off)
+  // never needs the full one, which is 16 MB (docs/performance.md).
+  void allocate_launch_slots(size_t slots);
   std::unique_ptr<LaunchSlot[], FreeSlots> launch_slots_;
   uint64_t launch_mask_ = 0;
+  bool full_launch_table_ = false;
   std::vector<Op> window_;                               // a min-heap by start
   std::unordered_map<uint64_t, StreamState> streams_;
   std::map<int16_t, DeviceState> devices_;

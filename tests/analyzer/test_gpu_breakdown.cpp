@@ -251,6 +251,41 @@ TEST(GpuBreakdown, AnOlderLaunchDoesNotEvictANewerOneFromTheTable) {
   EXPECT_EQ(roomy.left_out, 0u);
 }
 
+// Until the first device record the launch table is small (a host-only
+// trace never needs the 16 MB one); at the first one it grows, keeping what
+// it holds, and from then on holds kMaxPendingLaunches.
+TEST(GpuBreakdown, TheLaunchTableGrowsAtTheFirstDeviceRecord) {
+  reader::TraceSummary names;
+  names.strings[kGemm] = "gemm";
+  GpuBreakdownBuilder b(names, at(100'000), {});
+  const auto all = [](uint64_t) { return true; };
+  constexpr uint64_t kHostOnly = kHostOnlyLaunchSlots + kHostOnlyLaunchSlots / 2;
+  std::vector<fb::ApiCall> calls;
+  for (uint64_t id = 1; id <= kHostOnly; ++id) calls.push_back(launch(1, id));
+  reader::ChunkView host;
+  host.api_calls = calls;
+  b.add(host, all);
+  // The first device records: the newest launches are still known, the
+  // oldest gave their slots to newer ones.
+  std::vector<fb::Kernel> kernels = {kernel(kGemm, 10, 20, 1, kHostOnly), kernel(kGemm, 30, 40, 1, 1)};
+  reader::ChunkView first;
+  first.kernels = kernels;
+  b.add(first, all);
+  // From here the table holds far more than the small one did.
+  calls.clear();
+  for (uint64_t id = kHostOnly + 1; id <= kHostOnly + 4 * kHostOnlyLaunchSlots; ++id) calls.push_back(launch(50, id));
+  kernels = {kernel(kGemm, 60, 70, 1, kHostOnly + 1)};
+  reader::ChunkView later;
+  later.api_calls = calls;
+  later.kernels = kernels;
+  b.add(later, all);
+  const GpuBreakdown out = b.finish();
+  EXPECT_EQ(out.launches_forgotten, kHostOnly - kHostOnlyLaunchSlots) << "only the small table's overwrites";
+  EXPECT_EQ(out.left_out, 1u) << "the kernel of launch 1";
+  ASSERT_EQ(out.devices.size(), 1u);
+  EXPECT_EQ(out.devices[0].operations, 2u);
+}
+
 TEST(GpuBreakdown, StreamsPastTheLimitAreCountedNotKept) {
   BuilderRun r;
   for (uint64_t s = 1; s <= 5; ++s) r.kernels.push_back(kernel(kGemm, 0, 10, s, 0));
