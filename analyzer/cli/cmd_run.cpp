@@ -35,6 +35,9 @@ extern char** environ;
 namespace gpuscope::cli {
 namespace {
 
+// `--device-activity sampled:WINDOW_MS/PERIOD_MS`: what follows is GPUSCOPE_DEVICE_SAMPLING.
+constexpr std::string_view kSampledPrefix = "sampled:";
+
 namespace fs = std::filesystem;
 namespace vars = protocol::env;
 
@@ -123,11 +126,12 @@ std::vector<std::string> settings_environment(const RunOptions& o) {
   if (o.device_activity == "off") env.push_back(vars::entry(vars::kCuptiKinds, "off"));
   // Sampled: CUPTI on for a window each period, so a step of small kernels
   // pays its cost a hundredth of the time (protocol/device_sampling.h).
-  if (o.device_activity.starts_with("sampled")) {
-    const std::string schedule = o.device_activity.size() > 8 ? o.device_activity.substr(8) : "";
-    const protocol::DeviceSampling s =
-        schedule.empty() ? protocol::kDefaultDeviceSampling : *protocol::parse_device_sampling(schedule);
+  // The value was checked against the library's grammar (device_activity_accepts).
+  if (o.device_activity == "sampled") {
+    const protocol::DeviceSampling& s = protocol::kDefaultDeviceSampling;
     env.push_back(vars::entry(vars::kDeviceSampling, std::to_string(s.window_ms) + "/" + std::to_string(s.period_ms)));
+  } else if (o.device_activity.starts_with(kSampledPrefix)) {
+    env.push_back(vars::entry(vars::kDeviceSampling, o.device_activity.substr(kSampledPrefix.size())));
   }
   return env;
 }
@@ -389,7 +393,7 @@ CLI::Validator grammar_check(bool (*accepts)(std::string_view), std::string_view
 // grammar, protocol/device_sampling.h).
 bool device_activity_accepts(std::string_view v) {
   if (v == "all" || v == "kernels" || v == "off" || v == "sampled") return true;
-  return v.starts_with("sampled:") && protocol::is_device_sampling(v.substr(8));
+  return v.starts_with(kSampledPrefix) && protocol::is_device_sampling(v.substr(kSampledPrefix.size()));
 }
 
 // The bounds the library reads `variable` with (protocol/settings.h), for
