@@ -147,9 +147,21 @@ __attribute__((target("avx2"))) inline size_t shuffle_avx2(const uint8_t* in, si
   return i;
 }
 
-__attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
+// Streaming (for records another core reads next): each group of 32
+// records is transposed into an L1-resident stage and written out with
+// non-temporal stores, whole lines at a time. Unshuffling in place stored
+// 16-byte pieces at the record stride into lines the reading core had
+// just read, each store waiting to take its line back: the reading
+// thread ran at ~1.8 GB/s there against ~20 GB/s alone (docs/performance.md).
+inline constexpr size_t kMaxStagedRecord = 64;
+
+template <bool kStreaming>
+__attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, size_t n, size_t size, uint8_t* dst) {
   size_t i = 0;
+  alignas(32) uint8_t stage[kStreaming ? 32 * kMaxStagedRecord : 32];
   for (; i + 32 <= n; i += 32) {
+    // Where the transpose writes: the output itself, or the stage.
+    uint8_t* out = kStreaming ? stage - i * size : dst;
     for (size_t c = 0; c < size; c += 16) {
       const bool half = size - c == 8;
       const size_t rows = half ? 8 : 16;
@@ -171,6 +183,10 @@ __attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, 
         }
       }
     }
+    if constexpr (kStreaming)
+      for (size_t b = 0; b < 32 * size; b += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i * size + b),
+                         _mm_load_si128(reinterpret_cast<const __m128i*>(stage + b)));
   }
   return i;
 }
@@ -194,10 +210,10 @@ inline void shuffle_block(const uint8_t* in, size_t n, size_t size, uint8_t* out
   shuffle_scalar(in, done, n, size, out);
 }
 
-inline void unshuffle_block(const uint8_t* in, size_t n, size_t size, uint8_t* out) {
+inline void unshuffle_block(const uint8_t* in, size_t n, size_t size, uint8_t* out, bool streaming) {
   size_t done = 0;
 #if defined(GPUSCOPE_SHUFFLE_AVX2)
-  if (has_avx2()) done = unshuffle_avx2(in, n, size, out);
+  if (has_avx2()) done = streaming ? unshuffle_avx2<true>(in, n, size, out) : unshuffle_avx2<false>(in, n, size, out);
 #endif
 #if defined(__SSE2__)
   done = unshuffle_sse2(in, done, n, size, out);
@@ -216,11 +232,24 @@ inline void shuffle_records(const uint8_t* in, size_t count, size_t record_size,
   }
 }
 
-inline void unshuffle_records(const uint8_t* in, size_t count, size_t record_size, uint8_t* out) {
+// `streaming`: the records are read next on another core, so the AVX2
+// path writes them around this core's cache (the stores are fenced before
+// returning). Used where the output is 16-byte aligned and the records are
+// at most kMaxStagedRecord bytes; otherwise the ordinary stores.
+inline void unshuffle_records(const uint8_t* in, size_t count, size_t record_size, uint8_t* out,
+                              bool streaming = false) {
+#if defined(GPUSCOPE_SHUFFLE_AVX2)
+  streaming = streaming && record_size <= detail::kMaxStagedRecord && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+#else
+  streaming = false;
+#endif
   for (size_t first = 0; first < count; first += kShuffleBlock) {
     const size_t n = std::min(kShuffleBlock, count - first);
-    detail::unshuffle_block(in + first * record_size, n, record_size, out + first * record_size);
+    detail::unshuffle_block(in + first * record_size, n, record_size, out + first * record_size, streaming);
   }
+#if defined(GPUSCOPE_SHUFFLE_AVX2)
+  if (streaming) _mm_sfence();
+#endif
 }
 
 }  // namespace gpuscope::container

@@ -74,8 +74,7 @@ const ImplicitCauseInfo& implicit_cause_info(ImplicitCause cause) {
   return kInfo[static_cast<size_t>(cause)];
 }
 
-ImplicitSyncTally::Role ImplicitSyncTally::role_of(uint32_t function_id) {
-  if (const Role* known = roles_.find(function_id)) return *known;
+ImplicitSyncTally::Role ImplicitSyncTally::classify(uint32_t function_id) {
   const std::string name = names_.name_of(function_id);
   const std::string_view n = name;
   const bool async = n.find("Async") != std::string_view::npos;
@@ -108,19 +107,13 @@ void ImplicitSyncTally::mark_typed_records(const reader::ChunkView& v) {
       marked_[s.correlation_id()] = ImplicitCause::HostVisibleMemset;
 }
 
-void ImplicitSyncTally::add(const reader::ChunkView& v, const std::function<bool(uint64_t)>& keep) {
-  mark_typed_records(v);
-  for (const auto& c : v.api_calls)
-    if (c.depth() == 0) add_call(c, keep(c.start_ns()));
-}
-
 void ImplicitSyncTally::count(ImplicitCause cause, const fb::ApiCall& c) {
   ImplicitCauseStats& s = out_.causes[static_cast<size_t>(cause)];
   const uint64_t calls = reader::calls_in(c);
   s.total.calls += calls;
   s.total.ns += c.duration_ns();
   ++s.records;
-  ImplicitCallTime& site = s.sites[(uint64_t{c.function_id()} << 32) | c.stack_id()];
+  ImplicitCallTime& site = (*site_of_[static_cast<size_t>(cause)])[(uint64_t{c.function_id()} << 32) | c.stack_id()];
   site.calls += calls;
   site.ns += c.duration_ns();
   if (implicit_cause_info(cause).counts_as_blocked) out_.blocked_ns_by_thread[c.tid()] += c.duration_ns();
@@ -139,8 +132,12 @@ void ImplicitSyncTally::on_work(const fb::ApiCall& c, bool kept) {
     return;
   }
   if (key == settled_stream_) return;
-  const bool blocking = nonblocking_.count(key) == 0;
-  if (blocking && blocking_used_.insert(key).second) ++out_.blocking_streams_used;
+  StreamFacts& facts = stream_facts_[key];
+  const bool blocking = !facts.nonblocking;
+  if (blocking && !facts.used_blocking) {
+    facts.used_blocking = true;
+    ++out_.blocking_streams_used;
+  }
   queued_.set(key, blocking);
   settled_stream_ = key;
 }
@@ -198,9 +195,13 @@ void ImplicitSyncTally::add_call(const fb::ApiCall& c, bool kept) {
     case Role::EventSync: on_sync(c, role); break;
     case Role::StreamCreate:
       settled_stream_ = kNoStream;  // the stream's kind may change
-      if ((c.flags() & container::kCallNonBlockingStream) != 0 && c.stream() != 0 &&
-          nonblocking_.insert(c.stream()).second)
-        ++out_.nonblocking_streams;
+      if ((c.flags() & container::kCallNonBlockingStream) != 0 && c.stream() != 0) {
+        StreamFacts& facts = stream_facts_[c.stream()];
+        if (!facts.nonblocking) {
+          facts.nonblocking = true;
+          ++out_.nonblocking_streams;
+        }
+      }
       break;
     case Role::Other: break;
   }

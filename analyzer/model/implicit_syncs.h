@@ -30,10 +30,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "dense_id_map.h"
+#include "node_cache.h"
 #include "queued_streams.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
@@ -92,8 +93,18 @@ struct ImplicitSyncs {
 // still move the "queued work" state.
 class ImplicitSyncTally {
  public:
-  explicit ImplicitSyncTally(const reader::TraceSummary& names) : names_(names) {}
-  void add(const reader::ChunkView& v, const std::function<bool(uint64_t)>& keep);
+  explicit ImplicitSyncTally(const reader::TraceSummary& names) : names_(names) {
+    for (size_t i = 0; i < kImplicitCauses; ++i) site_of_[i] = std::make_unique<NodeCache<SiteMap, 64>>(out_.causes[i].sites);
+  }
+  ImplicitSyncTally(const ImplicitSyncTally&) = delete;  // the caches point into streams_ and out_
+  ImplicitSyncTally& operator=(const ImplicitSyncTally&) = delete;
+  // `keep(start_ns)`: a callable, inlined here (a std::function call per
+  // call was a visible part of `analyze`).
+  template <class Keep> void add(const reader::ChunkView& v, Keep&& keep) {
+    mark_typed_records(v);
+    for (const auto& c : v.api_calls)
+      if (c.depth() == 0) add_call(c, keep(c.start_ns()));
+  }
   ImplicitSyncs finish() { return std::move(out_); }
   // Called with each call counted, as it is (the request tally places
   // them in requests: request_tally.h).
@@ -105,7 +116,11 @@ class ImplicitSyncTally {
     Other, CopySync, CopyAsync, MemsetSync, MemsetAsync, Launch, Free, Alloc, DeviceSync, StreamSync, EventSync,
     Query, StreamCreate
   };
-  Role role_of(uint32_t function_id);
+  Role role_of(uint32_t function_id) {
+    if (const Role* known = roles_.find(function_id)) return *known;
+    return classify(function_id);
+  }
+  Role classify(uint32_t function_id);
   void mark_typed_records(const reader::ChunkView& v);
   void add_call(const fb::ApiCall& c, bool kept);
   void on_work(const fb::ApiCall& c, bool kept);
@@ -124,7 +139,17 @@ class ImplicitSyncTally {
   // Streams with work queued since their last synchronization, and whether
   // each is blocking; the legacy default stream is kLegacy.
   QueuedStreams queued_;
-  std::unordered_set<uint64_t> nonblocking_, blocking_used_;
+  // What is known of each stream handle work went to or was created with:
+  // one lookup per call (behind a small cache) instead of a set per fact.
+  struct StreamFacts {
+    bool nonblocking = false;    // created with cudaStreamNonBlocking
+    bool used_blocking = false;  // counted in blocking_streams_used
+  };
+  std::unordered_map<uint64_t, StreamFacts> streams_;
+  NodeCache<decltype(streams_), 64> stream_facts_{streams_};
+  // Call sites per cause, behind a cache each: a program calls the same few.
+  using SiteMap = decltype(ImplicitCauseStats::sites);
+  std::array<std::unique_ptr<NodeCache<SiteMap, 64>>, kImplicitCauses> site_of_;
   // The stream of the last work queued, while nothing since could have
   // changed what on_work records for it (each place that changes queued_
   // or the stream kinds resets it): a loop's launches on one stream then

@@ -470,12 +470,16 @@ TraceModel build_model(reader::TraceReader& reader, const TimeWindow& window, co
                        const std::vector<std::pair<uint64_t, uint64_t>>& scope, const reader::ChunkVisitor& also) {
   reader::SummaryBuilder summary(reader.info());
   ModelBuilder model(summary.current(), window, known_ranges, scope);
-  // The model's work per record is about the reader's: they overlap.
-  reader.read_overlapped([&](const reader::ChunkView& v) {
-    summary.add(v);
-    model.add(v);
-    if (also) also(v);
-  });
+  // The model's work per record is about the reader's: they overlap, and
+  // the summary's record tallies go to the reading thread.
+  reader::RecordTally& tally = summary.records();
+  reader.read_overlapped(
+      [&](const reader::ChunkView& v) {
+        summary.add_tables(v);
+        model.add(v);
+        if (also) also(v);
+      },
+      [&tally](const reader::ChunkView& v) { tally.add(v); });
   return model.finish(summary.finish(reader));
 }
 

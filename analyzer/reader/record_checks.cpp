@@ -80,11 +80,13 @@ uint64_t copy_counts(const flatbuffers::Vector<const fb::CallCount*>* in, std::v
 // what the unshuffle overwrites anyway (that zeroing was 12 % of the
 // reading thread).
 template <class T>
-void unpack_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, uint32_t flags, std::vector<T>* out) {
+void unpack_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, uint32_t flags, std::vector<T>* out,
+                   bool streaming) {
   if (in == nullptr) return out->clear();
   out->resize(in->size());
   auto* dst = reinterpret_cast<uint8_t*>(out->data());
-  if ((flags & container::kFlagShuffled) != 0) container::unshuffle_records(in->Data(), in->size(), sizeof(T), dst);
+  if ((flags & container::kFlagShuffled) != 0)
+    container::unshuffle_records(in->Data(), in->size(), sizeof(T), dst, streaming);
   else std::memcpy(dst, in->Data(), in->size() * sizeof(T));
   container::delta_decode(std::span<T>(*out), base, (flags & container::kFlagCallLinked) != 0);
 }
@@ -96,9 +98,9 @@ template <class T> uint64_t drop_invalid(std::vector<T>* records) {
 }
 
 template <class T>
-uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, uint32_t flags, std::vector<T>* out,
-                       std::span<const fb::ApiCall> calls = {}) {
-  unpack_vector(in, base, flags, out);
+uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, uint32_t flags, bool streaming,
+                       std::vector<T>* out, std::span<const fb::ApiCall> calls = {}) {
+  unpack_vector(in, base, flags, out, streaming);
   if constexpr (container::CallLinkable<T>)
     if ((flags & container::kFlagCallLinked) != 0) container::resolve_call_links(std::span<T>(*out), calls);
   return drop_invalid(out);
@@ -106,24 +108,24 @@ uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, u
 
 }  // namespace
 
-uint64_t decode_records(const fb::Chunk& c, uint32_t flags, DecodedRecords* out) {
+uint64_t decode_records(const fb::Chunk& c, uint32_t flags, DecodedRecords* out, bool streaming) {
   const uint64_t base = c.base_ns();
-  unpack_vector(c.api_calls(), base, flags, &out->api_calls);
+  unpack_vector(c.api_calls(), base, flags, &out->api_calls, streaming);
   const std::span<const fb::ApiCall> calls(out->api_calls);
   uint64_t invalid = 0;
-  invalid += decode_vector(c.copies(), base, flags, &out->copies, calls);
-  invalid += decode_vector(c.memsets(), base, flags, &out->memsets, calls);
-  invalid += decode_vector(c.kernels(), base, flags, &out->kernels, calls);
-  invalid += decode_vector(c.syncs(), base, flags, &out->syncs, calls);
-  invalid += decode_vector(c.allocs(), base, flags, &out->allocs, calls);
-  invalid += decode_vector(c.graph_launches(), base, flags, &out->graph_launches, calls);
+  invalid += decode_vector(c.copies(), base, flags, streaming, &out->copies, calls);
+  invalid += decode_vector(c.memsets(), base, flags, streaming, &out->memsets, calls);
+  invalid += decode_vector(c.kernels(), base, flags, streaming, &out->kernels, calls);
+  invalid += decode_vector(c.syncs(), base, flags, streaming, &out->syncs, calls);
+  invalid += decode_vector(c.allocs(), base, flags, streaming, &out->allocs, calls);
+  invalid += decode_vector(c.graph_launches(), base, flags, streaming, &out->graph_launches, calls);
   invalid += drop_invalid(&out->api_calls);
-  invalid += decode_vector(c.cpu_samples(), base, flags, &out->cpu_samples);
-  invalid += decode_vector(c.markers(), base, flags, &out->markers);
-  invalid += decode_vector(c.gpu_samples(), base, flags, &out->gpu_samples);
+  invalid += decode_vector(c.cpu_samples(), base, flags, streaming, &out->cpu_samples);
+  invalid += decode_vector(c.markers(), base, flags, streaming, &out->markers);
+  invalid += decode_vector(c.gpu_samples(), base, flags, streaming, &out->gpu_samples);
   invalid += copy_counts(c.call_counts(), &out->call_counts);
-  invalid += decode_vector(c.host_samples(), base, flags, &out->host_samples);
-  invalid += decode_vector(c.process_gpu_samples(), base, flags, &out->process_gpu_samples);
+  invalid += decode_vector(c.host_samples(), base, flags, streaming, &out->host_samples);
+  invalid += decode_vector(c.process_gpu_samples(), base, flags, streaming, &out->process_gpu_samples);
   return invalid;
 }
 

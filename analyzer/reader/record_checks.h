@@ -35,6 +35,8 @@ struct DecodedRecords {
 // Copies (unshuffling where the file header's `flags` say so), delta-decodes,
 // resolves typed records linked to their calls (format 2.0) and checks every
 // record vector of `chunk`; returns how many records were rejected.
-uint64_t decode_records(const fb::Chunk& chunk, uint32_t flags, DecodedRecords* out);
+// `for_other_thread`: another core visits the records next (read ahead),
+// so they are unshuffled around this core's cache (byte_shuffle.h).
+uint64_t decode_records(const fb::Chunk& chunk, uint32_t flags, DecodedRecords* out, bool for_other_thread = false);
 
 }  // namespace gpuscope::reader

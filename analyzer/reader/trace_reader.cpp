@@ -246,11 +246,12 @@ void TraceReader::read_frames(ChunkSink& sink, uint32_t max_frames) {
     loaded = false;
     DecodedChunk* chunk = sink.take();
     if (chunk == nullptr) return;  // the visitor stopped
-    decode(offset, h, *chunk);
+    decode(offset, h, *chunk, sink.keeps_bytes);
     if (sink.keeps_bytes) chunk->storage.swap(chunk_storage_);  // no copy; buffers reused pass after pass
     offset = std::min<uint64_t>(offset + sizeof h + container::align8(h.payload_size), info_.size);
     stats_.end_offset = offset;
     chunk->end_offset = offset;
+    if (first_visit_ != nullptr) (*first_visit_)(chunk->view());  // on this, the reading thread
     sink.put(chunk);
   }
   finish_pass();
@@ -376,14 +377,14 @@ bool TraceReader::load_payload(uint64_t at, const FrameHeader& h, std::string* w
 }
 
 // The loaded frame's records into `into`; `into.chunk` is the loaded chunk.
-void TraceReader::decode(uint64_t offset, const FrameHeader& h, DecodedChunk& into) {
+void TraceReader::decode(uint64_t offset, const FrameHeader& h, DecodedChunk& into, bool for_other_thread) {
   if (h.sequence > expected_sequence_)
     add_problem(ProblemKind::MissingFrames, offset,
                 plural(h.sequence - expected_sequence_, "frame", "frames") + " missing before this one");
   else if (h.sequence < expected_sequence_)
     add_problem(ProblemKind::CorruptFrame, offset, "repeats sequence number " + std::to_string(h.sequence));
   expected_sequence_ = h.sequence + 1;
-  const uint64_t invalid = decode_records(*chunk_, info_.flags, &into.records);
+  const uint64_t invalid = decode_records(*chunk_, info_.flags, &into.records, for_other_thread);
   if (invalid != 0) {
     stats_.records_invalid += invalid;
     add_problem(ProblemKind::InvalidRecords, offset,

@@ -129,13 +129,21 @@ class TraceReader {
   // read() with read-ahead for this pass only, for a visitor about as costly
   // per record as decoding (the model, the report's timeline); the setting
   // is restored however the pass ends, a throwing visitor included.
-  void read_overlapped(const ChunkVisitor& visit) {
+  // `on_reading_thread`, when given, sees each chunk before `visit`, on the
+  // thread that decoded it: work that needs only the chunk's records (the
+  // summary's tallies), moved off the visiting thread, which is the busier
+  // one. It must share nothing with `visit` until read() returns.
+  void read_overlapped(const ChunkVisitor& visit, const ChunkVisitor& on_reading_thread = {}) {
     struct Restore {
       TraceReader& reader;
       bool was;
-      ~Restore() { reader.read_ahead_ = was; }
+      ~Restore() {
+        reader.read_ahead_ = was;
+        reader.first_visit_ = nullptr;
+      }
     } restore{*this, read_ahead_};
     read_ahead_ = true;
+    first_visit_ = on_reading_thread ? &on_reading_thread : nullptr;
     read(visit);
   }
 
@@ -165,7 +173,8 @@ class TraceReader {
   // says why not in *why. Records nothing.
   FrameResult load_frame(uint64_t offset, container::FrameHeader* header, std::string* why);
   bool load_payload(uint64_t offset, const container::FrameHeader& header, std::string* why);
-  void decode(uint64_t offset, const container::FrameHeader& header, DecodedChunk& into);
+  // `for_other_thread`: the records are visited on the other thread (read ahead).
+  void decode(uint64_t offset, const container::FrameHeader& header, DecodedChunk& into, bool for_other_thread);
   uint64_t skip_damage(uint64_t offset, const std::string& why, uint64_t work_before, container::FrameHeader* next,
                        bool* next_loaded);
   void apply(const Damage& damage);
@@ -189,6 +198,7 @@ class TraceReader {
   std::map<uint64_t, Damage> damage_;  // by offset; kept across passes
   uint32_t passes_ = 0;
   bool read_ahead_ = false;
+  const ChunkVisitor* first_visit_ = nullptr;  // read_overlapped's on_reading_thread
   uint64_t read_ahead_from_ = kReadAheadFrom;
   std::vector<uint8_t> payload_;
   std::vector<uint8_t> window_;  // bytes of the file from window_at_, read while resynchronizing

@@ -215,7 +215,7 @@ uint64_t TraceSummary::dropped_total() const {
 
 SummaryBuilder::SummaryBuilder(const FileInfo& file) { s_.file = file; }
 
-void SummaryBuilder::add_calls(uint32_t function_id, uint64_t n) {
+void RecordTally::add_calls(uint32_t function_id, uint64_t n) {
   if (function_id >= kDenseIds) {
     calls_by_far_id_[function_id] += n;
     return;
@@ -224,7 +224,7 @@ void SummaryBuilder::add_calls(uint32_t function_id, uint64_t n) {
   calls_by_id_[function_id] = calls_by_id_[function_id].value_or(0) + n;
 }
 
-void SummaryBuilder::add(const ChunkView& v) {
+void SummaryBuilder::add_tables(const ChunkView& v) {
   const fb::Chunk& c = *v.chunk;
   if (c.metadata() != nullptr && !s_.process) s_.process = to_process_info(*c.metadata());
   if (c.strings() != nullptr)
@@ -235,41 +235,44 @@ void SummaryBuilder::add(const ChunkView& v) {
     s_.end = to_end_info(*c.totals());
     read_drops(c.totals()->drops(), &s_.drops);
   }
-  s_.counts.api_calls += v.api_calls.size();
-  s_.counts.copies += v.copies.size();
-  s_.counts.memsets += v.memsets.size();
-  s_.counts.kernels += v.kernels.size();
-  s_.counts.syncs += v.syncs.size();
-  s_.counts.allocs += v.allocs.size();
-  s_.counts.cpu_samples += v.cpu_samples.size();
-  s_.counts.markers += v.markers.size();
-  s_.counts.gpu_samples += v.gpu_samples.size();
-  s_.counts.graph_launches += v.graph_launches.size();
-  s_.counts.host_samples += v.host_samples.size();
-  s_.counts.process_gpu_samples += v.process_gpu_samples.size();
-  for (const auto& g : v.graph_launches) s_.graphs.add(g);
+}
+
+void RecordTally::add(const ChunkView& v) {
+  counts_.api_calls += v.api_calls.size();
+  counts_.copies += v.copies.size();
+  counts_.memsets += v.memsets.size();
+  counts_.kernels += v.kernels.size();
+  counts_.syncs += v.syncs.size();
+  counts_.allocs += v.allocs.size();
+  counts_.cpu_samples += v.cpu_samples.size();
+  counts_.markers += v.markers.size();
+  counts_.gpu_samples += v.gpu_samples.size();
+  counts_.graph_launches += v.graph_launches.size();
+  counts_.host_samples += v.host_samples.size();
+  counts_.process_gpu_samples += v.process_gpu_samples.size();
+  for (const auto& g : v.graph_launches) graphs_.add(g);
   const auto from_device = [](const auto& records) {
     return static_cast<uint64_t>(std::count_if(records.begin(), records.end(),
                                                [](const auto& r) { return r.source() == fb::Source::Device; }));
   };
-  s_.counts.device.copies += from_device(v.copies);
-  s_.counts.device.memsets += from_device(v.memsets);
-  s_.counts.device.kernels += from_device(v.kernels);
-  s_.counts.device.syncs += from_device(v.syncs);
-  s_.counts.device.allocs += from_device(v.allocs);
+  counts_.device.copies += from_device(v.copies);
+  counts_.device.memsets += from_device(v.memsets);
+  counts_.device.kernels += from_device(v.kernels);
+  counts_.device.syncs += from_device(v.syncs);
+  counts_.device.allocs += from_device(v.allocs);
   for (const auto& call : v.api_calls) {
     const uint64_t n = calls_in(call);
     add_calls(call.function_id(), n);
     if (call.result() != 0 && call.depth() == 0) results_by_id_[{call.function_id(), call.result()}] += n;
-    if ((call.flags() & container::kCallCaptured) != 0 && call.depth() == 0) ++s_.captured_calls;
+    if ((call.flags() & container::kCallCaptured) != 0 && call.depth() == 0) ++captured_calls_;
     if (call.repeat() != 0) {
-      s_.coalesced_polls += call.repeat();
-      ++s_.coalesced_records;
+      coalesced_polls_ += call.repeat();
+      ++coalesced_records_;
     }
   }
   for (const auto& count : v.call_counts) {
     add_calls(count.function_id(), count.count());
-    s_.counted_calls += count.count();
+    counted_calls_ += count.count();
   }
   widen_span(v.api_calls, &first_, &last_);
   widen_span(v.copies, &first_, &last_);
@@ -283,6 +286,23 @@ void SummaryBuilder::add(const ChunkView& v) {
   widen_span(v.graph_launches, &first_, &last_);
   widen_span(v.host_samples, &first_, &last_);
   widen_span(v.process_gpu_samples, &first_, &last_);
+}
+
+void RecordTally::finish_into(TraceSummary* s) const {
+  s->counts = counts_;
+  s->graphs = graphs_;
+  s->counted_calls = counted_calls_;
+  s->captured_calls = captured_calls_;
+  s->coalesced_polls = coalesced_polls_;
+  s->coalesced_records = coalesced_records_;
+  for (uint32_t id = 0; id < calls_by_id_.size(); ++id)
+    if (calls_by_id_[id]) s->calls_by_function[s->name_of(id)] += *calls_by_id_[id];
+  for (const auto& [id, n] : calls_by_far_id_) s->calls_by_function[s->name_of(id)] += n;
+  for (const auto& [key, n] : results_by_id_) s->nonzero_results[{s->name_of(key.first), key.second}] += n;
+  if (first_ != UINT64_MAX) {
+    s->first_ns = first_;
+    s->last_ns = last_;
+  }
 }
 
 void GraphWork::add(const fb::GraphLaunch& g) {
@@ -306,14 +326,7 @@ bool TraceSummary::on_simulated_gpu() const {
 }
 
 TraceSummary SummaryBuilder::finish(const TraceReader& reader) {
-  for (uint32_t id = 0; id < calls_by_id_.size(); ++id)
-    if (calls_by_id_[id]) s_.calls_by_function[s_.name_of(id)] += *calls_by_id_[id];
-  for (const auto& [id, n] : calls_by_far_id_) s_.calls_by_function[s_.name_of(id)] += n;
-  for (const auto& [key, n] : results_by_id_) s_.nonzero_results[{s_.name_of(key.first), key.second}] += n;
-  if (first_ != UINT64_MAX) {
-    s_.first_ns = first_;
-    s_.last_ns = last_;
-  }
+  records_.finish_into(&s_);
   s_.stats = reader.stats();
   s_.problems = reader.problems();
   return std::move(s_);

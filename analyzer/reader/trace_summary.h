@@ -111,19 +111,21 @@ struct TraceSummary {
   bool on_simulated_gpu() const;
 };
 
-// Builds a TraceSummary chunk by chunk, so that other passes over the
-// records (the analyzer's model) share one read of the file.
-class SummaryBuilder {
+// The per-record half of a summary: record counts, calls per function and
+// result, and the time the records span. It needs nothing but each chunk's
+// records, so a pass that reads ahead tallies them on the reading thread
+// (TraceReader::read_overlapped's `on_reading_thread`), off the model's.
+class RecordTally {
  public:
-  explicit SummaryBuilder(const FileInfo& file);
   void add(const ChunkView& chunk);
-  // The summary so far: strings of every chunk added are already in it.
-  const TraceSummary& current() const { return s_; }
-  TraceSummary finish(const TraceReader& reader);
+  // Into `s`, whose strings name the functions (all chunks read).
+  void finish_into(TraceSummary* s) const;
 
  private:
   void add_calls(uint32_t function_id, uint64_t n);
-  TraceSummary s_;
+  RecordCounts counts_;
+  GraphWork graphs_;
+  uint64_t counted_calls_ = 0, captured_calls_ = 0, coalesced_polls_ = 0, coalesced_records_ = 0;
   uint64_t first_ = UINT64_MAX, last_ = 0;
   // Calls by function name id: ids below kDenseIds index the vector (the
   // string table numbers names densely; a hash per call was 2 % of
@@ -132,6 +134,29 @@ class SummaryBuilder {
   std::vector<std::optional<uint64_t>> calls_by_id_;
   std::unordered_map<uint32_t, uint64_t> calls_by_far_id_;
   std::map<std::pair<uint32_t, int>, uint64_t> results_by_id_;
+};
+
+// Builds a TraceSummary chunk by chunk, so that other passes over the
+// records (the analyzer's model) share one read of the file.
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(const FileInfo& file);
+  void add(const ChunkView& chunk) {
+    add_tables(chunk);
+    records_.add(chunk);
+  }
+  // add() in two halves, for a pass that tallies the records on another
+  // thread: the chunk's tables (strings, metadata, drops, totals) here,
+  // the records through records().
+  void add_tables(const ChunkView& chunk);
+  RecordTally& records() { return records_; }
+  // The summary so far: strings of every chunk added are already in it.
+  const TraceSummary& current() const { return s_; }
+  TraceSummary finish(const TraceReader& reader);
+
+ private:
+  TraceSummary s_;
+  RecordTally records_;
 };
 
 // Reads the whole trace through `reader` (already opened).

@@ -2,6 +2,9 @@
 // reader -> model -> metrics -> rules, and peak memory per event.
 //   analyze_bench write FILE EVENTS   build a trace of about EVENTS events
 //   analyze_bench read FILE           analyze it, print the figures
+//   analyze_bench decode FILE 1|2     the reader alone (one thread, or
+//     read ahead on a second), its visitor only summing each chunk's call and
+//     kernel starts: what decoding costs without the model
 //   analyze_bench write-sparse FILE EVENTS   the HTML report's worst case: 40
 //     threads and 16 streams busy in 10 000 separate bursts, so no lane's
 //     spans merge on their own and every lane hits the block cap
@@ -104,6 +107,30 @@ int read_trace(const char* path) {
   return 0;
 }
 
+// The reader's share of a pass: frames read, checked, decompressed and
+// decoded, each chunk's calls and kernels touched once so the records are really read.
+int decode_trace(const char* path, int threads) {
+  reader::TraceReader r;
+  std::string error;
+  if (!r.open_file(path, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 2;
+  }
+  r.set_read_ahead(threads > 1, 0);
+  uint64_t records = 0, sum = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  r.read([&](const reader::ChunkView& v) {
+    records += v.api_calls.size() + v.kernels.size();
+    for (const auto& c : v.api_calls) sum += c.start_ns();
+    for (const auto& k : v.kernels) sum += k.start_ns();
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("decoded %llu records on %d thread(s) in %.3f s: %.2f M records/s (checksum %llu)\n",
+              static_cast<unsigned long long>(records), threads, s, records / s / 1e6,
+              static_cast<unsigned long long>(sum % 1000));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,8 +138,9 @@ int main(int argc, char** argv) {
   if (argc == 5 && std::string(argv[1]) == "write")
     return write_trace(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
   if (argc == 3 && std::string(argv[1]) == "read") return read_trace(argv[2]);
+  if (argc == 4 && std::string(argv[1]) == "decode") return decode_trace(argv[2], std::atoi(argv[3]));
   if (argc == 4 && std::string(argv[1]) == "write-sparse")
     return write_sparse_trace(argv[2], std::strtoull(argv[3], nullptr, 10));
-  std::fprintf(stderr, "usage: analyze_bench write FILE EVENTS [STEPS_PER_FRAME] | write-sparse FILE EVENTS | read FILE\n");
+  std::fprintf(stderr, "usage: analyze_bench write FILE EVENTS [STEPS_PER_FRAME] | write-sparse FILE EVENTS | read FILE | decode FILE 1|2\n");
   return 2;
 }

@@ -48,6 +48,10 @@ TEST(ByteShuffle, MatchesTheScalarLayoutAndRoundTrips) {
       EXPECT_EQ(fast, slow) << size << "x" << count;
       unshuffle_records(fast.data(), count, size, back.data());
       EXPECT_EQ(back, in) << size << "x" << count;
+      // For another core (non-temporal stores where the CPU has AVX2).
+      std::fill(back.begin(), back.end(), 0);
+      unshuffle_records(fast.data(), count, size, back.data(), true);
+      EXPECT_EQ(back, in) << "streaming, " << size << "x" << count;
     }
   }
 }
@@ -73,8 +77,11 @@ TEST(ByteShuffle, EveryTransposeWidthGivesTheSameBytes) {
     std::fill(back.begin(), back.end(), 0);
     EXPECT_EQ(detail::shuffle_avx2(in.data(), n, size, got.data()), n);
     EXPECT_EQ(got, want) << "AVX2, " << size;
-    EXPECT_EQ(detail::unshuffle_avx2(want.data(), n, size, back.data()), n);
+    EXPECT_EQ(detail::unshuffle_avx2<false>(want.data(), n, size, back.data()), n);
     EXPECT_EQ(back, in) << "AVX2, " << size;
+    std::fill(back.begin(), back.end(), 0);
+    EXPECT_EQ(detail::unshuffle_avx2<true>(want.data(), n, size, back.data()), n);
+    EXPECT_EQ(back, in) << "AVX2 streaming, " << size;
 #endif
   }
 }

@@ -4,6 +4,7 @@
 // must keep everything outside the damaged frame.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -96,6 +97,46 @@ TEST(ReaderDamage, ReadingAheadDeliversWhatOneThreadDoes) {
     auto bytes = t.bytes;
     for (int k = 0; k < 1 + round % 4; ++k) bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
     EXPECT_TRUE(same_read(read_bytes(bytes), read_bytes(bytes, true))) << "round " << round;
+  }
+}
+
+// read_overlapped's first visitor sees every chunk the visitor sees, in the
+// same order and before it (on the reading thread when reading ahead): a
+// summary split between the two threads is the one-thread summary.
+TEST(ReaderDamage, TheReadingThreadsVisitorSeesEveryChunkFirst) {
+  const SampleTrace& t = sample();
+  for (const size_t cut : {t.bytes.size(), t.bytes.size() - 11, t.frame_ends[2] + 5}) {
+    const auto part = std::span(t.bytes.data(), cut);
+    std::string error;
+    TraceReader one;
+    ASSERT_TRUE(one.open(memory_source(part), "trace", &error)) << error;
+    const TraceSummary want = summarize(one);
+    TraceReader two;
+    two.set_read_ahead(true, 0);
+    ASSERT_TRUE(two.open(memory_source(part), "trace", &error)) << error;
+    SummaryBuilder split(two.info());
+    RecordTally& tally = split.records();
+    std::vector<uint32_t> first_seen, then_visited;  // each written by one thread, compared once joined
+    std::atomic<size_t> seen_first{0};
+    two.read_overlapped(
+        [&](const ChunkView& v) {
+          EXPECT_GT(seen_first.load(), then_visited.size()) << "the first visitor ran before";
+          then_visited.push_back(v.sequence);
+          split.add_tables(v);
+        },
+        [&](const ChunkView& v) {
+          first_seen.push_back(v.sequence);
+          tally.add(v);
+          seen_first.fetch_add(1);
+        });
+    EXPECT_EQ(first_seen, then_visited) << "cut " << cut;
+    const TraceSummary got = split.finish(two);
+    EXPECT_EQ(got.counts.total(), want.counts.total()) << "cut " << cut;
+    EXPECT_EQ(got.calls_by_function, want.calls_by_function) << "cut " << cut;
+    EXPECT_EQ(got.nonzero_results, want.nonzero_results) << "cut " << cut;
+    EXPECT_EQ(got.first_ns, want.first_ns);
+    EXPECT_EQ(got.last_ns, want.last_ns);
+    EXPECT_EQ(got.strings, want.strings);
   }
 }
 
