@@ -16,6 +16,7 @@
 #include "python/python_frames.h"
 #include "recorder.h"
 #include "session.h"
+#include "signal_free_thread.h"
 #include "stack_table.h"
 #include "unwinder.h"
 
@@ -56,6 +57,17 @@ thread_local bool t_unwinding __attribute__((tls_model("initial-exec"))) = false
 // configure_stacks only; empty when the configuration switched them off).
 std::string* g_off_reason = nullptr;
 
+// libunwind, the fast walker's fallback, loads on a thread of its own
+// (load_fallback_in_background): its dlopen and relocations were ~0.6 ms
+// of every traced process's start (docs/performance.md). Until it lands,
+// g_backtrace is this stand-in: a stack the fast walker cannot finish is
+// then recorded as not unwound, never waited for.
+int no_fallback_yet(void** /*buffer*/, int /*size*/) { return 0; }
+
+enum class FallbackLoad : uint8_t { NotStarted, Loading, Loaded, Failed };
+std::atomic<FallbackLoad> g_fallback{FallbackLoad::NotStarted};
+std::string* g_fallback_missing = nullptr;  // why it failed; written before g_fallback says Failed
+
 }  // namespace
 
 namespace {
@@ -82,6 +94,48 @@ uint32_t intern_sampled_stack(const uint64_t* frames, uint32_t count) {
   return g_table == nullptr ? 0 : g_table->intern(frames, count);
 }
 
+namespace {
+
+// On a thread nobody waits for: loading inside a hook, or joining this
+// thread there, would take the loader's lock under a program thread that
+// may hold it in a library constructor while it waits for the hooked
+// thread (conformance.cublas_plugin deadlocked that way). Stacks switched
+// off or reconfigured meanwhile keep their setting: the stand-in is only
+// replaced while it is still the one in use.
+void load_fallback_in_background() {
+  g_fallback.store(FallbackLoad::Loading, std::memory_order_relaxed);
+  const auto load = [] {
+    std::string why;
+    BacktraceFn loaded = load_unwinder(&why);
+    if (loaded == nullptr) {
+      g_fallback_missing = new std::string(std::move(why));
+      g_fallback.store(FallbackLoad::Failed, std::memory_order_release);
+      return;
+    }
+    BacktraceFn stand_in = &no_fallback_yet;
+    g_backtrace.compare_exchange_strong(stand_in, loaded, std::memory_order_acq_rel);
+    g_fallback.store(FallbackLoad::Loaded, std::memory_order_release);
+  };
+  try {
+    capture::start_signal_free_thread(load).detach();
+  } catch (...) {
+    load();  // no thread to be had: load here, as before
+  }
+}
+
+// The walker for stacks the fast walker cannot finish, or null (why in
+// *g_off_reason) when there is none and the fast walker is off too.
+BacktraceFn fallback_walker(bool fast) {
+  if (!fast) return load_unwinder(g_off_reason);
+  switch (g_fallback.load(std::memory_order_acquire)) {
+    case FallbackLoad::Loaded: return load_unwinder(nullptr);
+    case FallbackLoad::NotStarted: load_fallback_in_background(); [[fallthrough]];
+    default: return &no_fallback_yet;  // loading, or missing: the fast walker alone
+  }
+}
+
+}  // namespace
+
 void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   capture::InternalScope internal;
   g_backtrace.store(nullptr, std::memory_order_relaxed);
@@ -89,15 +143,21 @@ void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   g_off_reason->clear();
   if (!enabled) return;  // the configuration's choice: nothing to record
   g_depth.store(depth == 0 ? 1 : (depth > kMaxDepth ? kMaxDepth : depth), std::memory_order_relaxed);
-  BacktraceFn backtrace = load_unwinder(g_off_reason);
-  if (backtrace == nullptr) return;
-  g_fast.store(fast_walker && init_fast_unwind(), std::memory_order_relaxed);
+  const bool fast = fast_walker && init_fast_unwind();
+  g_fast.store(fast, std::memory_order_relaxed);
   if (!make_table()) {
     *g_off_reason = "no memory for the stack table";
     return;
   }
+  BacktraceFn backtrace = fallback_walker(fast);
+  if (backtrace == nullptr) return;
   // Release: a thread that sees the unwinder also sees the table.
   g_backtrace.store(backtrace, std::memory_order_release);
+}
+
+bool fallback_unwinder_settled() {
+  const FallbackLoad state = g_fallback.load(std::memory_order_acquire);
+  return state == FallbackLoad::Loaded || state == FallbackLoad::Failed;
 }
 
 __attribute__((noinline)) uint32_t capture_stack_id() noexcept {
@@ -185,6 +245,11 @@ class StackSource final : public capture::TraceSource {
       noted_full_ = true;
       note(out, "gpuscope: stack table full; calls from new call sites are recorded without a stack");
     }
+    if (!noted_fallback_ && g_fallback.load(std::memory_order_acquire) == FallbackLoad::Failed) {
+      noted_fallback_ = true;
+      note(out, "gpuscope: call stacks by the fast walker alone (" + *g_fallback_missing +
+                    "): a stack it cannot follow to the end is recorded as not unwound");
+    }
     if (!noted_unwind_ && g_unwind_failures.load(std::memory_order_relaxed) != 0) {
       noted_unwind_ = true;
       note(out, "gpuscope: some call stacks could not be unwound; those calls have no stack");
@@ -226,6 +291,7 @@ class StackSource final : public capture::TraceSource {
   std::optional<container::StackCaptureData> written_;
   bool noted_full_ = false;    // each note once: the trace has no counter for them
   bool noted_unwind_ = false;
+  bool noted_fallback_ = false;
   LoaderGeneration generation_;
   ModuleIds ids_;
   PublishedScan scan_;

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
-#include <unistd.h>
 #include <elf.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -248,7 +248,10 @@ TEST_F(StacksTest, LibraryLoadedLaterJoinsTheModuleMap) {
 // libunwind.so.8 exports a weak `backtrace`: loaded RTLD_LOCAL it stays
 // out of the global scope, so the program's backtrace() is still glibc's.
 TEST_F(StacksTest, LibunwindStaysOutOfTheGlobalScope) {
-  ASSERT_NE(site_a(), 0u);  // libunwind is loaded
+  ASSERT_NE(site_a(), 0u);
+  // The fast walker's fallback loads on a thread of its own.
+  for (int i = 0; i < 5000 && !fallback_unwinder_settled(); ++i) usleep(1000);
+  ASSERT_TRUE(fallback_unwinder_settled());
   EXPECT_NE(dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD), nullptr);
   EXPECT_EQ(dlsym(RTLD_DEFAULT, "unw_backtrace"), nullptr);
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);

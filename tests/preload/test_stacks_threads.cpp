@@ -149,9 +149,10 @@ TEST_F(StacksThreadsTest, ForkChildCapturesNothingOnceDisabled) {
 }
 
 // Run in a child whose library path puts a broken libunwind.so.8 first.
+// Without the fast walker, libunwind walks every stack: none at all.
 TEST(StacksOff, MissingLibunwindTurnsStacksOffAndSaysSo) {
   if (std::getenv("GPUSCOPE_TEST_BROKEN_LIBUNWIND") != nullptr) {
-    configure_stacks(true, 32);
+    configure_stacks(true, 32, false);
     ASSERT_EQ(capture_at(1), 0u);
     auto source = make_stack_source();
     const auto out = run_source(*source, true);
@@ -172,6 +173,39 @@ TEST(StacksOff, MissingLibunwindTurnsStacksOffAndSaysSo) {
   std::ofstream(dir.file("libunwind.so.8")) << "not an ELF file";
   const auto result = gpuscope::test::run(
       {"/proc/self/exe", "--gtest_filter=StacksOff.MissingLibunwindTurnsStacksOffAndSaysSo"},
+      gpuscope::test::environment_with({"LD_LIBRARY_PATH=" + dir.path(), "GPUSCOPE_TEST_BROKEN_LIBUNWIND=1"}));
+  EXPECT_EQ(result.exit_code(), 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("[  PASSED  ] 1 test"), std::string::npos) << result.out;
+}
+
+// The fast walker does not wait for libunwind (loaded on a thread of its
+// own) and goes on without it, the trace saying so once the load failed.
+TEST(StacksOff, MissingLibunwindLeavesTheFastWalkerAndSaysSo) {
+  if (std::getenv("GPUSCOPE_TEST_BROKEN_LIBUNWIND") != nullptr) {
+    configure_stacks(true, 32);
+    EXPECT_NE(capture_at(1), 0u);  // whether or not the load has ended yet
+    for (int i = 0; i < 5000 && !fallback_unwinder_settled(); ++i) usleep(1000);
+    ASSERT_TRUE(fallback_unwinder_settled());
+    EXPECT_NE(capture_at(3), 0u);
+    auto source = make_stack_source();
+    const auto out = run_source(*source, true);
+    EXPECT_FALSE(out.stacks.empty());
+    ASSERT_TRUE(out.status.has_value());
+    EXPECT_EQ(out.status->state, static_cast<uint8_t>(fb::StackCaptureState::Active));
+    std::string notes;
+    const auto strings = capture::session_strings().take_pending();
+    for (const auto& m : out.markers)
+      for (const auto& [id, text] : strings)
+        if (id == m.name_id()) notes += text + "\n";
+    EXPECT_NE(notes.find("gpuscope: call stacks by the fast walker alone (libunwind.so.8 not loaded"),
+              std::string::npos)
+        << notes;
+    return;
+  }
+  gpuscope::test::TempDir dir;
+  std::ofstream(dir.file("libunwind.so.8")) << "not an ELF file";
+  const auto result = gpuscope::test::run(
+      {"/proc/self/exe", "--gtest_filter=StacksOff.MissingLibunwindLeavesTheFastWalkerAndSaysSo"},
       gpuscope::test::environment_with({"LD_LIBRARY_PATH=" + dir.path(), "GPUSCOPE_TEST_BROKEN_LIBUNWIND=1"}));
   EXPECT_EQ(result.exit_code(), 0) << result.out << result.err;
   EXPECT_NE(result.out.find("[  PASSED  ] 1 test"), std::string::npos) << result.out;
