@@ -35,13 +35,11 @@ bool same_word(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-CallbackScope parse_callback_scope(const char* value, bool* unknown) {
-  *unknown = false;
+std::optional<CallbackScope> parse_callback_scope(const char* value) {
   if (value == nullptr || *value == '\0' || std::strcmp(value, "device-work") == 0) return CallbackScope::DeviceWork;
   if (std::strcmp(value, "all") == 0) return CallbackScope::All;
   if (std::strcmp(value, "none") == 0) return CallbackScope::None;
-  *unknown = true;
-  return CallbackScope::DeviceWork;
+  return std::nullopt;
 }
 
 const char* callback_scope_name(CallbackScope s) {

@@ -13,6 +13,7 @@
 
 #include <cupti.h>
 
+#include <optional>
 #include <string>
 
 namespace gpuscope::cupti {
@@ -24,8 +25,9 @@ enum class CallbackScope {
 };
 
 // GPUSCOPE_CUPTI_CALLBACKS: unset, empty or "device-work" -> DeviceWork;
-// "all"; "none". Anything else is DeviceWork, and *unknown is set.
-CallbackScope parse_callback_scope(const char* value, bool* unknown);
+// "all"; "none". Anything else: nullopt (the settings check at start-up
+// names it; the collector then keeps the default).
+std::optional<CallbackScope> parse_callback_scope(const char* value);
 const char* callback_scope_name(CallbackScope s);
 
 // Whether the call named `name` (a runtime or driver API function, with or

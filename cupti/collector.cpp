@@ -158,7 +158,7 @@ bool Collector::setup_clock_and_buffers() {
 bool Collector::enable_kinds() {
   std::string not_enabled;
   for (const Kind& k : kKinds) {
-    if (!k.required && !options_.kinds_all && !kind_selected(options_.kinds.c_str(), k.name)) continue;
+    if (!k.required && options_.kinds && !kind_selected(options_.kinds->c_str(), k.name)) continue;
     const CUptiResult r = api_.enable(k.kind);
     if (r == CUPTI_SUCCESS) {
       enabled_.push_back(k.kind);
@@ -365,10 +365,10 @@ void Collector::on_api_enter(uint32_t cupti_correlation) {
 
 void Collector::select(const char* callbacks, const char* kinds) {
   if (started_.load()) return;  // CUPTI is set up once, as it was asked then
-  bool unknown = false;  // named by the settings check at start-up (protocol/settings.cpp)
-  options_.callbacks = parse_callback_scope(callbacks, &unknown);
-  options_.kinds_all = kinds == nullptr;
-  options_.kinds = kinds != nullptr ? kinds : "";
+  // A value it does not know was named by the settings check at start-up
+  // (protocol/settings.cpp).
+  options_.callbacks = parse_callback_scope(callbacks).value_or(CallbackScope::DeviceWork);
+  options_.kinds = kinds != nullptr ? std::optional<std::string>(kinds) : std::nullopt;
 }
 
 void Collector::set_sampling(uint64_t window_ns, uint64_t period_ns, std::string schedule) {

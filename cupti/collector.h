@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,10 @@ struct CollectorOptions {
   // when a 4 MB buffer fills; 0 leaves CUPTI's default.
   uint32_t flush_period_ms = 100;
   // Which calls CUPTI calls back for (correlation ids), and which activity
-  // kinds beyond CONCURRENT_KERNEL are enabled (kinds_all, or the list in
+  // kinds beyond CONCURRENT_KERNEL are enabled (all of them, or the list in
   // `kinds`); callback_scope.h. Chosen by select() before start().
   CallbackScope callbacks = CallbackScope::DeviceWork;
-  std::string kinds;
-  bool kinds_all = true;
+  std::optional<std::string> kinds;
   // Sampled tracing: collection on for window_ns, then off until period_ns
   // after the window opened (0: on all the time). `schedule` names it in the
   // trace. Chosen by set_sampling() before start().

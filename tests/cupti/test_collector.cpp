@@ -253,7 +253,6 @@ TEST(CollectorSetup, ACuptiThatNamesNoCallFallsBackToWholeDomains) {
 TEST(CollectorSetup, KindsListEnablesOnlyTheNamedKindsAndKernelsAlways) {
   CollectorOptions o;
   o.kinds = "memcpy,MEMSET";
-  o.kinds_all = false;
   const CuptiApi api = make_fake_api();
   Collector c(o);
   ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
@@ -275,13 +274,12 @@ TEST(CollectorSetup, SelectTakesTheLibrarysSettingsBeforeStartOnly) {
 }
 
 TEST(CallbackScopeParse, NamesAndListsAsDocumented) {
-  bool unknown = true;
-  EXPECT_EQ(parse_callback_scope(nullptr, &unknown), CallbackScope::DeviceWork);
-  EXPECT_FALSE(unknown);
-  EXPECT_EQ(parse_callback_scope("all", &unknown), CallbackScope::All);
-  EXPECT_EQ(parse_callback_scope("none", &unknown), CallbackScope::None);
-  EXPECT_EQ(parse_callback_scope("everything", &unknown), CallbackScope::DeviceWork);
-  EXPECT_TRUE(unknown);
+  EXPECT_EQ(parse_callback_scope(nullptr), CallbackScope::DeviceWork);
+  EXPECT_EQ(parse_callback_scope(""), CallbackScope::DeviceWork);
+  EXPECT_EQ(parse_callback_scope("device-work"), CallbackScope::DeviceWork);
+  EXPECT_EQ(parse_callback_scope("all"), CallbackScope::All);
+  EXPECT_EQ(parse_callback_scope("none"), CallbackScope::None);
+  EXPECT_EQ(parse_callback_scope("everything"), std::nullopt);
   EXPECT_TRUE(is_device_work_call(CUPTI_CB_DOMAIN_RUNTIME_API, "cudaMemcpyAsync_ptsz_v7000"));
   EXPECT_TRUE(is_device_work_call(CUPTI_CB_DOMAIN_DRIVER_API, "cuStreamSynchronize_ptsz"));
   EXPECT_FALSE(is_device_work_call(CUPTI_CB_DOMAIN_DRIVER_API, "cudaMemcpy"));
