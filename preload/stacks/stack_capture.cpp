@@ -44,6 +44,7 @@ std::atomic<bool> g_fast{false};  // the fast walker first, libunwind when it ca
 std::atomic<uint64_t> g_fast_fallbacks{0};
 std::atomic<uint32_t> g_depth{32};
 std::atomic<uint64_t> g_unwind_failures{0};
+std::atomic<bool> g_fallback_wanted{false};  // a stack needed libunwind before it was loaded
 std::atomic<bool> g_modules_changed{false};
 bool g_sampled_stacks = false;  // the CPU sampler interns stacks too (set at start-up)
 StackTable* g_table = nullptr;  // never freed, for the same reason
@@ -57,16 +58,25 @@ thread_local bool t_unwinding __attribute__((tls_model("initial-exec"))) = false
 // configure_stacks only; empty when the configuration switched them off).
 std::string* g_off_reason = nullptr;
 
-// libunwind, the fast walker's fallback, loads on a thread of its own
-// (load_fallback_in_background): its dlopen and relocations were ~0.6 ms
-// of every traced process's start (docs/performance.md). Until it lands,
-// g_backtrace is this stand-in: a stack the fast walker cannot finish is
-// then recorded as not unwound, never waited for.
-int no_fallback_yet(void** /*buffer*/, int /*size*/) { return 0; }
+// libunwind, the fast walker's fallback, is loaded late and on a thread of
+// its own (load_fallback_in_background): its dlopen and relocations were
+// ~0.6 ms of every traced process's start (docs/performance.md), and a
+// load beside the start still held up the program's own first dlopen
+// (the CUDA runtime's of libcuda) on the loader's lock. The writer thread
+// starts it at its first poll after the first stack the fast walker could
+// not finish, or kFallbackLoadAfterNs into the capture, whichever is
+// first. Until it lands, g_backtrace is this stand-in: such a stack is
+// recorded as not unwound, never waited for.
+int no_fallback_yet(void** /*buffer*/, int /*size*/) {
+  g_fallback_wanted.store(true, std::memory_order_relaxed);
+  return 0;
+}
+constexpr uint64_t kFallbackLoadAfterNs = 200'000'000;
 
 enum class FallbackLoad : uint8_t { NotStarted, Loading, Loaded, Failed };
 std::atomic<FallbackLoad> g_fallback{FallbackLoad::NotStarted};
 std::string* g_fallback_missing = nullptr;  // why it failed; written before g_fallback says Failed
+uint64_t g_configured_ns = 0;               // when stacks were configured (the load's clock)
 
 }  // namespace
 
@@ -103,7 +113,8 @@ namespace {
 // off or reconfigured meanwhile keep their setting: the stand-in is only
 // replaced while it is still the one in use.
 void load_fallback_in_background() {
-  g_fallback.store(FallbackLoad::Loading, std::memory_order_relaxed);
+  FallbackLoad idle = FallbackLoad::NotStarted;
+  if (!g_fallback.compare_exchange_strong(idle, FallbackLoad::Loading, std::memory_order_acq_rel)) return;
   const auto load = [] {
     std::string why;
     BacktraceFn loaded = load_unwinder(&why);
@@ -127,11 +138,9 @@ void load_fallback_in_background() {
 // *g_off_reason) when there is none and the fast walker is off too.
 BacktraceFn fallback_walker(bool fast) {
   if (!fast) return load_unwinder(g_off_reason);
-  switch (g_fallback.load(std::memory_order_acquire)) {
-    case FallbackLoad::Loaded: return load_unwinder(nullptr);
-    case FallbackLoad::NotStarted: load_fallback_in_background(); [[fallthrough]];
-    default: return &no_fallback_yet;  // loading, or missing: the fast walker alone
-  }
+  g_configured_ns = capture::monotonic_ns();
+  // Loading (the writer starts it), or missing: the fast walker alone.
+  return g_fallback.load(std::memory_order_acquire) == FallbackLoad::Loaded ? load_unwinder(nullptr) : &no_fallback_yet;
 }
 
 }  // namespace
@@ -153,6 +162,10 @@ void configure_stacks(bool enabled, uint32_t depth, bool fast_walker) {
   if (backtrace == nullptr) return;
   // Release: a thread that sees the unwinder also sees the table.
   g_backtrace.store(backtrace, std::memory_order_release);
+}
+
+void start_fallback_unwinder_load() {
+  if (g_backtrace.load(std::memory_order_acquire) == &no_fallback_yet) load_fallback_in_background();
 }
 
 bool fallback_unwinder_settled() {
@@ -234,8 +247,10 @@ class StackSource final : public capture::TraceSource {
     emit_stacks(out);
   }
 
-  void poll(uint64_t /*now_ns*/, capture::ChunkBuilder& out) override {
+  void poll(uint64_t now_ns, capture::ChunkBuilder& out) override {
     if (!active_) return;
+    if (g_fallback_wanted.load(std::memory_order_relaxed) || now_ns >= g_configured_ns + kFallbackLoadAfterNs)
+      start_fallback_unwinder_load();
     write_status(out);
     if (g_modules_changed.exchange(false, std::memory_order_acq_rel) ||
         loader_generation() != generation_)

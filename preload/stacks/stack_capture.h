@@ -14,16 +14,19 @@ namespace gpuscope::stacks {
 // Once, at capture start, before any hook records. depth: frames per stack
 // (1..64). fast_walker: walk with cached unwind-table rules (fast_unwind.h)
 // and use libunwind.so.8 only for frames it cannot follow; libunwind then
-// loads on a thread of its own, and stacks the fast walker cannot finish
-// before it lands (or at all, without it) are recorded as not unwound, the
-// stack source noting a missing libunwind in the trace. false: libunwind
-// for every stack, loaded here; without it stacks stay off and the stack
-// source says why. A later call (tests, benchmarks) may change these or
-// switch stacks off and on; ids already given stay valid.
+// loads later, on a thread of its own (started from the stack source's
+// poll), and stacks the fast walker cannot finish before it lands (or at
+// all, without it) are recorded as not unwound, the stack source noting a
+// missing libunwind in the trace. false: libunwind for every stack, loaded
+// here; without it stacks stay off and the stack source says why. A later
+// call (tests, benchmarks) may change these or switch stacks off and on;
+// ids already given stay valid.
 void configure_stacks(bool enabled, uint32_t depth, bool fast_walker = true);
 
-// Whether the background load of libunwind (fast walker) has ended, loaded
-// or not; false before it started. For tests.
+// The fast walker's fallback: start its background load now, if it waits
+// for one (the stack source does this by itself), and whether that load
+// has ended, loaded or not. For tests.
+void start_fallback_unwinder_load();
 bool fallback_unwinder_settled();
 
 // Hot path: the id of the calling thread's current stack (0 = none, or

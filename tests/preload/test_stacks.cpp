@@ -249,7 +249,8 @@ TEST_F(StacksTest, LibraryLoadedLaterJoinsTheModuleMap) {
 // out of the global scope, so the program's backtrace() is still glibc's.
 TEST_F(StacksTest, LibunwindStaysOutOfTheGlobalScope) {
   ASSERT_NE(site_a(), 0u);
-  // The fast walker's fallback loads on a thread of its own.
+  // The fast walker's fallback loads later, on a thread of its own.
+  start_fallback_unwinder_load();
   for (int i = 0; i < 5000 && !fallback_unwinder_settled(); ++i) usleep(1000);
   ASSERT_TRUE(fallback_unwinder_settled());
   EXPECT_NE(dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD), nullptr);

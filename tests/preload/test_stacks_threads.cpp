@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <malloc.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,7 +184,8 @@ TEST(StacksOff, MissingLibunwindTurnsStacksOffAndSaysSo) {
 TEST(StacksOff, MissingLibunwindLeavesTheFastWalkerAndSaysSo) {
   if (std::getenv("GPUSCOPE_TEST_BROKEN_LIBUNWIND") != nullptr) {
     configure_stacks(true, 32);
-    EXPECT_NE(capture_at(1), 0u);  // whether or not the load has ended yet
+    EXPECT_NE(capture_at(1), 0u);  // before the load
+    start_fallback_unwinder_load();
     for (int i = 0; i < 5000 && !fallback_unwinder_settled(); ++i) usleep(1000);
     ASSERT_TRUE(fallback_unwinder_settled());
     EXPECT_NE(capture_at(3), 0u);
@@ -207,6 +209,44 @@ TEST(StacksOff, MissingLibunwindLeavesTheFastWalkerAndSaysSo) {
   const auto result = gpuscope::test::run(
       {"/proc/self/exe", "--gtest_filter=StacksOff.MissingLibunwindLeavesTheFastWalkerAndSaysSo"},
       gpuscope::test::environment_with({"LD_LIBRARY_PATH=" + dir.path(), "GPUSCOPE_TEST_BROKEN_LIBUNWIND=1"}));
+  EXPECT_EQ(result.exit_code(), 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("[  PASSED  ] 1 test"), std::string::npos) << result.out;
+}
+
+std::atomic<uint32_t> g_in_handler{0};
+void capture_in_handler(int) { g_in_handler.store(capture_at(1)); }
+
+uint32_t capture_across_a_signal_frame() {
+  struct sigaction sa{}, old{};
+  sa.sa_handler = capture_in_handler;
+  sigaction(SIGUSR1, &sa, &old);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &old, nullptr);
+  return g_in_handler.load();
+}
+
+// A stack the fast walker cannot finish (across a signal frame) before
+// libunwind is loaded is not unwound and never waited for; the stack
+// source's next poll starts the load, and from then on such a stack is
+// libunwind's. In a fresh process: nothing loaded libunwind before.
+TEST(StacksFallback, AStackNeedingLibunwindStartsItsLoadAtTheNextPoll) {
+  if (std::getenv("GPUSCOPE_TEST_FRESH_STACKS") != nullptr) {
+    configure_stacks(true, 32);
+    EXPECT_NE(capture_at(1), 0u);
+    EXPECT_EQ(capture_across_a_signal_frame(), 0u);
+    EXPECT_FALSE(fallback_unwinder_settled());
+    auto source = make_stack_source();
+    const auto out = run_source(*source, true);  // a poll at time 0: only the want starts it
+    ASSERT_TRUE(out.status.has_value());
+    EXPECT_EQ(out.status->unwind_failures, 1u);
+    for (int i = 0; i < 5000 && !fallback_unwinder_settled(); ++i) usleep(1000);
+    ASSERT_TRUE(fallback_unwinder_settled());
+    EXPECT_NE(capture_across_a_signal_frame(), 0u);
+    return;
+  }
+  const auto result = gpuscope::test::run(
+      {"/proc/self/exe", "--gtest_filter=StacksFallback.AStackNeedingLibunwindStartsItsLoadAtTheNextPoll"},
+      gpuscope::test::environment_with({"GPUSCOPE_TEST_FRESH_STACKS=1"}));
   EXPECT_EQ(result.exit_code(), 0) << result.out << result.err;
   EXPECT_NE(result.out.find("[  PASSED  ] 1 test"), std::string::npos) << result.out;
 }
