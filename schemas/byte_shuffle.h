@@ -160,8 +160,9 @@ __attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, 
   size_t i = 0;
   alignas(32) uint8_t stage[kStreaming ? 32 * kMaxStagedRecord : 32];
   for (; i + 32 <= n; i += 32) {
-    // Where the transpose writes: the output itself, or the stage.
-    uint8_t* out = kStreaming ? stage - i * size : dst;
+    // Where the transpose writes this group's 32 records: the output
+    // itself, or the stage.
+    uint8_t* group = kStreaming ? stage : dst + i * size;
     for (size_t c = 0; c < size; c += 16) {
       const bool half = size - c == 8;
       const size_t rows = half ? 8 : 16;
@@ -172,8 +173,8 @@ __attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, 
                         : _mm256_setzero_si256();
       transpose16x16_twice(a);
       for (size_t k = 0; k < 16; ++k) {
-        auto* lo = reinterpret_cast<__m128i*>(out + (i + k) * size + c);
-        auto* hi = reinterpret_cast<__m128i*>(out + (i + 16 + k) * size + c);
+        auto* lo = reinterpret_cast<__m128i*>(group + k * size + c);
+        auto* hi = reinterpret_cast<__m128i*>(group + (16 + k) * size + c);
         if (half) {
           _mm_storel_epi64(lo, _mm256_castsi256_si128(a[k]));
           _mm_storel_epi64(hi, _mm256_extracti128_si256(a[k], 1));
