@@ -37,6 +37,15 @@ grep -q '^dropped: *none' <<<"$info" || { echo "$info"; fail "events were droppe
 analysis=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$dir/pcie.gpuscope")
 grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope analyze gave no verdict"; }
 ! grep -q 'libunwind.so.8 not loaded' <<<"$analysis" || { echo "$analysis"; fail "no call stacks from the bundle"; }
+# libunwind itself (the bundle's, else the system's): the fast walker loads it only once a stack
+# needs it (or 200 ms in), so a short run may never; walking every stack
+# with it loads it at start, and without it stacks would be off.
+env -i PATH=/usr/bin:/bin HOME="$dir" GPUSCOPE_UNWINDER=libunwind "$root/samples/gpu-or-simgpu" "$root/samples" \
+  "$root/bin/gpuscope" run -o "$dir/libunwind.gpuscope" -- "$root/samples/bin/pcie_bound" --fixed \
+  >"$dir/run.log" 2>&1 || { cat "$dir/run.log"; fail "gpuscope run (GPUSCOPE_UNWINDER=libunwind) exited $?"; }
+unwound=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$dir/libunwind.gpuscope")
+grep -q 'call stacks: .* symbolized' <<<"$unwound" && ! grep -q 'libunwind.so.8 not loaded' <<<"$unwound" \
+  || { echo "$unwound"; fail "libunwind.so.8 (the bundle's, else the system's) does not load"; }
 # The conformance corpus runs from the bundle as gpu-check.sh runs it (here on simgpu).
 for variant in "" --static; do
   env -i PATH=/usr/bin:/bin HOME="$dir" python3 "$root/conformance/conformance.py" --program vector_add $variant \
