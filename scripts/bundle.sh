@@ -6,7 +6,7 @@
 #   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
 #   lib/libcupti.so.13      CUPTI (redistributable), dlopen'ed by libgpuscope.so at injection
-#   lib/libunwind.so.8      call stacks, dlopen'ed by libgpuscope.so when stacks are on
+#   lib/libunwind.so.8      call stacks: the fast walker's fallback, dlopen'ed by libgpuscope.so once a stack needs it (at start with GPUSCOPE_UNWINDER=libunwind)
 #   samples/bin/            the bottleneck samples and test programs (need the
 #                           node's libcudart.so.13, as any CUDA program does)
 #   samples/simgpu/         the simulated GPU, to try the bundle on a CPU machine
