@@ -71,7 +71,8 @@ trace_for() {  # events gzip(0|1) -> path; written once, reused
   echo "$out"
 }
 
-if "$gpuscope" --help 2>/dev/null | grep -qE "^ +import +"; then mode=import; else mode=info; fi
+help=$("$gpuscope" --help 2>/dev/null || true)
+if grep -qE "^ +import +" <<<"$help"; then mode=import; else mode=info; fi
 echo "# $(uname -m), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# gpuscope $mode, median of $runs runs; $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-10s %-9s %10s %9s %8s %8s %10s %10s %10s\n' tool file events MB wall_s cpu_s "Mev/s" "Mev/cpu-s" peak_MiB

@@ -46,7 +46,9 @@ cp -L "$cupti" "$stage/lib/libcupti.so.13"
 # (preload/stacks/unwinder.cpp): GPU nodes often have none installed, and
 # without it the traced program's calls carry no stacks (no call sites, no
 # Python lines). Its one dependency, liblzma.so.5, is part of every base image.
-unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/{print $NF; exit}')
+# awk reads to the end: leaving early would end ldconfig by SIGPIPE, and pipefail
+# would take its 141 for the script's.
+unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/ && !found {print $NF; found = 1}')
 [ -n "$unwind" ] || { echo "bundle: libunwind.so.8 not found (apt-get install libunwind-dev)" >&2; exit 1; }
 cp -L "$unwind" "$stage/lib/libunwind.so.8"
 # The shared libraries bin/gpuscope needs beyond glibc (elfutils libdw for

