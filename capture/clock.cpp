@@ -2,10 +2,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
+#include <string_view>
 
 #include "environment.h"
+#include "small_file.h"
 
 namespace gpuscope::capture {
 
@@ -17,10 +18,8 @@ bool tsc_timestamps_usable() {
 #if defined(__x86_64__)
   const char* choice = std::getenv(protocol::env::kClock);
   if (choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0) return false;
-  std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  std::string source;
-  in >> source;
-  return source == "tsc";
+  const std::string source = read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
+  return std::string_view(source).substr(0, source.find_first_of(" \n")) == "tsc";
 #else
   return false;
 #endif

@@ -126,6 +126,7 @@ CaptureConfig read_capture_config() {
   c.fast_unwinder = r.choice(env::kUnwinder) != env::kUnwinderLibunwind;
   r.number(env::kNvmlHz, &c.nvml_hz);
   r.number(env::kCpuSampling, &c.cpu_sampling_hz);
+  r.number(env::kCpuSamplingDelayMs, &c.cpu_sampling_delay_ms);
   r.check_the_rest();
   return c;
 }

@@ -31,6 +31,8 @@
 //   GPUSCOPE_NVML_HZ         NVML samples per second, 0 = off (default 20)
 //   GPUSCOPE_CPU_SAMPLING    CPU stack samples per second of a thread's CPU
 //                            time, 0 = off (default 1000; host_sampler.h)
+//   GPUSCOPE_CPU_SAMPLING_DELAY_MS  CPU sampling starts this far into the
+//                            capture (default 50; 0 = at its start)
 //   GPUSCOPE_CLOCK=monotonic hot-path timestamps from clock_gettime, not the TSC
 //   GPUSCOPE_DELAY_MS, GPUSCOPE_DURATION_MS, GPUSCOPE_CAPTURE_RANGE,
 //   GPUSCOPE_CAPTURE_RANGE_END   capture windows (capture_window.h)
@@ -72,6 +74,7 @@ struct CaptureConfig {
   bool python_stacks = true;
   uint32_t nvml_hz = 20;
   uint32_t cpu_sampling_hz = 1000;
+  uint32_t cpu_sampling_delay_ms = 50;
   // One sentence per GPUSCOPE_* variable that was set but cannot be used
   // (naming it, its value, what is accepted and what is used instead), and
   // per unknown GPUSCOPE_* name.

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "chunk_builder.h"
+#include "clock.h"
+#include "environment.h"
 #include "own_threads.h"
 #include "perf_ring.h"
 
@@ -124,16 +126,21 @@ class HostSampler final : public TraceSource {
     if (config_.hz == 0 || config_.intern_stack == nullptr) {
       status_.state = static_cast<uint8_t>(fb::HostSamplingState::Off);
     } else {
-      pid_ = getpid();
-      open_process_rings();
-      if (!rings_.empty()) open_thread_rings();
-      status_.state = static_cast<uint8_t>(rings_.empty() ? fb::HostSamplingState::Unavailable
-                                                          : fb::HostSamplingState::Active);
+      begun_ns_ = monotonic_ns();
+      start_pending_ = true;
+      // What a trace cut short before the start says (SIGKILL, a crash).
+      set_not_started("not started yet: sampling starts " + std::to_string(config_.start_after_ms) +
+                      " ms into the capture");
+      if (config_.start_after_ms == 0) start(begun_ns_);
     }
     write_status(out);
   }
 
   void poll(uint64_t now_ns, ChunkBuilder& out) override {
+    if (start_pending_) {
+      if (ending_) not_started_at_the_end(now_ns);
+      else if (now_ns - begun_ns_ >= config_.start_after_ms * 1'000'000ull) start(now_ns);
+    }
     for (Ring& ring : rings_) drain(ring, out);
     if (ending_) close_rings();
     else if (now_ns - last_thread_check_ns_ >= kThreadCheckNs) close_rings_of_gone_threads(now_ns);
@@ -144,6 +151,34 @@ class HostSampler final : public TraceSource {
   void end() override { ending_ = true; }
 
  private:
+  // The first perf_event_open of a task event after a second without any in
+  // the system makes the kernel switch its scheduler hooks on and wait out
+  // an RCU grace period (4-15 ms measured on a 2-vCPU VM); the process
+  // cannot end until that call returns. A program that ends within
+  // start_after_ms never pays it (docs/interception.md).
+  void start(uint64_t now_ns) {
+    start_pending_ = false;
+    status_.reason.clear();
+    pid_ = getpid();
+    open_process_rings();
+    if (!rings_.empty()) open_thread_rings();
+    status_.state = static_cast<uint8_t>(rings_.empty() ? fb::HostSamplingState::Unavailable
+                                                        : fb::HostSamplingState::Active);
+    last_thread_check_ns_ = now_ns;
+  }
+
+  void set_not_started(std::string why) {
+    status_.state = static_cast<uint8_t>(fb::HostSamplingState::Unavailable);
+    status_.reason = std::move(why);
+  }
+
+  void not_started_at_the_end(uint64_t now_ns) {
+    start_pending_ = false;
+    set_not_started("not started: the capture ended " + std::to_string((now_ns - begun_ns_) / 1'000'000) +
+                    " ms in, before sampling's start at " + std::to_string(config_.start_after_ms) + " ms (" +
+                    protocol::env::kCpuSamplingDelayMs + ")");
+  }
+
   // Per CPU, on the main thread, inherited by every thread started later.
   void open_process_rings() {
     bool keep_to_threads = true;
@@ -271,6 +306,8 @@ class HostSampler final : public TraceSource {
   size_t descriptors_left_ = 0;
   uint32_t pages_log2_ = 0;
   uint64_t last_thread_check_ns_ = 0;  // data pages per ring, as the locked-memory allowance permits
+  uint64_t begun_ns_ = 0;
+  bool start_pending_ = false;  // begun, sampling not started yet (start_after_ms)
   bool filter_pid_ = false;
   bool ending_ = false;
   container::HostSamplingData status_;

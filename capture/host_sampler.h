@@ -18,6 +18,14 @@
 // exist when capture starts (an attach to a running service) get one event
 // each, without inheritance.
 //
+// When: start_after_ms into the capture (GPUSCOPE_CPU_SAMPLING_DELAY_MS,
+// default 50), not at its start. The kernel's first task event after a
+// quiet second costs an RCU grace period (4-15 ms here) that the process
+// cannot end during; a millisecond-long tool never opens one. The price: no
+// samples of the first 50 ms, and a thread that a thread already running
+// then starts later is not sampled (as after an attach); the main thread's
+// new threads are.
+//
 // When the kernel refuses (EACCES under a stricter perf_event_paranoid,
 // ENOSYS or EPERM under seccomp, EMFILE, a memory-lock limit), capture goes
 // on without samples and the trace says why (Chunk.host_sampling).
@@ -39,6 +47,9 @@ struct HostSamplerConfig {
   uint32_t hz = 0;          // samples per second of a thread's CPU time; 0 = off
   uint32_t max_frames = 32;  // frames kept per sample
   StackInterner intern_stack = nullptr;
+  // Sampling starts this long into the capture: a program that ends sooner
+  // never pays the kernel's start of task perf events (host_sampler.cpp).
+  uint32_t start_after_ms = 0;
 };
 
 std::unique_ptr<TraceSource> make_host_sampler(const HostSamplerConfig& config);

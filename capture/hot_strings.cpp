@@ -1,6 +1,9 @@
 #include "hot_strings.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
+#include <span>
 
 namespace gpuscope::capture {
 namespace {
@@ -23,6 +26,17 @@ inline void cpu_relax() noexcept {
 
 }  // namespace
 
+HotStrings::HotStrings() noexcept {
+  void* mem = mmap(nullptr, kMappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return;
+  slots_ = static_cast<Slot*>(mem);
+  arena_ = static_cast<char*>(mem) + kSlots * sizeof(Slot);
+}
+
+HotStrings::~HotStrings() {
+  if (slots_ != nullptr) munmap(slots_, kMappedBytes);
+}
+
 std::string_view HotStrings::truncate(std::string_view text) noexcept {
   if (text.size() <= kMaxTextBytes) return text;
   size_t n = kMaxTextBytes;
@@ -33,13 +47,13 @@ std::string_view HotStrings::truncate(std::string_view text) noexcept {
 
 uint32_t HotStrings::intern(std::string_view text, std::atomic<uint32_t>& next_id) noexcept {
   text = truncate(text);
-  if (text.empty()) return 0;
+  if (text.empty() || slots_ == nullptr) return 0;
   const uint64_t h = hash_text(text);
   for (uint32_t probe = 0; probe < kProbeLimit; ++probe) {
     Slot& slot = slots_[(h + probe) & (kSlots - 1)];
-    uint64_t seen = slot.hash.load(std::memory_order_acquire);
+    uint64_t seen = hash_of(slot).load(std::memory_order_acquire);
     if (seen == 0) {
-      if (slot.hash.compare_exchange_strong(seen, h, std::memory_order_acq_rel)) return fill(slot, text, next_id);
+      if (hash_of(slot).compare_exchange_strong(seen, h, std::memory_order_acq_rel)) return fill(slot, text, next_id);
       // Lost the race for this slot: `seen` now holds the winner's hash.
     }
     if (seen != h) continue;
@@ -54,25 +68,25 @@ uint32_t HotStrings::fill(Slot& slot, std::string_view text, std::atomic<uint32_
   const auto n = static_cast<uint32_t>(text.size());
   const uint32_t offset = arena_used_.fetch_add(n, std::memory_order_relaxed);
   if (offset > kArenaBytes - n) {
-    slot.id.store(kUnusable, std::memory_order_release);  // the slot stays taken, the arena is spent
+    id_of(slot).store(kUnusable, std::memory_order_release);  // the slot stays taken, the arena is spent
     return 0;
   }
   std::memcpy(arena_ + offset, text.data(), n);
   slot.offset = offset;
   slot.length = n;
   const uint32_t id = next_id.fetch_add(1, std::memory_order_relaxed);
-  slot.id.store(id, std::memory_order_release);
+  id_of(slot).store(id, std::memory_order_release);
   published_.fetch_add(1, std::memory_order_release);
   return id;
 }
 
 // Another thread claimed the slot and is copying its text (a few hundred
 // bytes): wait a bounded number of spins, never block.
-uint32_t HotStrings::await_published(const Slot& slot) const noexcept {
-  uint32_t id = slot.id.load(std::memory_order_acquire);
+uint32_t HotStrings::await_published(Slot& slot) const noexcept {
+  uint32_t id = id_of(slot).load(std::memory_order_acquire);
   for (int spin = 0; id == kFilling && spin < 4096; ++spin) {
     cpu_relax();
-    id = slot.id.load(std::memory_order_acquire);
+    id = id_of(slot).load(std::memory_order_acquire);
   }
   return id;
 }
@@ -84,9 +98,10 @@ bool HotStrings::holds(const Slot& slot, std::string_view text) const noexcept {
 void HotStrings::collect(bool all, std::vector<std::pair<uint32_t, std::string>>* out) {
   const uint32_t published = published_.load(std::memory_order_acquire);
   if (!all && published == collected_count_) return;  // nothing new: skip the scan
-  for (Slot& slot : slots_) {
-    if (slot.hash.load(std::memory_order_acquire) == 0) continue;
-    const uint32_t id = slot.id.load(std::memory_order_acquire);
+  if (slots_ == nullptr) return;
+  for (Slot& slot : std::span(slots_, kSlots)) {
+    if (hash_of(slot).load(std::memory_order_acquire) == 0) continue;
+    const uint32_t id = id_of(slot).load(std::memory_order_acquire);
     if (id == kFilling || id == kUnusable || (slot.collected && !all)) continue;
     slot.collected = true;
     out->emplace_back(id, std::string(arena_ + slot.offset, slot.length));

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,8 +28,13 @@ class HotStrings {
   static constexpr size_t kMaxTextBytes = 512;          // longer messages are truncated
   static constexpr uint32_t kProbeLimit = 64;
 
-  // Non-defaulted on purpose: the arena stays untouched (not resident) until used.
-  HotStrings() noexcept {}
+  // The slots and the arena are one anonymous mapping: its pages are zero
+  // (every slot free) and cost nothing until an intern touches them.
+  // Zeroing 8192 slots in a constructor faulted in their 48 pages at every
+  // traced start (docs/performance.md). Without the mapping, nothing is
+  // interned here (0: the caller's fallback).
+  HotStrings() noexcept;
+  ~HotStrings();
   HotStrings(const HotStrings&) = delete;
   HotStrings& operator=(const HotStrings&) = delete;
 
@@ -50,23 +56,32 @@ class HotStrings {
   static constexpr uint32_t kFilling = 0;          // slot claimed, text not yet published
   static constexpr uint32_t kUnusable = UINT32_MAX;  // claimed, but the arena was full
 
+  // All zero bytes is a free slot (the mapping's pages start so); `hash`
+  // and `id` are shared between threads through std::atomic_ref.
   struct Slot {
-    std::atomic<uint64_t> hash{0};  // 0: free
-    std::atomic<uint32_t> id{kFilling};
-    uint32_t length = 0;            // written before `id` is published
-    uint32_t offset = 0;
-    bool collected = false;         // writer only
+    uint64_t hash;     // 0: free
+    uint32_t id;       // kFilling until published
+    uint32_t length;   // written before `id` is published
+    uint32_t offset;
+    bool collected;    // writer only
   };
+  static_assert(std::is_trivially_default_constructible_v<Slot>);
+  static_assert(kFilling == 0, "a zero id reads as not yet published");
 
   uint32_t fill(Slot& slot, std::string_view text, std::atomic<uint32_t>& next_id) noexcept;
-  uint32_t await_published(const Slot& slot) const noexcept;
+  uint32_t await_published(Slot& slot) const noexcept;
   bool holds(const Slot& slot, std::string_view text) const noexcept;
 
-  Slot slots_[kSlots];
+  static constexpr size_t kMappedBytes = kSlots * sizeof(Slot) + kArenaBytes;
+
+  static std::atomic_ref<uint64_t> hash_of(Slot& s) noexcept { return std::atomic_ref<uint64_t>(s.hash); }
+  static std::atomic_ref<uint32_t> id_of(Slot& s) noexcept { return std::atomic_ref<uint32_t>(s.id); }
+
+  Slot* slots_ = nullptr;  // kSlots of them, then the arena
+  char* arena_ = nullptr;
   std::atomic<uint32_t> arena_used_{0};
   std::atomic<uint32_t> published_{0};
   uint32_t collected_count_ = 0;  // writer only
-  char arena_[kArenaBytes];
 };
 
 }  // namespace gpuscope::capture

@@ -9,7 +9,6 @@
 #include <array>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
 #include <initializer_list>
 #include <iterator>
 #include <string_view>
@@ -17,16 +16,12 @@
 #include "clock.h"
 #include "environment.h"
 #include "gpuscope_version.h"
+#include "small_file.h"
 
 extern char** environ;
 
 namespace gpuscope::capture {
 namespace {
-
-std::string read_small_file(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 std::string trim_newline(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();

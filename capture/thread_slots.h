@@ -74,7 +74,9 @@ class SlotPool {
   void recycle(ThreadSlot& slot, uint64_t* retired_drops) noexcept;
 
  private:
-  std::unique_ptr<ThreadSlot[]> slots_;
+  size_t slot_bytes() const noexcept { return sizeof(ThreadSlot) * count_; }
+
+  ThreadSlot* slots_ = nullptr;  // count_ of them, in a mapping of their own
   std::byte* memory_ = nullptr;
   size_t mapped_bytes_ = 0;
   size_t ring_bytes_ = 0;

@@ -66,7 +66,8 @@ std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::C
       cupti::not_injected_reason(std::getenv("CUDA_INJECTION64_PATH"), capture::own_library_path());
   std::vector<std::unique_ptr<capture::TraceSource>> sources;
   // Before the stack source: the stacks a poll's samples add go out in the same chunk.
-  sources.push_back(capture::make_host_sampler({config.cpu_sampling_hz, config.stack_depth, stacks::intern_sampled_stack}));
+  sources.push_back(capture::make_host_sampler(
+      {config.cpu_sampling_hz, config.stack_depth, stacks::intern_sampled_stack, config.cpu_sampling_delay_ms}));
   sources.push_back(stacks::make_stack_source());
   sources.push_back(python::make_python_source());
   sources.push_back(gpu::make_gpu_source(config));

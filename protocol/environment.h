@@ -38,6 +38,7 @@ inline constexpr char kPythonStacks[] = "GPUSCOPE_PYTHON_STACKS";  // Python fra
 inline constexpr char kUnwinder[] = "GPUSCOPE_UNWINDER";
 inline constexpr char kNvmlHz[] = "GPUSCOPE_NVML_HZ";
 inline constexpr char kCpuSampling[] = "GPUSCOPE_CPU_SAMPLING";  // CPU stack samples per second, 0 = off
+inline constexpr char kCpuSamplingDelayMs[] = "GPUSCOPE_CPU_SAMPLING_DELAY_MS";  // sampling starts this far in
 inline constexpr char kClock[] = "GPUSCOPE_CLOCK";
 inline constexpr char kDelayMs[] = "GPUSCOPE_DELAY_MS";        // capture windows (capture_range.h)
 inline constexpr char kDurationMs[] = "GPUSCOPE_DURATION_MS";

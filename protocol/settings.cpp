@@ -39,6 +39,7 @@ constexpr Setting kSettings[] = {
      "using gpuscope's own unwinder (libunwind as fallback)"},
     {env::kNvmlHz, Kind::Number, 0, 1000},
     {env::kCpuSampling, Kind::Number, 0, 10'000},
+    {env::kCpuSamplingDelayMs, Kind::Number, 0, 600'000},
     {env::kClock, Kind::Choice, 0, 0, "monotonic|tsc", "using the TSC where it is usable"},
     {env::kDelayMs, Kind::Number, 0, kMaxWindowMs, {}, kWholeRun},
     {env::kDurationMs, Kind::Number, 0, kMaxWindowMs, {}, kWholeRun},

@@ -23,6 +23,8 @@
 #define GPUSCOPE_SHUFFLE_AVX2 1
 #endif
 
+#include "cpu_features.h"
+
 namespace gpuscope::container {
 
 inline constexpr size_t kShuffleBlock = 256;
@@ -193,10 +195,7 @@ __attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, 
 }
 #undef GPUSCOPE_AVX2_FN
 
-inline bool has_avx2() noexcept {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
+inline bool has_avx2() noexcept { return cpu_has_avx2(); }
 #endif
 
 // One block of n records: the widest transpose first, the rest narrower.

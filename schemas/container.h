@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu_features.h"
+
 namespace gpuscope::container {
 
 // Bump major for changes old readers cannot read; minor for additions they
@@ -108,13 +110,6 @@ __attribute__((target("sse4.2"))) inline uint32_t crc32c_sse42(const void* data,
   return c32 ^ 0xFFFFFFFFu;
 }
 
-inline bool cpu_has_sse42() {
-  static const bool has = [] {
-    __builtin_cpu_init();  // may run from a constructor, before libgcc's own init
-    return __builtin_cpu_supports("sse4.2") != 0;
-  }();
-  return has;
-}
 #endif
 
 inline uint32_t crc32c(const void* data, size_t size) {

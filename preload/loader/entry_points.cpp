@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,8 +65,11 @@ EntryTable* build_table(void* p) {
   table->epoch = g_epoch.load(std::memory_order_acquire);
   object_range(map, *table);
   // A link map is a handle; glibc's dlsym, not ours: this is no lookup of the program's.
+  // cuGetProcAddress answers with driver entry points only: the runtime's
+  // names (half the hooks) are never asked for, a dlsym each saved.
   for (const HookFamily family : hook_families())
     for (HookSlot* slot : family()) {
+      if (std::string_view(slot->name).starts_with("cuda")) continue;
       const auto a = reinterpret_cast<uintptr_t>(capture::real_dlsym()(map, slot->name));
       if (a != 0 && a >= table->low && a < table->high) table->by_address.emplace_back(a, slot);
     }

@@ -26,7 +26,7 @@ class CpuSamples : public ::testing::Test {
   // `gpuscope run` of cpu_bound with `args`, started through `wrapper`
   // (a program that execs the rest of its command line) when given.
   std::string trace(const std::vector<std::string>& args, const std::string& wrapper = "",
-                    const std::vector<std::string>& run_options = {}) {
+                    const std::vector<std::string>& run_options = {}, const std::vector<std::string>& env = {}) {
     const std::string path = dir_.file("cpu_bound" + std::to_string(++n_) + ".gpuscope");
     std::vector<std::string> argv;
     if (!wrapper.empty()) argv.push_back(bin(wrapper));
@@ -36,8 +36,9 @@ class CpuSamples : public ::testing::Test {
     argv.push_back("--");
     argv.push_back(bin("cpu_bound"));
     argv.insert(argv.end(), args.begin(), args.end());
-    last_run_ = run(argv, environment_with({"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)},
-                                           {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+    std::vector<std::string> set = {"LD_LIBRARY_PATH=" + std::string(GPUSCOPE_SIMGPU_LIB_DIR)};
+    set.insert(set.end(), env.begin(), env.end());
+    last_run_ = run(argv, environment_with(set, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
     EXPECT_EQ(last_run_.exit_code(), 0) << last_run_.err;
     return path;
   }
@@ -130,6 +131,36 @@ TEST_F(CpuSamples, SamplingSwitchedOffIsSaidSo) {
   ASSERT_TRUE(t.summary.host_sampling.has_value());
   EXPECT_EQ(t.summary.host_sampling->state, static_cast<uint8_t>(fb::HostSamplingState::Off));
   EXPECT_TRUE(t.host_samples.empty());
+}
+
+// Sampling starts GPUSCOPE_CPU_SAMPLING_DELAY_MS into the capture: a
+// program that ends sooner never opens a perf event (whose first open can
+// cost the process ~10 ms), and its trace says why it has no samples.
+TEST_F(CpuSamples, AProgramThatEndsBeforeSamplingStartsNeverOpensAnEvent) {
+  // Under the wrapper every perf_event_open fails: the reason tells whether one was tried.
+  const std::string path = trace({"--batches", "5"}, "no_perf_events", {}, {"GPUSCOPE_CPU_SAMPLING_DELAY_MS=600000"});
+  const TraceContents t = read_trace_file(path);
+  ASSERT_TRUE(t.opened) << t.error;
+  ASSERT_TRUE(t.summary.host_sampling.has_value());
+  EXPECT_EQ(t.summary.host_sampling->state, static_cast<uint8_t>(fb::HostSamplingState::Unavailable));
+  const std::string& reason = t.summary.host_sampling->reason;
+  EXPECT_NE(reason.find("not started: the capture ended "), std::string::npos) << reason;
+  EXPECT_NE(reason.find("before sampling's start at 600000 ms (GPUSCOPE_CPU_SAMPLING_DELAY_MS)"), std::string::npos)
+      << reason;
+  EXPECT_TRUE(t.host_samples.empty());
+  const auto text = run({gpuscope_exe(), "analyze", path});
+  EXPECT_NE(text.out.find("CPU stack samples: unavailable (not started: the capture ended"), std::string::npos)
+      << text.out;
+}
+
+TEST_F(CpuSamples, WithNoDelaySamplingStartsWithTheCapture) {
+  // Ended long before the default 50 ms with the delay: 2 short batches.
+  const TraceContents t = read_trace_file(
+      trace({"--batches", "2", "--items", "4096"}, "", {}, {"GPUSCOPE_CPU_SAMPLING_DELAY_MS=0"}));
+  ASSERT_TRUE(t.opened) << t.error;
+  ASSERT_TRUE(t.summary.host_sampling.has_value());
+  EXPECT_EQ(t.summary.host_sampling->state, static_cast<uint8_t>(fb::HostSamplingState::Active))
+      << t.summary.host_sampling->reason;
 }
 
 }  // namespace
