@@ -28,7 +28,7 @@ namespace {
 
 static_assert(sizeof(fb::HostSample) == 16, "a HostSample is 16 bytes on disk (docs/trace-format.md)");
 
-constexpr uint32_t kMaxDataPagesLog2 = 3;  // 8 pages (32 KiB) per ring: ~100 ms of samples at 1 kHz
+constexpr uint32_t kMaxDataPagesLog2 = 3;  // 8 pages (32 KiB) per ring: ~400 ms of samples at the default 250 Hz
 constexpr uint32_t kMaxChainFrames = 64;   // GPUSCOPE_STACK_DEPTH's bound; below perf_event_max_stack's 127
 
 constexpr uint64_t kThreadCheckNs = 1'000'000'000;  // how often threads sampled one by one are looked for

@@ -443,7 +443,7 @@ Subcommand add_run_command(CLI::App& app) {
   run->add_option("--nvml-hz", o->nvml_hz, "GPU metric samples per second, 0 = off (default 20)")
       ->check(library_range(protocol::env::kNvmlHz));
   run->add_option("--cpu-sampling", o->cpu_sampling_hz,
-                  "CPU stack samples per second of each thread's CPU time, 0 = off (default 1000)")
+                  "CPU stack samples per second of each thread's CPU time, 0 = off (default 250)")
       ->check(library_range(protocol::env::kCpuSampling));
   add_capture_window_options(run, o.get());
   run->add_flag("--standby", o->standby, "Load idle and write nothing until `gpuscope attach PID` asks for a trace");

@@ -90,7 +90,9 @@ TEST_F(CpuSamples, TheCpuBoundFindingCitesTheHostLoopThatBurnsTheCpu) {
 TEST_F(CpuSamples, TheFixedVariantsWorkerThreadsAreSampledFromTheirStart) {
   // Each batch's worker prepares half of 262144 items: several ms of CPU, so
   // several samples, however fast the machine.
-  const TraceContents t = read_trace_file(trace({"--batches", "30", "--fixed", "--threads", "2", "--items", "262144"}));
+  // At 1 kHz (the default is 250 Hz): each short worker must get samples.
+  const TraceContents t = read_trace_file(
+      trace({"--batches", "30", "--fixed", "--threads", "2", "--items", "262144"}, "", {"--cpu-sampling", "1000"}));
   ASSERT_TRUE(t.opened) << t.error;
   ASSERT_TRUE(t.summary.host_sampling.has_value());
   EXPECT_EQ(t.summary.host_sampling->state, static_cast<uint8_t>(fb::HostSamplingState::Active));
