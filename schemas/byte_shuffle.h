@@ -195,7 +195,10 @@ __attribute__((target("avx2"))) inline size_t unshuffle_avx2(const uint8_t* in, 
 }
 #undef GPUSCOPE_AVX2_FN
 
-inline bool has_avx2() noexcept { return cpu_has_avx2(); }
+inline bool has_avx2() noexcept {
+  static const bool yes = cpu_has_avx2();  // asked per block: once is enough
+  return yes;
+}
 #endif
 
 // One block of n records: the widest transpose first, the rest narrower.
