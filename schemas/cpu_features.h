@@ -6,7 +6,11 @@
 #pragma once
 
 #if defined(__x86_64__)
+// The header is C: its inline functions return _Bool, which g++ takes as
+// an extension and clang++ (the fuzzing build) does not.
+#define _Bool bool
 #include <sys/platform/x86.h>
+#undef _Bool
 
 namespace gpuscope::container {
 
