@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,19 @@ bool is_toolkit_inline(const Frame& f) {
 }
 
 bool is_gpuscope_module(const std::string& path) { return basename_of(path).starts_with("libgpuscope"); }
+
+// The C and C++ runtime: named by their symbols only. Their DWARF, where a
+// distribution's debug package installs it, is a separate compressed file
+// (libc6-dbg: 3 MB, inflated in full on first use, ~40 ms), and its file and
+// line ("clock_gettime.c:42") say nothing about the traced program. The
+// report is then also the same with or without those packages.
+bool is_language_runtime(const std::string& module) {
+  static constexpr std::string_view kRuntimes[] = {"libc.so",      "libc-",         "ld-linux",   "libm.so",
+                                                   "libstdc++.so", "libgcc_s.so",   "libpthread", "libdl.so",
+                                                   "librt.so",     "libresolv.so"};
+  return std::any_of(std::begin(kRuntimes), std::end(kRuntimes),
+                     [&](std::string_view prefix) { return module.starts_with(prefix); });
+}
 
 // The name of a subprogram or inlined call, through its abstract origin.
 std::string die_name(Dwarf_Die* die) {
@@ -74,6 +89,21 @@ struct Symbolizer::Impl {
   Dwfl* dwfl = nullptr;
   const reader::TraceSummary* summary = nullptr;
   std::set<std::string> stale;  // files whose build-id is not the traced one
+  // Each return address resolved once: CPU samples and call sites repeat a
+  // few hundred addresses thousands of times, and every DWARF lookup walks
+  // the compile unit's tree of DIEs (most of `analyze` on a short trace).
+  struct Resolved {
+    std::vector<Frame> frames;
+    bool symbolized = false;
+  };
+  mutable std::unordered_map<uint64_t, Resolved> resolved_at;
+
+  void frames_at(uint64_t pc, std::vector<Frame>& out, bool* resolved) const {
+    auto [it, fresh] = resolved_at.try_emplace(pc);
+    if (fresh) resolve(pc, it->second.frames, &it->second.symbolized);
+    out.insert(out.end(), it->second.frames.begin(), it->second.frames.end());
+    *resolved = it->second.symbolized;
+  }
 
   const container::ModuleDescription* module_at(uint64_t pc) const {
     for (const auto& m : summary->modules)
@@ -82,7 +112,7 @@ struct Symbolizer::Impl {
   }
 
   // Appends the frames of one return address: inlined calls innermost first.
-  void frames_at(uint64_t pc, std::vector<Frame>& out, bool* resolved) const {
+  void resolve(uint64_t pc, std::vector<Frame>& out, bool* resolved) const {
     const container::ModuleDescription* desc = module_at(pc);
     Frame base;
     base.module = desc ? basename_of(desc->path) : "";
@@ -96,6 +126,11 @@ struct Symbolizer::Impl {
     const uint64_t at = pc - 1;  // inside the call instruction, not after it
     Frame outer = base;
     outer.function = demangle(dwfl_module_addrname(mod, at));
+    *resolved = !outer.function.empty();
+    if (is_language_runtime(outer.module)) {
+      out.push_back(outer);
+      return;
+    }
     if (Dwfl_Line* line = dwfl_module_getsrc(mod, at)) {
       int lineno = 0;
       if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
@@ -103,7 +138,6 @@ struct Symbolizer::Impl {
         outer.line = lineno;
       }
     }
-    *resolved = !outer.function.empty();
     add_inlined(mod, at, outer, out);
   }
 

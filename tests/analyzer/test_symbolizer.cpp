@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <string>
 
 #include "kernel_names.h"
@@ -16,20 +17,24 @@
 namespace gpuscope::analyzer {
 namespace {
 
+// A loaded object's address range as the capture side records it.
+void describe_loaded(const dl_phdr_info* info, container::ModuleDescription* m) {
+  m->load_address = info->dlpi_addr;
+  m->low_address = UINT64_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    m->low_address = std::min<uint64_t>(m->low_address, info->dlpi_addr + ph.p_vaddr);
+    m->high_address = std::max<uint64_t>(m->high_address, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+}
+
 // The main executable as the capture side records it.
 container::ModuleDescription this_executable(const std::string& path) {
   container::ModuleDescription m;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
-        auto* m = static_cast<container::ModuleDescription*>(out);
-        m->load_address = info->dlpi_addr;
-        m->low_address = UINT64_MAX;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD) continue;
-          m->low_address = std::min<uint64_t>(m->low_address, info->dlpi_addr + ph.p_vaddr);
-          m->high_address = std::max<uint64_t>(m->high_address, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-        }
+        describe_loaded(info, static_cast<container::ModuleDescription*>(out));
         return 1;  // the first object is the executable
       },
       &m);
@@ -104,6 +109,57 @@ TEST(Symbolizer, ADifferentBuildIdIsNotTrusted) {
   const auto frames = symbols.stack(7, 8);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_TRUE(frames[0].function.empty()) << frames[0].text();
+}
+
+TEST(Symbolizer, AnAddressInManyStacksResolvesAlikeInEach) {
+  const uint64_t pc = outer_function();
+  reader::TraceSummary s = summary_with(this_executable(self_path()), pc);
+  s.stacks[8] = {pc, pc};
+  const Symbolizer symbols(s);
+  const auto once = symbols.stack(7, 8);
+  const auto twice = symbols.stack(8, 8);
+  ASSERT_EQ(once.size(), 2u);
+  ASSERT_EQ(twice.size(), 4u);
+  for (size_t i = 0; i < twice.size(); ++i) EXPECT_EQ(twice[i].text(), once[i % 2].text());
+  EXPECT_EQ(symbols.symbolized(), 3u);  // every use counts, resolved or remembered
+}
+
+// The loaded object whose path contains `name`, described as the capture
+// side records it.
+container::ModuleDescription loaded_module(const char* name) {
+  struct Search {
+    const char* name;
+    container::ModuleDescription m;
+  } search{name, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        auto* s = static_cast<Search*>(out);
+        if (info->dlpi_name == nullptr || std::strstr(info->dlpi_name, s->name) == nullptr) return 0;
+        s->m.path = info->dlpi_name;
+        describe_loaded(info, &s->m);
+        return 1;
+      },
+      &search);
+  search.m.id = 2;
+  return search.m;
+}
+
+// libc's frames by their symbols alone, whether or not a debug package
+// would give them source lines: those lines say nothing of the program.
+TEST(Symbolizer, CRuntimeFramesAreNamedWithoutSourceLines) {
+  const container::ModuleDescription libc = loaded_module("/libc.so.6");
+  ASSERT_FALSE(libc.path.empty());
+  // A return address just past the entry of getpid: the lookup is at pc - 1.
+  const uint64_t pc = reinterpret_cast<uint64_t>(&getpid) + 1;
+  ASSERT_TRUE(pc >= libc.low_address && pc < libc.high_address);
+  const reader::TraceSummary s = summary_with(libc, pc);
+  const Symbolizer symbols(s);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].function.find("getpid"), std::string::npos) << frames[0].text();
+  EXPECT_TRUE(frames[0].file.empty()) << frames[0].text();
+  EXPECT_FALSE(frames[0].inlined);
+  EXPECT_EQ(frames[0].module, "libc.so.6");
 }
 
 TEST(Symbolizer, UnknownStackIsEmpty) {
