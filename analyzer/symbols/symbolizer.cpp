@@ -5,6 +5,8 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -70,9 +72,43 @@ int die_int(Dwarf_Die* die, int at) {
   return static_cast<int>(v);
 }
 
+bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+// Whether libdwfl's own search (/usr/lib/debug/.build-id, then the
+// .gnu_debuglink name beside the file, in .debug/ and under /usr/lib/debug)
+// can find a separate debug file for `mod`.
+bool local_debuginfo_exists(Dwfl_Module* mod, const char* file_name, const char* debuglink_file) {
+  const unsigned char* id = nullptr;
+  GElf_Addr vaddr = 0;
+  const int len = dwfl_module_build_id(mod, &id, &vaddr);
+  if (len > 1) {
+    std::string path = fmt::format("/usr/lib/debug/.build-id/{:02x}/", id[0]);
+    for (int i = 1; i < len; ++i) path += fmt::format("{:02x}", id[i]);
+    if (exists(path + ".debug")) return true;
+  }
+  if (debuglink_file == nullptr || file_name == nullptr) return false;
+  const std::string dir = std::filesystem::path(file_name).parent_path().string();
+  return exists(dir + "/" + debuglink_file) || exists(dir + "/.debug/" + debuglink_file) ||
+         exists("/usr/lib/debug" + dir + "/" + debuglink_file);
+}
+
+// libdw 0.188 falls back to debuginfod for every module without a local
+// debug file, and loads libdebuginfod (with libcurl and some 25 libraries:
+// ~18 ms) to do so even when no server is configured. The fallback is kept
+// for users who set DEBUGINFOD_URLS; otherwise the standard search runs only
+// where it can succeed without it.
+int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
+                   const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  const char* servers = std::getenv("DEBUGINFOD_URLS");
+  if ((servers == nullptr || servers[0] == '\0') && !local_debuginfo_exists(mod, file_name, debuglink_file))
+    return -1;
+  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                      debuginfo_file_name);
+}
+
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };

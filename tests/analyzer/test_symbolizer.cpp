@@ -3,6 +3,7 @@
 // shows as its own frame, and a module whose file is gone (or whose
 // build-id differs) is left as module+offset.
 #include <gtest/gtest.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <unistd.h>
 
@@ -160,6 +161,25 @@ TEST(Symbolizer, CRuntimeFramesAreNamedWithoutSourceLines) {
   EXPECT_TRUE(frames[0].file.empty()) << frames[0].text();
   EXPECT_FALSE(frames[0].inlined);
   EXPECT_EQ(frames[0].module, "libc.so.6");
+}
+
+bool is_loaded(const char* name) { return loaded_module(name).low_address != 0; }
+
+// A module without a local debug file (liblzma, which libdw itself loads)
+// is named from its own symbols; asking libdw's debuginfod fallback would
+// load libcurl and some 25 libraries for a server nobody configured.
+TEST(Symbolizer, NoDebuginfodClientUnlessAServerIsConfigured) {
+  unsetenv("DEBUGINFOD_URLS");
+  void* const lzma_function = dlsym(RTLD_DEFAULT, "lzma_version_number");
+  ASSERT_NE(lzma_function, nullptr);
+  ASSERT_FALSE(is_loaded("libdebuginfod"));
+  const reader::TraceSummary s =
+      summary_with(loaded_module("/liblzma.so"), reinterpret_cast<uint64_t>(lzma_function) + 1);
+  const Symbolizer symbols(s);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].function.find("lzma_version_number"), std::string::npos) << frames[0].text();
+  EXPECT_FALSE(is_loaded("libdebuginfod"));
 }
 
 TEST(Symbolizer, UnknownStackIsEmpty) {
