@@ -1,12 +1,14 @@
 #include "shared_state.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -194,8 +196,25 @@ Segment* open_private() {
 // This process's slot, taking a dead process's one on first use; `hint` is
 // where it was last time (a forked child inherits its parent's, hence the
 // pid check). The caller holds d.mu.
+// This process's pid without a system call: own_slot() runs under the lock
+// on every launch, and a syscall there (~1 us on a VM) is a window in which
+// NVML's queries wait, which no real driver's launch path has.
+std::atomic<int> g_self_pid{0};
+
+int self_pid() {
+  int pid = g_self_pid.load(std::memory_order_relaxed);
+  if (pid == 0) {
+    static const bool reset_in_children = [] {
+      return pthread_atfork(nullptr, nullptr, [] { g_self_pid.store(0, std::memory_order_relaxed); }) == 0;
+    }();
+    (void)reset_in_children;
+    g_self_pid.store(pid = getpid(), std::memory_order_relaxed);
+  }
+  return pid;
+}
+
 ProcSlot* own_slot(DeviceLog& d, int& hint) {
-  const int self = getpid();
+  const int self = self_pid();
   if (hint >= 0 && hint < kProcs && d.procs[hint].pid == self) return &d.procs[hint];
   int free_slot = -1;
   for (int i = 0; i < kProcs; ++i) {
@@ -215,6 +234,17 @@ void charge(ProcSlot* s, Activity kind, int64_t start, int64_t end) {
   s->attached = 1;  // work on the device means a context on it
   s->busy_ns[work] += static_cast<double>(end - start);
   s->busy_until[work] = std::max(s->busy_until[work], end);
+}
+
+// The attached processes' slots, copied under the lock; whether each is
+// still alive (a kill and a read of /proc, tens of microseconds) is asked
+// after it is released, so the launch path never waits for it.
+std::vector<ProcSlot> attached_slots(DeviceLog& d) {
+  std::vector<ProcSlot> slots;
+  Lock lock(d.mu);
+  for (const ProcSlot& s : d.procs)
+    if (s.attached) slots.push_back(s);
+  return slots;
 }
 
 }  // namespace
@@ -336,11 +366,8 @@ void SharedState::add_process_memory(int device, int64_t delta) {
 std::vector<ProcessUsage> SharedState::processes(int device) const {
   std::vector<ProcessUsage> out;
   if (device < 0 || device >= kMaxDevices) return out;
-  DeviceLog& d = segment_->devices[device];
-  Lock lock(d.mu);
-  for (const ProcSlot& s : d.procs) {
-    if (s.attached && alive(s.pid)) out.push_back({s.pid, static_cast<uint64_t>(s.memory)});
-  }
+  for (const ProcSlot& s : attached_slots(segment_->devices[device]))
+    if (alive(s.pid)) out.push_back({s.pid, static_cast<uint64_t>(s.memory)});
   return out;
 }
 
@@ -352,16 +379,12 @@ std::vector<ProcessUsage> SharedState::processes(int device) const {
 std::vector<ProcessActivity> SharedState::process_activity(int device, int64_t at) const {
   std::vector<ProcessActivity> out;
   if (device < 0 || device >= kMaxDevices) return out;
-  DeviceLog& d = segment_->devices[device];
-  Lock lock(d.mu);
   const auto done = [at](const ProcSlot& s, int work) {
     const double total = s.busy_ns[work];
     return total - std::clamp(static_cast<double>(s.busy_until[work] - at), 0.0, total);
   };
-  for (const ProcSlot& s : d.procs) {
-    if (s.attached && alive(s.pid))
-      out.push_back({s.pid, s.attached_ns, done(s, kProcKernels), done(s, kProcCopies)});
-  }
+  for (const ProcSlot& s : attached_slots(segment_->devices[device]))
+    if (alive(s.pid)) out.push_back({s.pid, s.attached_ns, done(s, kProcKernels), done(s, kProcCopies)});
   return out;
 }
 
