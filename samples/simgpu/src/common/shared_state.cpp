@@ -193,9 +193,6 @@ Segment* open_private() {
   return seg;
 }
 
-// This process's slot, taking a dead process's one on first use; `hint` is
-// where it was last time (a forked child inherits its parent's, hence the
-// pid check). The caller holds d.mu.
 // This process's pid without a system call: own_slot() runs under the lock
 // on every launch, and a syscall there (~1 us on a VM) is a window in which
 // NVML's queries wait, which no real driver's launch path has.
@@ -213,6 +210,9 @@ int self_pid() {
   return pid;
 }
 
+// This process's slot, taking a dead process's one on first use; `hint` is
+// where it was last time (a forked child inherits its parent's, hence the
+// pid check). The caller holds d.mu.
 ProcSlot* own_slot(DeviceLog& d, int& hint) {
   const int self = self_pid();
   if (hint >= 0 && hint < kProcs && d.procs[hint].pid == self) return &d.procs[hint];
