@@ -147,8 +147,9 @@ std::optional<PipelineError> TraceAnalysis::build_model(const AnalysisScope& sco
 
 // Symbols first: the CPU-bound rule names the functions the CPU samples
 // fell in (host_profile.h).
-void TraceAnalysis::run_rules() {
-  symbols_ = std::make_unique<Symbolizer>(model_.summary);
+void TraceAnalysis::run_rules(Detail detail) {
+  symbols_ = std::make_unique<Symbolizer>(
+      model_.summary, detail == Detail::Full ? Symbolizer::Modules::Read : Symbolizer::Modules::Unread);
   profile_host_samples(*symbols_, &model_.host_samples);
   metrics_ = compute_metrics(model_);
   analysis_ = analyze(model_, metrics_);
@@ -160,7 +161,7 @@ void TraceAnalysis::run_rules() {
 }
 
 PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const std::string& name,
-                             const AnalysisScope& scope, const FollowingPass& following) {
+                             const AnalysisScope& scope, const FollowingPass& following, Detail detail) {
   PipelineResult result;
   auto reader = std::make_unique<reader::TraceReader>();
   if (!reader->open(std::move(source), name, &result.error.message)) return result;
@@ -169,18 +170,19 @@ PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const s
     result.error = std::move(*error);
     return result;
   }
-  analysis->run_rules();
+  analysis->run_rules(detail);
   if (following && analysis->first_model_ == nullptr)  // the report's timeline: as costly per record as the model
     analysis->reader_->read_overlapped(following(analysis->model_, analysis->metrics_));
   result.analysis = std::move(analysis);
   return result;
 }
 
-PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope, const FollowingPass& following) {
+PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope, const FollowingPass& following,
+                             Detail detail) {
   PipelineResult result;
   auto source = importer::open_trace_source(path, &result.error.message);
   if (source == nullptr) return result;
-  return analyze_trace(std::move(source), path, scope, following);
+  return analyze_trace(std::move(source), path, scope, following, detail);
 }
 
 }  // namespace gpuscope::analyzer

@@ -72,6 +72,15 @@ std::optional<PipelineError> parse_scope(const std::string& window, const std::s
 // final analysis and fed one more pass.
 using FollowingPass = std::function<reader::ChunkVisitor(const TraceModel& model, const Metrics& metrics)>;
 
+// How much of the analysis a command shows. The verdict (its class, share,
+// confidence and headline) rests on the records alone; the names of code
+// addresses (call sites, CPU samples' functions) only word the evidence,
+// and naming them reads each module's symbols and DWARF, which costs more
+// than the model on a short trace. `Verdict` leaves addresses unnamed
+// ("module+0xoffset"): for a command that prints the headline and nothing
+// it cites (run's and attach's summary lines).
+enum class Detail { Full, Verdict };
+
 struct PipelineResult;
 
 // One trace's analysis, and the reader it came from. Lives as long as the
@@ -106,10 +115,10 @@ class TraceAnalysis {
 
  private:
   friend PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource>, const std::string&, const AnalysisScope&,
-                                      const FollowingPass&);
+                                      const FollowingPass&, Detail);
   TraceAnalysis(std::string path, std::unique_ptr<reader::TraceReader> reader);
   std::optional<PipelineError> build_model(const AnalysisScope& scope, const FollowingPass& following);
-  void run_rules();
+  void run_rules(Detail detail);
 
   std::string path_;
   std::unique_ptr<reader::TraceReader> reader_;
@@ -134,9 +143,10 @@ struct PipelineResult {
 // analyzes it; `following`, when set, has been fed every chunk once when
 // this returns an analysis.
 PipelineResult analyze_trace(const std::string& path, const AnalysisScope& scope = {},
-                             const FollowingPass& following = {});
+                             const FollowingPass& following = {}, Detail detail = Detail::Full);
 // The same for a trace from any source; `name` stands for it in messages.
 PipelineResult analyze_trace(std::unique_ptr<reader::ByteSource> source, const std::string& name,
-                             const AnalysisScope& scope = {}, const FollowingPass& following = {});
+                             const AnalysisScope& scope = {}, const FollowingPass& following = {},
+                             Detail detail = Detail::Full);
 
 }  // namespace gpuscope::analyzer

@@ -62,8 +62,8 @@ void warn_problems(const std::string& path, const std::vector<reader::Problem>& 
 
 std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
                                                       bool warn, const analyzer::FollowingPass& following,
-                                                      std::string* failure) {
-  analyzer::PipelineResult result = analyzer::analyze_trace(path, scope, following);
+                                                      std::string* failure, analyzer::Detail detail) {
+  analyzer::PipelineResult result = analyzer::analyze_trace(path, scope, following, detail);
   if (result.analysis == nullptr) {
     print_error("{}", result.error.message);
     if (failure != nullptr) *failure = result.error.message;
@@ -75,8 +75,9 @@ std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, c
   return std::move(result.analysis);
 }
 
+// The headline alone: addresses are left unnamed (pipeline.h, Detail).
 bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process) {
-  const auto analysis = analyze_path(path, {}, false);
+  const auto analysis = analyze_path(path, {}, false, {}, nullptr, analyzer::Detail::Verdict);
   if (analysis == nullptr) return false;
   *out = TraceHeadline{analysis->model().summary, analysis->analysis().verdict.headline};
   if (process != nullptr) *process = analyzer::process_entry(analysis->report_input(AnalyzeOptions{}.top));

@@ -110,7 +110,8 @@ int analyze_command(const AnalyzeOptions& options);
 // `warn`, the reader's problems (damage) are printed as warnings.
 std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, const analyzer::AnalysisScope& scope,
                                                       bool warn, const analyzer::FollowingPass& following = {},
-                                                      std::string* failure = nullptr);
+                                                      std::string* failure = nullptr,
+                                                      analyzer::Detail detail = analyzer::Detail::Full);
 
 // The reader's problems as warnings on stderr, one line each ("gpuscope:
 // warning: PATH: corrupt frame at offset N: why"); the missing end record

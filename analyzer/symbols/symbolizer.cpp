@@ -209,8 +209,9 @@ struct Symbolizer::Impl {
   }
 };
 
-Symbolizer::Symbolizer(const reader::TraceSummary& summary) : impl_(std::make_unique<Impl>()) {
+Symbolizer::Symbolizer(const reader::TraceSummary& summary, Modules modules) : impl_(std::make_unique<Impl>()) {
   impl_->summary = &summary;
+  if (modules == Modules::Unread) return;
   impl_->dwfl = dwfl_begin(&kOfflineCallbacks);
   if (impl_->dwfl == nullptr) return;
   dwfl_report_begin(impl_->dwfl);

@@ -31,7 +31,10 @@ std::string demangle(const char* name);
 
 class Symbolizer {
  public:
-  explicit Symbolizer(const reader::TraceSummary& summary);
+  // Unread: no module is opened, and every native frame stays
+  // "module+0xoffset" (Python frames are still named: the trace holds them).
+  enum class Modules { Read, Unread };
+  explicit Symbolizer(const reader::TraceSummary& summary, Modules modules = Modules::Read);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;

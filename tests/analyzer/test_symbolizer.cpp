@@ -125,6 +125,21 @@ TEST(Symbolizer, AnAddressInManyStacksResolvesAlikeInEach) {
   EXPECT_EQ(symbols.symbolized(), 3u);  // every use counts, resolved or remembered
 }
 
+// For a verdict alone (pipeline.h, Detail::Verdict): the same frames, in
+// the same places, each as its module and offset; nothing is opened.
+TEST(Symbolizer, ModulesLeftUnreadNameNoFrame) {
+  const uint64_t pc = outer_function();
+  const container::ModuleDescription self = this_executable(self_path());
+  const reader::TraceSummary s = summary_with(self, pc);
+  const Symbolizer symbols(s, Symbolizer::Modules::Unread);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_TRUE(frames[0].function.empty()) << frames[0].text();
+  EXPECT_EQ(frames[0].text(), fmt::format("{}+0x{:x}", self_path().substr(self_path().rfind('/') + 1),
+                                          pc - self.load_address));
+  EXPECT_EQ(symbols.unsymbolized(), 1u);
+}
+
 // The loaded object whose path contains `name`, described as the capture
 // side records it.
 container::ModuleDescription loaded_module(const char* name) {

@@ -213,6 +213,28 @@ TEST_F(Verdicts, RunEndsWithTheVerdictLine) {
   EXPECT_NE(r.err.find("details: gpuscope analyze " + dir_.file("v.gpuscope")), std::string::npos) << r.err;
 }
 
+// run's line is worked out without naming code addresses (pipeline.h,
+// Detail::Verdict): it must be analyze's headline all the same, on
+// samples whose findings cite CPU samples' functions and call sites.
+TEST_F(Verdicts, RunsVerdictLineIsAnalyzesHeadline) {
+  for (const std::string sample : {"cpu_bound", "pcie_bound", "sync_bound", "alloc_churn"}) {
+    const std::string path = dir_.file(sample + "-line.gpuscope");
+    const auto r = run({gpuscope_exe(), "run", "-o", path, "--", bin(sample)},
+                       environment_with({simgpu_path()}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+    ASSERT_EQ(r.exit_code(), 0) << r.err;
+    const std::string prefix = "gpuscope: verdict: ", suffix = " -- details: ";
+    const size_t at = r.err.find(prefix);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const size_t from = at + prefix.size();
+    const std::string line = r.err.substr(from, r.err.find(suffix, from) - from);
+    const auto report = run({gpuscope_exe(), "analyze", path});
+    ASSERT_EQ(report.exit_code(), 0) << report.err;
+    EXPECT_NE(report.out.find("VERDICT: " + line + "\n"), std::string::npos) << sample << ": " << line << "\n"
+                                                                             << report.out;
+    EXPECT_NE(report.out.find(".cu:"), std::string::npos) << sample;  // the named frames the line did without
+  }
+}
+
 TEST_F(Verdicts, ADirectoryStandsForTheTracesInIt) {
   trace({"sync_bound", "--iters", "2000"});
   trace({"pcie_bound", "--requests", "500"});
