@@ -106,6 +106,83 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
                                       debuginfo_file_name);
 }
 
+// The concrete functions of one compile unit by address. dwarf_getscopes
+// steps through the unit's DIEs for every address it is asked about, and
+// gives the innermost inlined call only (the function around a chain of
+// them was shown with its callee's line). The unit's functions are listed
+// once here; an address then needs a binary search and a walk down its own
+// function, which finds every inlined level.
+struct FunctionSpan {
+  Dwarf_Addr low = 0, high = 0;
+  Dwarf_Addr reach = 0;  // the highest `high` up to this span: where a search back may stop
+  Dwarf_Die die{};
+};
+using UnitFunctions = std::vector<FunctionSpan>;  // by `low`
+
+// The functions defined at `scope`'s level and in the namespaces under it.
+// Types, and the bodies of functions, are stepped over whole (their
+// sibling links): a C++ unit is mostly the types its headers declare, and
+// dwarf_getfuncs, which walks into all of them, cost more than it saved.
+void add_functions(Dwarf_Die* scope, UnitFunctions* out) {
+  Dwarf_Die child;
+  if (dwarf_child(scope, &child) != 0) return;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_namespace) add_functions(&child, out);
+    if (tag != DW_TAG_subprogram) continue;
+    Dwarf_Addr base = 0, low = 0, high = 0;
+    for (ptrdiff_t at = 0; (at = dwarf_ranges(&child, at, &base, &low, &high)) > 0;)
+      out->push_back({low, high, 0, child});
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+UnitFunctions index_functions(Dwarf_Die* unit) {
+  UnitFunctions spans;
+  add_functions(unit, &spans);
+  std::sort(spans.begin(), spans.end(), [](const FunctionSpan& a, const FunctionSpan& b) { return a.low < b.low; });
+  Dwarf_Addr reach = 0;
+  for (FunctionSpan& f : spans) f.reach = reach = std::max(reach, f.high);
+  return spans;
+}
+
+// The narrowest function holding `pc` (a nested function inside its
+// parent); null when none does.
+const FunctionSpan* function_at(const UnitFunctions& spans, Dwarf_Addr pc) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), pc,
+                             [](Dwarf_Addr a, const FunctionSpan& f) { return a < f.low; });
+  const FunctionSpan* best = nullptr;
+  while (it != spans.begin()) {
+    --it;
+    if (it->reach <= pc) break;  // nothing at or before here reaches pc
+    if (pc < it->high && (best == nullptr || it->high - it->low < best->high - best->low)) best = &*it;
+  }
+  return best;
+}
+
+bool is_code_scope(int tag) {
+  return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+         tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt;
+}
+
+// The inlined calls at `pc` inside `function`, innermost first: down the
+// chain of scopes that hold pc, every level of it.
+std::vector<Dwarf_Die> inlined_calls(Dwarf_Die function, Dwarf_Addr pc) {
+  std::vector<Dwarf_Die> calls;
+  Dwarf_Die scope = function, child;
+  for (bool deeper = dwarf_child(&scope, &child) == 0; deeper;) {
+    deeper = false;
+    do {
+      if (!is_code_scope(dwarf_tag(&child)) || dwarf_haspc(&child, pc) != 1) continue;
+      if (dwarf_tag(&child) == DW_TAG_inlined_subroutine) calls.push_back(child);
+      scope = child;
+      deeper = dwarf_child(&scope, &child) == 0;
+      break;
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  std::reverse(calls.begin(), calls.end());
+  return calls;
+}
+
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
     .find_debuginfo = find_debuginfo,
@@ -133,6 +210,7 @@ struct Symbolizer::Impl {
     bool symbolized = false;
   };
   mutable std::unordered_map<uint64_t, Resolved> resolved_at;
+  mutable std::unordered_map<const void*, UnitFunctions> units;  // by the unit DIE's address
 
   void frames_at(uint64_t pc, std::vector<Frame>& out, bool* resolved) const {
     auto [it, fresh] = resolved_at.try_emplace(pc);
@@ -177,32 +255,44 @@ struct Symbolizer::Impl {
     add_inlined(mod, at, outer, out);
   }
 
+  // The inlined calls at `pc` of the unit `cu`, innermost first; a unit's
+  // functions are indexed on its first address.
+  std::vector<Dwarf_Die> inlined_at(Dwarf_Die* cu, Dwarf_Addr pc) const {
+    auto [it, fresh] = units.try_emplace(cu->addr);
+    if (fresh) it->second = index_functions(cu);
+    if (const FunctionSpan* f = function_at(it->second, pc)) return inlined_calls(f->die, pc);
+    Dwarf_Die* scopes = nullptr;  // no function holds pc: the unit's own walk decides
+    const int n = dwarf_getscopes(cu, pc, &scopes);
+    std::vector<Dwarf_Die> calls;
+    for (int i = 0; i < n; ++i)
+      if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) calls.push_back(scopes[i]);
+    std::free(scopes);
+    return calls;
+  }
+
   // With DWARF, the inlined calls at `at` come first (innermost first), each
   // carrying the source line; the enclosing function gets the call line.
   void add_inlined(Dwfl_Module* mod, uint64_t at, Frame outer, std::vector<Frame>& out) const {
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = dwfl_module_addrdie(mod, at, &bias);
-    Dwarf_Die* scopes = nullptr;
-    const int n = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
+    std::vector<Dwarf_Die> calls = cu ? inlined_at(cu, at - bias) : std::vector<Dwarf_Die>{};
     Dwarf_Files* files = nullptr;
     size_t nfiles = 0;
     if (cu) dwarf_getsrcfiles(cu, &files, &nfiles);
     std::string file = outer.file;
     int line = outer.line;
-    for (int i = 0; i < n; ++i) {
-      if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+    for (Dwarf_Die& call : calls) {
       Frame f = outer;
-      f.function = die_name(&scopes[i]);
+      f.function = die_name(&call);
       f.inlined = true;
       f.file = file;
       f.line = line;
       out.push_back(f);
-      const int call_file = die_int(&scopes[i], DW_AT_call_file);
+      const int call_file = die_int(&call, DW_AT_call_file);
       const char* name = files && call_file > 0 ? dwarf_filesrc(files, call_file, nullptr, nullptr) : nullptr;
       file = name ? name : "";
-      line = die_int(&scopes[i], DW_AT_call_line);
+      line = die_int(&call, DW_AT_call_line);
     }
-    std::free(scopes);
     outer.file = file;
     outer.line = line;
     out.push_back(outer);

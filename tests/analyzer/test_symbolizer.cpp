@@ -66,6 +66,26 @@ __attribute__((noinline)) uint64_t outer_function() {
   return pc;
 }
 
+// Two inlined levels: each frame must carry the line of its own body.
+__attribute__((always_inline)) inline uint64_t innermost_inline() {
+  return return_address();
+}
+constexpr int kInnermostCallLine = __LINE__ - 2;
+
+__attribute__((always_inline)) inline uint64_t middle_inline() {
+  const uint64_t pc = innermost_inline();
+  asm volatile("nop");  // not outer_function's code: the linker would fold the two into one
+  return pc;
+}
+constexpr int kMiddleCallLine = __LINE__ - 4;
+
+__attribute__((noinline)) uint64_t outer_of_two() {
+  const uint64_t pc = middle_inline();
+  asm volatile("" ::: "memory");
+  return pc;
+}
+constexpr int kOuterCallLine = __LINE__ - 4;
+
 reader::TraceSummary summary_with(const container::ModuleDescription& module, uint64_t pc) {
   reader::TraceSummary s;
   s.modules.push_back(module);
@@ -87,6 +107,23 @@ TEST(Symbolizer, ReturnAddressResolvesWithInlinedFrames) {
   EXPECT_GT(frames[1].line, 0);
   EXPECT_NE(frames[0].text().find("[inlined]"), std::string::npos);
   EXPECT_EQ(symbols.symbolized(), 1u);
+}
+
+// libdw's dwarf_getscopes gives the innermost inlined call only: the
+// function around a chain of them was shown with its callee's line.
+TEST(Symbolizer, EveryLevelOfInlinedCallsIsAFrameWithItsOwnLine) {
+  const uint64_t pc = outer_of_two();
+  const reader::TraceSummary s = summary_with(this_executable(self_path()), pc);
+  const Symbolizer symbols(s);
+  const auto frames = symbols.stack(7, 8);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_NE(frames[0].function.find("innermost_inline"), std::string::npos) << frames[0].text();
+  EXPECT_EQ(frames[0].line, kInnermostCallLine) << frames[0].text();
+  EXPECT_NE(frames[1].function.find("middle_inline"), std::string::npos) << frames[1].text();
+  EXPECT_EQ(frames[1].line, kMiddleCallLine) << frames[1].text();
+  EXPECT_NE(frames[2].function.find("outer_of_two"), std::string::npos) << frames[2].text();
+  EXPECT_EQ(frames[2].line, kOuterCallLine) << frames[2].text();
+  EXPECT_TRUE(frames[0].inlined && frames[1].inlined && !frames[2].inlined);
 }
 
 TEST(Symbolizer, MissingBinaryLeavesModuleAndOffset) {
