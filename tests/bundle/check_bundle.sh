@@ -25,6 +25,10 @@ done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope")
 # libunwind too (GPU images often lack it; without it, no call stacks).
 [ -f "$root/lib/libunwind.so.8" ] || fail "lib/libunwind.so.8 is missing"
 ! grep -q 'not found' <<<"$(env -i PATH=/usr/bin:/bin ldd "$root/lib/libunwind.so.8")" || fail "libunwind.so.8 has unresolved dependencies"
+# Its library path is the bundle's lib/ alone: an empty entry would be the
+# current directory, where anyone's libz.so.1 would be loaded.
+rpath=$(readelf -d "$root/bin/gpuscope" | sed -n 's/.*Library [a-z]*path: \[\(.*\)\]/\1/p')
+[ "$rpath" = '$ORIGIN/../lib' ] || fail "bin/gpuscope's library path is '$rpath', not '\$ORIGIN/../lib'"
 max_glibc=$(objdump -T "$root/bin/gpuscope" "$root/lib/libgpuscope.so" | grep -oE 'GLIBC_2\.[0-9]+' | sort -uV | tail -1)
 [ "$(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -1)" = GLIBC_2.36 ] || fail "needs $max_glibc (> 2.36)"
 

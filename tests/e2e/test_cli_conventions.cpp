@@ -38,6 +38,19 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// The CLI's RPATH had an empty entry ("$ORIGIN/../lib:"), which the loader
+// reads as the current directory: gpuscope run in a directory holding a
+// libz.so.1 (a downloaded trace bundle, a shared /tmp) loaded it.
+TEST(CliConventions, NoLibraryIsLoadedFromTheWorkingDirectory) {
+  TempDir dir;
+  for (const char* name : {"libz.so.1", "libdw.so.1", "libelf.so.1", "libsqlite3.so.0", "libsimdjson.so.14"})
+    std::filesystem::copy_file(GPUSCOPE_CWD_LIBRARY, dir.file(name));
+  const auto r = run({"/bin/sh", "-c", "cd \"$0\" && exec \"$1\" --version", dir.path(), gpuscope_exe()}, clean_env());
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(r.err.find("working directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("gpuscope "), std::string::npos) << r.out;
+}
+
 TEST(CliConventions, UsageLinesNameTheProgramNotItsPath) {
   // gpuscope_exe() is an absolute path: CLI11 would name the program by it.
   for (const auto& args : std::vector<std::vector<std::string>>{{"run", "--help"}, {"help", "run"}}) {
