@@ -112,10 +112,8 @@ TEST(Symbolizer, ReturnAddressResolvesWithInlinedFrames) {
 // libdw's dwarf_getscopes gives the innermost inlined call only: the
 // function around a chain of them was shown with its callee's line.
 TEST(Symbolizer, EveryLevelOfInlinedCallsIsAFrameWithItsOwnLine) {
-  const uint64_t pc = outer_of_two();
-  const reader::TraceSummary s = summary_with(this_executable(self_path()), pc);
-  const Symbolizer symbols(s);
-  const auto frames = symbols.stack(7, 8);
+  const reader::TraceSummary s = summary_with(this_executable(self_path()), outer_of_two());
+  const auto frames = Symbolizer(s).stack(7, 8);
   ASSERT_EQ(frames.size(), 3u);
   EXPECT_NE(frames[0].function.find("innermost_inline"), std::string::npos) << frames[0].text();
   EXPECT_EQ(frames[0].line, kInnermostCallLine) << frames[0].text();
