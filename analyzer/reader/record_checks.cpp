@@ -108,7 +108,8 @@ uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, u
 
 }  // namespace
 
-uint64_t decode_records(const fb::Chunk& c, uint32_t flags, DecodedRecords* out, bool streaming) {
+uint64_t decode_records(const fb::Chunk& c, uint32_t flags, DecodedRecords* out, bool for_other_thread) {
+  const bool streaming = for_other_thread;  // stores around this core's cache (byte_shuffle.h)
   const uint64_t base = c.base_ns();
   unpack_vector(c.api_calls(), base, flags, &out->api_calls, streaming);
   const std::span<const fb::ApiCall> calls(out->api_calls);
