@@ -109,24 +109,23 @@ uint64_t decode_vector(const flatbuffers::Vector<const T*>* in, uint64_t base, u
 }  // namespace
 
 uint64_t decode_records(const fb::Chunk& c, uint32_t flags, DecodedRecords* out, bool for_other_thread) {
-  const bool streaming = for_other_thread;  // stores around this core's cache (byte_shuffle.h)
   const uint64_t base = c.base_ns();
-  unpack_vector(c.api_calls(), base, flags, &out->api_calls, streaming);
+  unpack_vector(c.api_calls(), base, flags, &out->api_calls, for_other_thread);
   const std::span<const fb::ApiCall> calls(out->api_calls);
   uint64_t invalid = 0;
-  invalid += decode_vector(c.copies(), base, flags, streaming, &out->copies, calls);
-  invalid += decode_vector(c.memsets(), base, flags, streaming, &out->memsets, calls);
-  invalid += decode_vector(c.kernels(), base, flags, streaming, &out->kernels, calls);
-  invalid += decode_vector(c.syncs(), base, flags, streaming, &out->syncs, calls);
-  invalid += decode_vector(c.allocs(), base, flags, streaming, &out->allocs, calls);
-  invalid += decode_vector(c.graph_launches(), base, flags, streaming, &out->graph_launches, calls);
+  invalid += decode_vector(c.copies(), base, flags, for_other_thread, &out->copies, calls);
+  invalid += decode_vector(c.memsets(), base, flags, for_other_thread, &out->memsets, calls);
+  invalid += decode_vector(c.kernels(), base, flags, for_other_thread, &out->kernels, calls);
+  invalid += decode_vector(c.syncs(), base, flags, for_other_thread, &out->syncs, calls);
+  invalid += decode_vector(c.allocs(), base, flags, for_other_thread, &out->allocs, calls);
+  invalid += decode_vector(c.graph_launches(), base, flags, for_other_thread, &out->graph_launches, calls);
   invalid += drop_invalid(&out->api_calls);
-  invalid += decode_vector(c.cpu_samples(), base, flags, streaming, &out->cpu_samples);
-  invalid += decode_vector(c.markers(), base, flags, streaming, &out->markers);
-  invalid += decode_vector(c.gpu_samples(), base, flags, streaming, &out->gpu_samples);
+  invalid += decode_vector(c.cpu_samples(), base, flags, for_other_thread, &out->cpu_samples);
+  invalid += decode_vector(c.markers(), base, flags, for_other_thread, &out->markers);
+  invalid += decode_vector(c.gpu_samples(), base, flags, for_other_thread, &out->gpu_samples);
   invalid += copy_counts(c.call_counts(), &out->call_counts);
-  invalid += decode_vector(c.host_samples(), base, flags, streaming, &out->host_samples);
-  invalid += decode_vector(c.process_gpu_samples(), base, flags, streaming, &out->process_gpu_samples);
+  invalid += decode_vector(c.host_samples(), base, flags, for_other_thread, &out->host_samples);
+  invalid += decode_vector(c.process_gpu_samples(), base, flags, for_other_thread, &out->process_gpu_samples);
   return invalid;
 }
 

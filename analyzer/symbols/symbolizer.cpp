@@ -164,21 +164,21 @@ bool is_code_scope(int tag) {
          tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt;
 }
 
+// The scope directly inside `scope` that holds `pc`, if one does.
+bool inner_scope_at(Dwarf_Die* scope, Dwarf_Addr pc, Dwarf_Die* inner) {
+  if (dwarf_child(scope, inner) != 0) return false;
+  do {
+    if (is_code_scope(dwarf_tag(inner)) && dwarf_haspc(inner, pc) == 1) return true;
+  } while (dwarf_siblingof(inner, inner) == 0);
+  return false;
+}
+
 // The inlined calls at `pc` inside `function`, innermost first: down the
 // chain of scopes that hold pc, every level of it.
 std::vector<Dwarf_Die> inlined_calls(Dwarf_Die function, Dwarf_Addr pc) {
   std::vector<Dwarf_Die> calls;
-  Dwarf_Die scope = function, child;
-  for (bool deeper = dwarf_child(&scope, &child) == 0; deeper;) {
-    deeper = false;
-    do {
-      if (!is_code_scope(dwarf_tag(&child)) || dwarf_haspc(&child, pc) != 1) continue;
-      if (dwarf_tag(&child) == DW_TAG_inlined_subroutine) calls.push_back(child);
-      scope = child;
-      deeper = dwarf_child(&scope, &child) == 0;
-      break;
-    } while (dwarf_siblingof(&child, &child) == 0);
-  }
+  for (Dwarf_Die scope = function, inner; inner_scope_at(&scope, pc, &inner); scope = inner)
+    if (dwarf_tag(&inner) == DW_TAG_inlined_subroutine) calls.push_back(inner);
   std::reverse(calls.begin(), calls.end());
   return calls;
 }
