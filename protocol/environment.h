@@ -57,6 +57,7 @@ inline constexpr char kClockMonotonic[] = "monotonic";
 // Never read by the library, only known to it (not reported as typos).
 inline constexpr char kLibrary[] = "GPUSCOPE_LIBRARY";  // the CLI: which libgpuscope.so to preload
 inline constexpr char kProgress[] = "GPUSCOPE_PROGRESS";  // the CLI: progress bars (auto, always, never)
+inline constexpr char kRunFollow[] = "GPUSCOPE_RUN_FOLLOW";  // the CLI: run reads its trace as it is written (on, off)
 inline constexpr char kJobs[] = "GPUSCOPE_JOBS";        // scripts/: build parallelism
 inline constexpr char kUpdateGolden[] = "GPUSCOPE_UPDATE_GOLDEN";  // tests: rewrite golden files
 inline constexpr char kFlipCount[] = "GPUSCOPE_FLIP_COUNT";        // tests: bit flips per damage test

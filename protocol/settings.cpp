@@ -53,6 +53,7 @@ constexpr Setting kSettings[] = {
      is_device_sampling},
     {env::kLibrary, Kind::Outside},
     {env::kProgress, Kind::Outside},
+    {env::kRunFollow, Kind::Outside},
     {env::kJobs, Kind::Outside},
     {env::kUpdateGolden, Kind::Outside},
     {env::kFlipCount, Kind::Outside},

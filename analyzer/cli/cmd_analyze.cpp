@@ -75,12 +75,16 @@ std::unique_ptr<analyzer::TraceAnalysis> analyze_path(const std::string& path, c
   return std::move(result.analysis);
 }
 
+void headline_of(const analyzer::TraceAnalysis& analysis, TraceHeadline* out, analyzer::ProcessEntry* process) {
+  *out = TraceHeadline{analysis.model().summary, analysis.analysis().verdict.headline};
+  if (process != nullptr) *process = analyzer::process_entry(analysis.report_input(AnalyzeOptions{}.top));
+}
+
 // The headline alone: addresses are left unnamed (pipeline.h, Detail).
 bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process) {
   const auto analysis = analyze_path(path, {}, false, {}, nullptr, analyzer::Detail::Verdict);
   if (analysis == nullptr) return false;
-  *out = TraceHeadline{analysis->model().summary, analysis->analysis().verdict.headline};
-  if (process != nullptr) *process = analyzer::process_entry(analysis->report_input(AnalyzeOptions{}.top));
+  headline_of(*analysis, out, process);
   return true;
 }
 

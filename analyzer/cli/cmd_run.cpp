@@ -27,6 +27,7 @@
 #include "output_names.h"
 #include "output_paths.h"
 #include "run_diagnosis.h"
+#include "run_follower.h"
 #include "settings.h"
 #include "trace_summary.h"
 
@@ -264,11 +265,15 @@ std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& ru
 }
 
 // One analysis gives both lines: what the trace holds, and the verdict
-// (for a run of several processes, the tree below says each verdict).
-void report_one(const std::string& path, bool with_verdict, std::vector<analyzer::ProcessEntry>* processes) {
+// (for a run of several processes, the tree below says each verdict). The
+// analysis made while the program ran is used when it read this file as
+// it is now.
+void report_one(const std::string& path, bool with_verdict, std::vector<analyzer::ProcessEntry>* processes,
+                const TraceFollower* follower = nullptr) {
   TraceHeadline h;
   analyzer::ProcessEntry process;
-  if (!analyze_headline(path, &h, &process)) return;  // the reason is printed
+  const bool followed = follower != nullptr && follower->headline(path, &h, &process);
+  if (!followed && !analyze_headline(path, &h, &process)) return;  // the reason is printed
   processes->push_back(std::move(process));
   const reader::TraceSummary& s = h.summary;
   const std::string who = s.process ? fmt::format("pid {}, {}", s.process->pid, s.process->exe) : "?";
@@ -313,13 +318,13 @@ void report_missing_traces(const RunOptions& o, const RunNotes& notes, bool any_
 }
 
 void report_run(const RunOptions& o, const OutputPlan& plan, const std::string& run_id, const RunNotes& notes,
-                int wait_status) {
+                int wait_status, const TraceFollower* follower) {
   if (wait_status >= 0 && WIFSIGNALED(wait_status))
     fmt::print(stderr, "gpuscope: {} was killed by {}\n", o.command[0], signal_text(WTERMSIG(wait_status)));
   const auto traces = find_run_traces(plan.directory, run_id);
   report_missing_traces(o, notes, !traces.empty(), wait_status);
   std::vector<analyzer::ProcessEntry> processes;
-  for (const auto& t : traces) report_one(t.string(), false, &processes);
+  for (const auto& t : traces) report_one(t.string(), false, &processes, follower);
   // Several processes: the tree says each verdict. One process (one image,
   // an exec chain, or several attach windows): a verdict line per trace.
   for (const auto& tree : analyzer::build_process_trees(processes)) {
@@ -359,6 +364,7 @@ int run_command(const RunOptions& o) {
   const std::string run_id = make_run_id();
   const RunNotes notes;
   const auto env = child_environment(library, plan, run_id, notes.path(), settings_environment(o));
+  const auto follower = o.quiet || o.standby ? nullptr : TraceFollower::make(plan.directory, run_id);
   install_forwarding();
   int exec_errno = 0;
   const pid_t child = start_child(o.command, env, &exec_errno);
@@ -371,9 +377,11 @@ int run_command(const RunOptions& o) {
   else if (o.standby && !o.quiet)
     fmt::print(stderr, "gpuscope: {} (pid {}) is in standby: `gpuscope attach {} [--duration S]` records a trace\n",
                o.command[0], child, child);
+  if (follower != nullptr && exec_errno == 0) follower->follow(child);
   const int wait_status = wait_for(child);
   g_child_pid = 0;
-  if (!o.quiet && exec_errno == 0) report_run(o, plan, run_id, notes, wait_status);
+  if (follower != nullptr) follower->finish();
+  if (!o.quiet && exec_errno == 0) report_run(o, plan, run_id, notes, wait_status, follower.get());
   return exit_code_of(wait_status);
 }
 

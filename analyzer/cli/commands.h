@@ -170,6 +170,8 @@ struct TraceHeadline {
   std::string verdict;
 };
 bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::ProcessEntry* process = nullptr);
+// The same from an analysis made with Detail::Verdict.
+void headline_of(const analyzer::TraceAnalysis& analysis, TraceHeadline* out, analyzer::ProcessEntry* process);
 
 // Where libgpuscope.so is, relative to this executable; empty + *error if not.
 std::string locate_capture_library(std::string* error);

@@ -7,13 +7,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace gpuscope::reader {
 namespace {
 
 class FileSource final : public ByteSource {
  public:
-  FileSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  FileSource(int fd, uint64_t size, std::shared_ptr<const FileGrowth> growth = nullptr)
+      : fd_(fd), size_(size), growth_(std::move(growth)) {}
   ~FileSource() override { ::close(fd_); }
   uint64_t size() const override { return size_; }
   bool read(uint64_t offset, void* out, size_t n) const override {
@@ -37,10 +39,26 @@ class FileSource final : public ByteSource {
     if (data >= 0) return std::min<uint64_t>(static_cast<uint64_t>(data), size_);
     return errno == ENXIO ? size_ : offset;  // ENXIO: only a hole is left
   }
+  bool wait_for_growth(uint64_t known, uint64_t* size) const override {
+    if (growth_ == nullptr) return false;
+    for (;;) {
+      // Asked before the size is read: a size read after the writer ended is its last.
+      const bool running = growth_->writer_running();
+      struct stat st{};
+      if (fstat(fd_, &st) != 0) return false;
+      if (static_cast<uint64_t>(st.st_size) != known) {
+        size_ = static_cast<uint64_t>(st.st_size);
+        *size = size_;
+        return true;
+      }
+      if (!running || !growth_->wait()) return false;
+    }
+  }
 
  private:
   int fd_;
-  uint64_t size_;
+  mutable uint64_t size_;  // grows only through wait_for_growth, on the reading thread
+  std::shared_ptr<const FileGrowth> growth_;
 };
 
 class MemorySource final : public ByteSource {
@@ -88,41 +106,59 @@ const char* file_kind_text(unsigned mode) {
   }
 }
 
-// O_PATH opens nothing: no driver's open runs and no FIFO waits for a
-// writer. Only once that descriptor shows a regular file is the same inode
-// opened for reading.
-std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error) {
+namespace {
+
+// The descriptor of the regular file at `path`, its size in *size; -1 and
+// *error otherwise. O_PATH opens nothing: no driver's open runs and no FIFO
+// waits for a writer. Only once that descriptor shows a regular file is the
+// same inode opened for reading.
+int open_regular_file(const std::string& path, uint64_t* size, std::string* error) {
   const int handle = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (handle < 0) {
     *error = "cannot open " + path + ": " + std::strerror(errno);
-    return nullptr;
+    return -1;
   }
   struct stat checked{};
   if (fstat(handle, &checked) != 0) {
     *error = "cannot open " + path + ": " + std::strerror(errno);
     ::close(handle);
-    return nullptr;
+    return -1;
   }
   if (!S_ISREG(checked.st_mode)) {
     *error = not_a_file(path, checked);
     ::close(handle);
-    return nullptr;
+    return -1;
   }
   const int fd = reopen_for_reading(handle, path);
   const int open_errno = errno;
   ::close(handle);
   if (fd < 0) {
     *error = "cannot open " + path + ": " + std::strerror(open_errno);
-    return nullptr;
+    return -1;
   }
   struct stat opened{};
   if (fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_ino != checked.st_ino ||
       opened.st_dev != checked.st_dev) {
     ::close(fd);
     *error = "cannot open " + path + ": it was replaced while being opened";
-    return nullptr;
+    return -1;
   }
-  return std::make_unique<FileSource>(fd, static_cast<uint64_t>(opened.st_size));
+  *size = static_cast<uint64_t>(opened.st_size);
+  return fd;
+}
+
+}  // namespace
+
+std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string* error) {
+  return open_growing_file_source(path, nullptr, error);
+}
+
+std::unique_ptr<ByteSource> open_growing_file_source(const std::string& path, std::shared_ptr<const FileGrowth> growth,
+                                                     std::string* error) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size, error);
+  if (fd < 0) return nullptr;
+  return std::make_unique<FileSource>(fd, size, std::move(growth));
 }
 
 std::unique_ptr<ByteSource> descriptor_source(int fd) {

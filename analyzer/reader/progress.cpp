@@ -7,6 +7,7 @@ namespace gpuscope::reader {
 namespace {
 
 std::atomic<ProgressSink*> g_sink{nullptr};
+thread_local bool t_muted = false;  // ProgressMuted
 
 class ProgressSource final : public ByteSource {
  public:
@@ -21,6 +22,9 @@ class ProgressSource final : public ByteSource {
     return ok;
   }
   uint64_t next_data(uint64_t offset) const override { return inner_->next_data(offset); }
+  bool wait_for_growth(uint64_t known, uint64_t* size) const override {
+    return inner_->wait_for_growth(known, size);
+  }
 
  private:
   std::unique_ptr<ByteSource> inner_;
@@ -37,9 +41,12 @@ std::string progress_label(std::string_view verb, const std::string& path) {
 void set_progress_sink(ProgressSink* sink) { g_sink.store(sink, std::memory_order_release); }
 
 ProgressStage::ProgressStage(std::string_view what, uint64_t total, ProgressUnit unit)
-    : sink_(g_sink.load(std::memory_order_acquire)) {
+    : sink_(t_muted ? nullptr : g_sink.load(std::memory_order_acquire)) {
   if (sink_ != nullptr) sink_->begin(what, total, unit);
 }
+
+ProgressMuted::ProgressMuted() : was_(t_muted) { t_muted = true; }
+ProgressMuted::~ProgressMuted() { t_muted = was_; }
 
 ProgressStage::~ProgressStage() {
   if (sink_ != nullptr) sink_->end();

@@ -32,6 +32,20 @@ std::string progress_label(std::string_view verb, const std::string& path);
 // The process's sink (the CLI's terminal bar), or null for none.
 void set_progress_sink(ProgressSink* sink);
 
+// While one lives, stages begun on its thread report nothing: work done in
+// the background while a program writes to the same terminal (gpuscope
+// run reading the trace as it is written) must not draw over its output.
+class ProgressMuted {
+ public:
+  ProgressMuted();
+  ~ProgressMuted();
+  ProgressMuted(const ProgressMuted&) = delete;
+  ProgressMuted& operator=(const ProgressMuted&) = delete;
+
+ private:
+  bool was_;
+};
+
 // One stage of work, reported to the sink from construction to destruction.
 class ProgressStage {
  public:

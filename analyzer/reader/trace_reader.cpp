@@ -31,29 +31,6 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 
 }  // namespace
 
-const char* problem_kind_name(ProblemKind kind) {
-  switch (kind) {
-    case ProblemKind::Truncated: return "truncated";
-    case ProblemKind::CorruptFrame: return "corrupt frame";
-    case ProblemKind::MissingFrames: return "missing frames";
-    case ProblemKind::InvalidRecords: return "invalid records";
-    case ProblemKind::NoTotals: return "no end record";
-    case ProblemKind::NewerMinor: return "newer minor version";
-    case ProblemKind::Unlisted: return "more problems";
-  }
-  return "problem";
-}
-
-std::string describe(const Problem& p) {
-  switch (p.kind) {
-    case ProblemKind::Unlisted: return p.message;
-    case ProblemKind::NoTotals:
-    case ProblemKind::NewerMinor: return std::string(problem_kind_name(p.kind)) + ": " + p.message;
-    default:
-      return std::string(problem_kind_name(p.kind)) + " at offset " + std::to_string(p.offset) + ": " + p.message;
-  }
-}
-
 bool TraceReader::open_file(const std::string& path, std::string* error) {
   auto source = open_file_source(path, error);
   return source != nullptr && open(std::move(source), path, error);
@@ -227,13 +204,14 @@ void TraceReader::read_frames(ChunkSink& sink, uint32_t max_frames) {
   uint64_t offset = first_frame_;
   FrameHeader h{};
   bool loaded = false;  // the frame at `offset` was loaded while skipping damage
-  while (offset < info_.size) {
+  while (offset < info_.size || source_grew()) {
     if (stats_.frames_read >= max_frames) return;
     if (!loaded) {
       if (jump_known_damage(&offset)) continue;
       const uint64_t work_before = damage_work_;
       std::string why;
       const FrameResult r = load_frame(offset, &h, &why);
+      if (r == FrameResult::Truncated && source_grew()) continue;  // the writer was inside this frame
       if (r == FrameResult::Truncated) {
         add_problem(ProblemKind::Truncated, offset, why);
         break;
@@ -248,13 +226,26 @@ void TraceReader::read_frames(ChunkSink& sink, uint32_t max_frames) {
     if (chunk == nullptr) return;  // the visitor stopped
     decode(offset, h, *chunk, sink.keeps_bytes);
     if (sink.keeps_bytes) chunk->storage.swap(chunk_storage_);  // no copy; buffers reused pass after pass
-    offset = std::min<uint64_t>(offset + sizeof h + container::align8(h.payload_size), info_.size);
+    const uint64_t frame_end = offset + sizeof h + container::align8(h.payload_size);
+    while (frame_end > info_.size && source_grew()) {
+    }  // a growing file's next frame starts after this one's padding, once written
+    offset = std::min<uint64_t>(frame_end, info_.size);
     stats_.end_offset = offset;
     chunk->end_offset = offset;
     if (first_visit_ != nullptr) (*first_visit_)(chunk->view());  // on this, the reading thread
     sink.put(chunk);
   }
   finish_pass();
+}
+
+// A file still being written (ByteSource::wait_for_growth): the reader
+// waits at its end for the rest. The size may also shrink (a writer that
+// failed cuts a half-written frame off) and grow again.
+bool TraceReader::source_grew() {
+  uint64_t size = 0;
+  if (!source_->wait_for_growth(info_.size, &size)) return false;
+  info_.size = size;
+  return true;
 }
 
 // From the damaged frame at `offset` to the next frame that reads whole (or

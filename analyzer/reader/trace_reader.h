@@ -111,7 +111,10 @@ class TraceReader {
   // on the calling thread; with read_ahead on, a trace of a few MiB or more
   // and two cores or more, the frames are read, checked and decoded on a
   // second thread meanwhile (chunk_handoff.h). problems() and stats() are
-  // complete when read() returns.
+  // complete when read() returns. A file still being written (a growing
+  // source, byte_source.h) is read up to its writer's end: the pass waits
+  // at the end of what is there, and a frame the writer is inside is not
+  // truncation.
   void read(const ChunkVisitor& visit, uint32_t max_frames = UINT32_MAX);
 
   // Whether read() may decode ahead on a second thread. Off by default: it
@@ -179,6 +182,7 @@ class TraceReader {
                        bool* next_loaded);
   void apply(const Damage& damage);
   bool jump_known_damage(uint64_t* offset);
+  bool source_grew();
   uint64_t find_next_frame(uint64_t from);
   bool fill_window(uint64_t offset);
   bool read_bytes(uint64_t offset, void* out, size_t n);

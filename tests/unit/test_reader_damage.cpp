@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -30,11 +31,11 @@ struct ReadResult {
   ReadStats stats;
 };
 
-ReadResult read_bytes(std::span<const uint8_t> bytes, bool read_ahead = false) {
+ReadResult read_source(std::unique_ptr<ByteSource> source, bool read_ahead = false) {
   ReadResult r;
   TraceReader reader;
   reader.set_read_ahead(read_ahead, 0);
-  r.opened = reader.open(memory_source(bytes), "trace", &r.error);
+  r.opened = reader.open(std::move(source), "trace", &r.error);
   if (!r.opened) return r;
   reader.read([&](const ChunkView& v) {
     r.sequences.push_back(v.sequence);
@@ -52,6 +53,10 @@ ReadResult read_bytes(std::span<const uint8_t> bytes, bool read_ahead = false) {
   r.problems = reader.problems();
   r.stats = reader.stats();
   return r;
+}
+
+ReadResult read_bytes(std::span<const uint8_t> bytes, bool read_ahead = false) {
+  return read_source(memory_source(bytes), read_ahead);
 }
 
 bool has_problem(const ReadResult& r, ProblemKind kind) {
@@ -496,6 +501,87 @@ TEST(ReaderDamage, MissingFramesAreNoticedBySequence) {
   ASSERT_TRUE(r.opened);
   EXPECT_EQ(r.sequences, (std::vector<uint32_t>{0, 1, 4, 5}));
   EXPECT_TRUE(has_problem(r, ProblemKind::MissingFrames));
+}
+
+// A file as its writer leaves it, step by step: each wait of the reader
+// shows the next (content, size). Content may change under a shrink, as
+// when a writer that failed cuts its half-written frame off and writes on.
+class GrowingBytes final : public ByteSource {
+ public:
+  struct Step {
+    const std::vector<uint8_t>* content;
+    size_t size;
+  };
+  explicit GrowingBytes(std::vector<Step> steps) : steps_(std::move(steps)) {}
+  uint64_t size() const override { return steps_[at_].size; }
+  bool read(uint64_t offset, void* out, size_t n) const override {
+    const Step& s = steps_[at_];
+    if (offset > s.size || n > s.size - offset) return false;
+    std::memcpy(out, s.content->data() + offset, n);
+    return true;
+  }
+  bool wait_for_growth(uint64_t known, uint64_t* size) const override {
+    while (at_ + 1 < steps_.size()) {
+      if (steps_[++at_].size != known) {
+        *size = steps_[at_].size;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::vector<Step> steps_;
+  mutable size_t at_ = 0;
+};
+
+// The file header and then `stride` bytes more at each wait, up to `cut`.
+std::unique_ptr<ByteSource> written_in_steps(const std::vector<uint8_t>& bytes, size_t stride, size_t cut) {
+  std::vector<GrowingBytes::Step> steps;
+  for (size_t n = sizeof(container::FileHeader); n < cut; n += stride) steps.push_back({&bytes, n});
+  steps.push_back({&bytes, cut});
+  return std::make_unique<GrowingBytes>(std::move(steps));
+}
+
+// Read while it is written, in steps that end inside headers, payloads and
+// padding, a trace delivers what reading the finished file does: a frame
+// the writer is inside is waited for, not reported as truncation.
+TEST(ReaderDamage, AFileReadWhileWrittenReadsAsTheFinishedFile) {
+  const SampleTrace& t = sample();
+  for (size_t stride : {1, 5, 37, 600, 4096}) {
+    for (bool ahead : {false, true}) {
+      const auto r = read_source(written_in_steps(t.bytes, stride, t.bytes.size()), ahead);
+      EXPECT_TRUE(same_read(r, read_bytes(t.bytes))) << "stride " << stride << (ahead ? ", read ahead" : "");
+      EXPECT_TRUE(r.problems.empty()) << "stride " << stride;
+    }
+  }
+}
+
+// A writer that ended inside a frame (killed) leaves what the finished file
+// says: the same truncation at the same offset.
+TEST(ReaderDamage, AWriterThatEndsInsideAFrameLeavesTheFinishedFilesTruncation) {
+  const SampleTrace& t = sample();
+  for (size_t cut = sizeof(container::FileHeader); cut <= t.bytes.size(); cut += 211) {
+    const auto part = std::span(t.bytes.data(), cut);
+    EXPECT_TRUE(same_read(read_source(written_in_steps(t.bytes, 64, cut)), read_bytes(part))) << "cut " << cut;
+  }
+}
+
+// A writer whose write failed half-way cuts the half frame off and writes
+// its end there: the reader that waited inside the half frame reads the
+// finished file's frames, not the bytes it first saw.
+TEST(ReaderDamage, AHalfFrameCutOffAndWrittenOverReadsAsTheFinishedFile) {
+  const SampleTrace& t = sample();
+  const auto k = static_cast<long>(t.frame_offsets[3]);
+  const std::vector<uint8_t> half(t.bytes.begin(), t.bytes.begin() + k + 20);
+  std::vector<uint8_t> finished(t.bytes.begin(), t.bytes.begin() + k);
+  finished.insert(finished.end(), t.bytes.begin() + static_cast<long>(t.frame_offsets.back()), t.bytes.end());
+  const std::vector<GrowingBytes::Step> steps{
+      {&half, static_cast<size_t>(k) - 8}, {&half, half.size()}, {&finished, static_cast<size_t>(k)},
+      {&finished, finished.size()}};
+  const auto r = read_source(std::make_unique<GrowingBytes>(steps));
+  EXPECT_TRUE(same_read(r, read_bytes(finished)));
+  EXPECT_EQ(r.sequences.back(), t.frame_offsets.size() - 1);
 }
 
 }  // namespace

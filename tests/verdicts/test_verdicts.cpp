@@ -216,22 +216,40 @@ TEST_F(Verdicts, RunEndsWithTheVerdictLine) {
 // run's line is worked out without naming code addresses (pipeline.h,
 // Detail::Verdict): it must be analyze's headline all the same, on
 // samples whose findings cite CPU samples' functions and call sites.
+// The verdict line `gpuscope run` prints, read from its stderr.
+std::string run_verdict_line(const std::string& err) {
+  const std::string prefix = "gpuscope: verdict: ", suffix = " -- details: ";
+  const size_t at = err.find(prefix);
+  if (at == std::string::npos) return "<no verdict line>";
+  const size_t from = at + prefix.size();
+  return err.substr(from, err.find(suffix, from) - from);
+}
+
+// run's line is analyze's headline, whether run read the trace while the
+// program wrote it (the default, run_follower.h) or after it ended; the
+// launch-bound run is long enough (0.7 s, ~50 frames) for reading along.
 TEST_F(Verdicts, RunsVerdictLineIsAnalyzesHeadline) {
-  for (const std::string sample : {"cpu_bound", "pcie_bound", "sync_bound", "alloc_churn"}) {
-    const std::string path = dir_.file(sample + "-line.gpuscope");
-    const auto r = run({gpuscope_exe(), "run", "-o", path, "--", bin(sample)},
-                       environment_with({simgpu_path()}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
-    ASSERT_EQ(r.exit_code(), 0) << r.err;
-    const std::string prefix = "gpuscope: verdict: ", suffix = " -- details: ";
-    const size_t at = r.err.find(prefix);
-    ASSERT_NE(at, std::string::npos) << r.err;
-    const size_t from = at + prefix.size();
-    const std::string line = r.err.substr(from, r.err.find(suffix, from) - from);
-    const auto report = run({gpuscope_exe(), "analyze", path});
-    ASSERT_EQ(report.exit_code(), 0) << report.err;
-    EXPECT_NE(report.out.find("VERDICT: " + line + "\n"), std::string::npos) << sample << ": " << line << "\n"
-                                                                             << report.out;
-    EXPECT_NE(report.out.find(".cu:"), std::string::npos) << sample;  // the named frames the line did without
+  const std::string launch_bound = "SIMGPU_NODE=" + std::string(GPUSCOPE_SOURCE_DIR) + "/tests/bench/launch_bound_node.json";
+  const std::vector<std::vector<std::string>> cases = {
+      {"cpu_bound"}, {"pcie_bound"}, {"sync_bound"}, {"alloc_churn"}, {"sync_bound", "--fixed", "--iters", "200000"}};
+  for (const auto& args : cases) {
+    for (const char* follow : {"on", "off"}) {
+      const std::string name = args.front() + std::to_string(args.size()) + "-" + follow;
+      const std::string path = dir_.file(name + ".gpuscope");
+      std::vector<std::string> argv = {gpuscope_exe(), "run", "-o", path, "--", bin(args.front())};
+      argv.insert(argv.end(), args.begin() + 1, args.end());
+      std::vector<std::string> set = {simgpu_path(), std::string("GPUSCOPE_RUN_FOLLOW=") + follow};
+      if (args.size() > 1) set.push_back(launch_bound);
+      const auto r = run(argv, environment_with(set, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "SIMGPU_NODE"}));
+      ASSERT_EQ(r.exit_code(), 0) << r.err;
+      const std::string line = run_verdict_line(r.err);
+      const auto report = run({gpuscope_exe(), "analyze", path});
+      ASSERT_EQ(report.exit_code(), 0) << report.err;
+      EXPECT_NE(report.out.find("VERDICT: " + line + "\n"), std::string::npos) << name << ": " << line << "\n"
+                                                                                 << report.out;
+      EXPECT_NE(report.out.find(".cu:"), std::string::npos) << name;  // the named frames the line did without
+      EXPECT_NE(r.err.find("gpuscope: trace " + path + " ("), std::string::npos) << r.err;
+    }
   }
 }
 
