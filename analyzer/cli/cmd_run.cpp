@@ -248,15 +248,8 @@ std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& ru
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file(ec)) continue;
-    reader::TraceReader r;
-    std::string error;
-    if (!r.open_file(entry.path().string(), &error)) continue;
-    std::optional<uint64_t> start;
-    r.read([&](const reader::ChunkView& v) {
-      const auto* m = v.chunk->metadata();
-      if (m != nullptr && m->run_id() != nullptr && m->run_id()->str() == run_id) start = m->start_monotonic_ns();
-    }, 1);
-    if (start) found.emplace_back(*start, entry.path());
+    const reader::FirstFrame first = reader::read_first_frame(entry.path().string());
+    if (first.process && first.process->run_id == run_id) found.emplace_back(first.process->start_monotonic_ns, entry.path());
   }
   std::sort(found.begin(), found.end());
   std::vector<fs::path> paths;

@@ -20,7 +20,7 @@
 #include "container.h"
 #include "environment.h"
 #include "progress.h"
-#include "trace_reader.h"
+#include "trace_summary.h"
 
 namespace gpuscope::cli {
 namespace fs = std::filesystem;
@@ -81,22 +81,16 @@ namespace {
 
 enum class Candidate { Ours, NotOurs, NotYet };
 
-// Whether the file at `path` is the trace process `pid` of run `run_id`
-// writes: its first frame says so. A file too short to tell yet is looked
-// at again at the next look.
-Candidate check_candidate(const fs::path& path, const std::string& run_id, pid_t pid, struct stat* st) {
-  if (lstat(path.c_str(), st) != 0 || !S_ISREG(st->st_mode)) return Candidate::NotOurs;
-  if (static_cast<size_t>(st->st_size) < sizeof(container::FileHeader)) return Candidate::NotYet;
-  reader::TraceReader r;
-  std::string error;
-  if (!r.open_file(path.string(), &error)) return Candidate::NotOurs;
-  Candidate verdict = Candidate::NotYet;  // no whole first frame yet
-  r.read([&](const reader::ChunkView& v) {
-    const auto* m = v.chunk->metadata();
-    const bool ours = m != nullptr && m->run_id() != nullptr && m->run_id()->str() == run_id && m->pid() == pid;
-    verdict = ours ? Candidate::Ours : Candidate::NotOurs;
-  }, 1);
-  return verdict;
+// Whether the regular file at `path` (`size` bytes now) is the trace
+// process `pid` of run `run_id` writes: its first frame says so. A file too
+// short to tell yet is looked at again at the next look.
+Candidate check_candidate(const fs::path& path, off_t size, const std::string& run_id, pid_t pid) {
+  if (static_cast<size_t>(size) < sizeof(container::FileHeader)) return Candidate::NotYet;
+  const reader::FirstFrame first = reader::read_first_frame(path.string());
+  if (!first.is_trace) return Candidate::NotOurs;
+  if (!first.whole) return Candidate::NotYet;
+  const bool ours = first.process && first.process->run_id == run_id && first.process->pid == pid;
+  return ours ? Candidate::Ours : Candidate::NotOurs;
 }
 
 // Whether a thread of this process may leave SCHED_IDLE again: it needs
@@ -187,7 +181,8 @@ std::string TraceFollower::trace_among_open_files(pid_t pid) {
   std::string found;
   int seen = 0;
   while (const dirent* e = readdir(dir)) {
-    if (e->d_name[0] == '.' || ++seen > kMaxDescriptors) continue;
+    if (e->d_name[0] == '.') continue;
+    if (++seen > kMaxDescriptors) break;
     char target[4096];
     const ssize_t n = readlinkat(dirfd(dir), e->d_name, target, sizeof target - 1);
     if (n <= 0 || target[0] != '/') continue;  // pipes, sockets, anonymous files
@@ -198,7 +193,7 @@ std::string TraceFollower::trace_among_open_files(pid_t pid) {
     if (stat(path.parent_path().c_str(), &parent) != 0 || parent.st_dev != directory_device_ ||
         parent.st_ino != directory_inode_)
       continue;
-    const Candidate c = check_candidate(path, run_id_, pid, &st);
+    const Candidate c = check_candidate(path, st.st_size, run_id_, pid);
     if (c == Candidate::NotOurs) looked_at_.insert({st.st_dev, st.st_ino});
     if (c != Candidate::Ours) continue;
     device_ = st.st_dev;

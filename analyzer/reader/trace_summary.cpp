@@ -366,6 +366,19 @@ std::string step_text(fb::EndKind kind, int status) {
 
 }  // namespace
 
+FirstFrame read_first_frame(const std::string& path) {
+  FirstFrame first;
+  TraceReader r;
+  std::string error;
+  if (!r.open_file(path, &error)) return first;
+  first.is_trace = true;
+  r.read([&](const ChunkView& v) {
+    first.whole = true;
+    if (v.chunk->metadata() != nullptr) first.process = to_process_info(*v.chunk->metadata());
+  }, 1);
+  return first;
+}
+
 std::string end_text(const EndInfo& end) {
   std::string s = step_text(end.kind, end.exit_status);
   if (end.began_kind != fb::EndKind::Unknown)

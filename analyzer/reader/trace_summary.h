@@ -164,6 +164,15 @@ TraceSummary summarize(TraceReader& reader);
 
 ProcessInfo to_process_info(const fb::ProcessMetadata& m);
 
+// The first frame of the trace at `path`, read without the rest of the
+// file: how `gpuscope run` tells its own traces from others in a directory.
+struct FirstFrame {
+  bool is_trace = false;               // the file opened as a trace
+  bool whole = false;                  // its first frame was whole (one being written is not yet)
+  std::optional<ProcessInfo> process;  // that frame's metadata, when it had any
+};
+FirstFrame read_first_frame(const std::string& path);
+
 const char* end_kind_text(fb::EndKind kind);
 // How the process ended, in words: "exit(), exit status 8, called while the
 // process was already ending (returned from main, exit status 0)".
