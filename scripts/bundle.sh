@@ -5,6 +5,7 @@
 #   bin/gpuscope            the CLI (its C++ runtime compiled in; see analyzer/CMakeLists.txt)
 #   lib/lib{dw,elf,z,...}   what the CLI needs beyond glibc
 #   lib/libgpuscope.so      the capture library (own C++ runtime, hidden)
+#   lib/libgpuscope_importers.so  the Kineto and nsys importers, loaded by the CLI when it opens a foreign file
 #   lib/libcupti.so.13      CUPTI (redistributable), dlopen'ed by libgpuscope.so at injection
 #   lib/libunwind.so.8      call stacks: the fast walker's fallback, dlopen'ed by libgpuscope.so once a stack needs it (at start with GPUSCOPE_UNWINDER=libunwind)
 #   samples/bin/            the bottleneck samples and test programs (need the
@@ -36,6 +37,7 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/samples/bin" "$stage/samples/simgpu/l
 ship() { objcopy --strip-debug "$1" "$2"; }
 ship "$build/bin/gpuscope" "$stage/bin/gpuscope"
 ship "$build/lib/libgpuscope.so" "$stage/lib/libgpuscope.so"
+ship "$build/lib/libgpuscope_importers.so" "$stage/lib/libgpuscope_importers.so"
 # The CUPTI the collector was compiled against: libgpuscope.so looks for it
 # next to itself first (cupti/cupti_api.cpp), so a node whose toolkit is
 # missing or of another version still gets device activity.
@@ -52,9 +54,11 @@ unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/ && !found {print $NF; fo
 [ -n "$unwind" ] || { echo "bundle: libunwind.so.8 not found (apt-get install libunwind-dev)" >&2; exit 1; }
 cp -L "$unwind" "$stage/lib/libunwind.so.8"
 # The shared libraries bin/gpuscope needs beyond glibc (elfutils libdw for
-# symbolization and what it pulls in): shipped in lib/, found through the
-# executable's RPATH $ORIGIN/../lib, which also serves indirect dependencies.
-ldd "$build/bin/gpuscope" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+# symbolization and what it pulls in), and those of the importer module
+# (simdjson, SQLite, the C++ runtime): shipped in lib/, found through the
+# executable's RPATH $ORIGIN/../lib, which also serves indirect
+# dependencies, and the module's $ORIGIN.
+ldd "$build/bin/gpuscope" "$build/lib/libgpuscope_importers.so" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
   case $(basename "$lib") in
     libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
     *) cp -L "$lib" "$stage/lib/" ;;

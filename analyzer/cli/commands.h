@@ -173,7 +173,10 @@ bool analyze_headline(const std::string& path, TraceHeadline* out, analyzer::Pro
 // The same from an analysis made with Detail::Verdict.
 void headline_of(const analyzer::TraceAnalysis& analysis, TraceHeadline* out, analyzer::ProcessEntry* process);
 
-// Where libgpuscope.so is, relative to this executable; empty + *error if not.
+// Where libgpuscope.so is, relative to this executable (or as
+// GPUSCOPE_LIBRARY says); empty + *error if not.
 std::string locate_capture_library(std::string* error);
+// Where gpuscope's library `name` is: ../lib beside this executable.
+std::string locate_own_library(const std::string& name, std::string* error);
 
 }  // namespace gpuscope::cli

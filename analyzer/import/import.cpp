@@ -59,21 +59,10 @@ namespace {
 ImportResult import_source(const ImportTarget& target, std::unique_ptr<reader::ByteSource> source,
                            SourceFormat format, const std::string& out_path, bool force) {
   ImportResult result;
-  ImportSourceInfo info;
-  info.path = target.path;
   switch (format) {
     case SourceFormat::KinetoJson:
-    case SourceFormat::KinetoGzip: {
-      info.format = "kineto";
-      TraceBuilder builder(info, out_path, force);
-      return import_kineto(target.path, std::move(source), format, builder);
-    }
-    case SourceFormat::NsysSqlite: {
-      source.reset();
-      info.format = "nsys-sqlite";
-      TraceBuilder builder(info, out_path, force);
-      return import_nsys(target.path, target.pid, builder);
-    }
+    case SourceFormat::KinetoGzip:
+    case SourceFormat::NsysSqlite: return import_foreign(target, std::move(source), format, out_path, force);
     case SourceFormat::Native:
       result.error = target.path + " is already a gpuscope trace";
       return result;
@@ -130,7 +119,7 @@ std::vector<std::string> expand_foreign_inputs(const std::string& path, SourceFo
   if (format != nullptr) *format = sniffed;
   if (sniffed != SourceFormat::NsysSqlite) return {path};
   source.reset();
-  const std::vector<int> pids = nsys_processes(path, &error);
+  const std::vector<int> pids = foreign_processes(path, &error);
   if (pids.size() <= 1) return {path};
   std::vector<std::string> out;
   for (int pid : pids) out.push_back(ImportTarget{path, pid}.name());

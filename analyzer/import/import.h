@@ -48,6 +48,18 @@ ImportResult import_nsys(const std::string& path, int pid, TraceBuilder& builder
 // (empty with *error set when the file cannot be read as one).
 std::vector<int> nsys_processes(const std::string& path, std::string* error);
 
+// The importers proper, behind the functions above: Kineto (simdjson) and
+// nsys (SQLite). gpuscope_import links them in (import/importers_linked.cpp:
+// tests, the importer module); the CLI gets them from
+// libgpuscope_importers.so, loaded the first time a foreign file is opened
+// (cli/importers_loaded.cpp), so that no command pays for loading simdjson,
+// SQLite and the C++ runtime they bring at its start. `format` is
+// KinetoJson, KinetoGzip or NsysSqlite.
+ImportResult import_foreign(const ImportTarget& target, std::unique_ptr<reader::ByteSource> source,
+                            SourceFormat format, const std::string& out_path, bool force);
+// nsys_processes(), through the same door.
+std::vector<int> foreign_processes(const std::string& path, std::string* error);
+
 // Imports `target` into `out_path` ("" = an unlinked temporary file).
 ImportResult import_file(const ImportTarget& target, const std::string& out_path, bool force = false);
 

@@ -18,6 +18,7 @@ class FileSource final : public ByteSource {
       : fd_(fd), size_(size), growth_(std::move(growth)) {}
   ~FileSource() override { ::close(fd_); }
   uint64_t size() const override { return size_; }
+  int descriptor() const override { return fd_; }
   bool read(uint64_t offset, void* out, size_t n) const override {
     if (offset > size_ || n > size_ - offset) return false;
     auto* p = static_cast<char*>(out);

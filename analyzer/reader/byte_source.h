@@ -31,6 +31,9 @@ class ByteSource {
     (void)size;
     return false;
   }
+  // The open file behind this source, still owned by it; -1 when none. For
+  // handing the very file to a loaded module (cli/importers_loaded.cpp).
+  virtual int descriptor() const { return -1; }
 };
 
 // What a reader of a file still being written waits on (a traced program's

@@ -40,8 +40,10 @@ std::string progress_label(std::string_view verb, const std::string& path) {
 
 void set_progress_sink(ProgressSink* sink) { g_sink.store(sink, std::memory_order_release); }
 
+ProgressSink* progress_sink() { return t_muted ? nullptr : g_sink.load(std::memory_order_acquire); }
+
 ProgressStage::ProgressStage(std::string_view what, uint64_t total, ProgressUnit unit)
-    : sink_(t_muted ? nullptr : g_sink.load(std::memory_order_acquire)) {
+    : sink_(progress_sink()) {
   if (sink_ != nullptr) sink_->begin(what, total, unit);
 }
 

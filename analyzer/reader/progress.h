@@ -31,6 +31,9 @@ std::string progress_label(std::string_view verb, const std::string& path);
 
 // The process's sink (the CLI's terminal bar), or null for none.
 void set_progress_sink(ProgressSink* sink);
+// The sink a stage begun now on this thread reports to (null when none or
+// muted): for work handed to a loaded module with a sink of its own.
+ProgressSink* progress_sink();
 
 // While one lives, stages begun on its thread report nothing: work done in
 // the background while a program writes to the same terminal (gpuscope

@@ -6,18 +6,19 @@
 # Usage: tests/bundle/check_bundle.sh dist/gpuscope-*-linux-x86_64.tar.gz
 set -euo pipefail
 tarball=$(realpath "$1")
+kineto=$(realpath "$(dirname "$0")/../real_gpu/h200-2026-12-04/torch_healthy.pt.trace.json.gz")
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuscope-bundle-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 tar -C "$dir" -xzf "$tarball"
 root=$(echo "$dir"/gpuscope-*)
 fail() { echo "check_bundle: FAIL: $*" >&2; exit 1; }
 
-# Every library bin/gpuscope loads is glibc's or the bundle's own.
+# Every library bin/gpuscope and its importer module load is glibc's or the bundle's own.
 while read -r name arrow path _; do
   [ "$arrow" = "=>" ] || continue
   case $name in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) continue ;; esac
   [ "$(realpath "$(dirname "$path")")" = "$(realpath "$root/lib")" ] || fail "bin/gpuscope takes $name from $path, not from the bundle"
-done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope")
+done < <(env -i PATH=/usr/bin:/bin ldd "$root/bin/gpuscope" "$root/lib/libgpuscope_importers.so")
 # CUPTI ships next to the capture library and needs nothing beyond glibc and libgcc_s.
 [ -f "$root/lib/libcupti.so.13" ] || fail "lib/libcupti.so.13 is missing"
 # (ldd's output is taken whole first: grep -q leaving early would end ldd by SIGPIPE.)
@@ -51,6 +52,10 @@ env -i PATH=/usr/bin:/bin HOME="$dir" GPUSCOPE_UNWINDER=libunwind "$root/samples
 unwound=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$dir/libunwind.gpuscope")
 grep -q 'call stacks: .* symbolized' <<<"$unwound" && ! grep -q 'libunwind.so.8 not loaded' <<<"$unwound" \
   || { echo "$unwound"; fail "libunwind.so.8 (the bundle's, else the system's) does not load"; }
+# A PyTorch profiler trace: the CLI loads the bundle's importer module on its own.
+imported=$(env -i PATH=/usr/bin:/bin "$root/bin/gpuscope" analyze "$kineto" 2>&1) ||
+  { echo "$imported"; fail "gpuscope analyze of a Kineto trace exited $?"; }
+grep -q '^VERDICT: ' <<<"$imported" || { echo "$imported"; fail "no verdict for a Kineto trace"; }
 # The conformance corpus runs from the bundle as gpu-check.sh runs it (here on simgpu).
 for variant in "" --static; do
   env -i PATH=/usr/bin:/bin HOME="$dir" python3 "$root/conformance/conformance.py" --program vector_add $variant \

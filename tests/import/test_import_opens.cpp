@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -124,6 +127,51 @@ TEST(ImportOpens, DirectoryEntryOpenedOnceToListAndOnceToAnalyze) {
   const std::string command = std::string(GPUSCOPE_CLI) + " analyze " + dir.path() + " >/dev/null 2>&1";
   const int opens = opens_of(path, [&] { EXPECT_EQ(std::system(command.c_str()), 0) << command; });
   EXPECT_EQ(opens, 2 * one_open(path));
+}
+
+// `gpuscope import`, whose importers are a module the CLI loads: the module
+// imports the file the CLI opened and sniffed, not the path again.
+TEST(ImportOpens, CliImportOpensTheFileOnce) {
+  test::TempDir dir;
+  const std::string path = write_json(dir);
+  const std::string command =
+      std::string(GPUSCOPE_CLI) + " import " + path + " -o " + dir.file("out.gpuscope") + " >/dev/null 2>&1";
+  const int opens = opens_of(path, [&] { EXPECT_EQ(std::system(command.c_str()), 0) << command; });
+  EXPECT_EQ(opens, one_open(path));
+}
+
+std::string output_of(const std::string& command, int* status) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  for (size_t n; pipe != nullptr && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  *status = pipe == nullptr ? -1 : pclose(pipe);
+  return out;
+}
+
+// A CLI whose lib/ lacks the importer module (a partial copy) still reads
+// native traces; a foreign file fails with one line naming it and the
+// missing module.
+TEST(ImportModule, WithoutItAForeignFileFailsWithOneLineNamingIt) {
+  test::TempDir dir;
+  const std::string json = write_json(dir);
+  const std::string native = dir.file("native.gpuscope");
+  int status = 0;
+  output_of(std::string(GPUSCOPE_CLI) + " import " + json + " -o " + native, &status);
+  ASSERT_EQ(status, 0);
+  ::mkdir(dir.file("bin").c_str(), 0755);
+  const std::string alone = dir.file("bin/gpuscope");
+  ASSERT_EQ(std::system(("cp " + std::string(GPUSCOPE_CLI) + " " + alone).c_str()), 0);
+
+  const std::string failed = output_of(alone + " analyze " + json, &status);
+  EXPECT_NE(status, 0) << failed;
+  EXPECT_EQ(std::count(failed.begin(), failed.end(), '\n'), 1) << failed;
+  EXPECT_NE(failed.find(json + ": cannot import it: cannot find libgpuscope_importers.so"), std::string::npos)
+      << failed;
+
+  const std::string read = output_of(alone + " analyze " + native, &status);
+  EXPECT_EQ(status, 0) << read;
+  EXPECT_NE(read.find("VERDICT: "), std::string::npos) << read;
 }
 
 }  // namespace

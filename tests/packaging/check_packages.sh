@@ -23,6 +23,7 @@ for f in bin/sync_bound simgpu/lib/libcudart.so.13 lib/libpykernels.so; do
   [ -e "$build/$f" ] || fail "$build/$f is missing (a regular build with the samples is needed)"
 done
 clean_env=(env -i PATH=/usr/bin:/bin HOME="$work" LANG=C.UTF-8)
+kineto_trace=$source/tests/real_gpu/h200-2026-12-04/torch_healthy.pt.trace.json.gz
 
 # Only what the package promises: no samples, simgpu, tests or build-tree paths.
 check_contents() {  # LABEL ALLOWED_REGEX, file list on stdin
@@ -48,6 +49,10 @@ check_traces() {  # LABEL PREFIX
   analysis=$("${clean_env[@]}" "$prefix/bin/gpuscope" analyze "$out"/*.gpuscope) ||
     fail "$label: gpuscope analyze exited $?"
   grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "$label: gpuscope analyze gave no verdict"; }
+  # A PyTorch profiler trace: the CLI loads its importer module from where it landed.
+  analysis=$("${clean_env[@]}" "$prefix/bin/gpuscope" analyze "$kineto_trace" 2>&1) ||
+    { echo "$analysis"; fail "$label: gpuscope analyze of a Kineto trace exited $?"; }
+  grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "$label: no verdict for a Kineto trace"; }
 }
 
 # The wheel's man page and completions, which pip puts in the venv's share/,
@@ -79,7 +84,7 @@ say "cmake --install into an empty prefix"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 [ "$(readlink "$work/prefix/bin/gpuscope")" = ../lib/gpuscope/bin/gpuscope ] || fail "cmake --install: bin/gpuscope is not a link to lib/gpuscope/bin/gpuscope"
 (cd "$work/prefix" && find . -type f | sed 's|^\./||') | check_contents "cmake --install" \
-  '^(lib/gpuscope/bin/gpuscope|lib/gpuscope/lib/lib(gpuscope\.so|cupti\.so\.13)|share/doc/gpuscope/.*|share/man/man1/gpuscope\.1\.gz|share/bash-completion/completions/gpuscope|share/zsh/site-functions/_gpuscope)$'
+  '^(lib/gpuscope/bin/gpuscope|lib/gpuscope/lib/lib(gpuscope\.so|gpuscope_importers\.so|cupti\.so\.13)|share/doc/gpuscope/.*|share/man/man1/gpuscope\.1\.gz|share/bash-completion/completions/gpuscope|share/zsh/site-functions/_gpuscope)$'
 tests/packaging/check_shell_docs.sh "$work/prefix" || fail "cmake --install: man page or completions"
 check_traces install "$work/prefix"
 
@@ -93,7 +98,7 @@ for package in libc6 libdw1 libsqlite3-0; do
   grep -q "\b$package\b" <<<"$depends" || fail "Depends lacks $package: $depends"
 done
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./||' | check_contents ".deb" \
-  '^(usr/bin/gpuscope|usr/lib/gpuscope/bin/gpuscope|usr/lib/gpuscope/lib/lib(gpuscope\.so|cupti\.so\.13)|usr/share/doc/gpuscope/.*|usr/share/man/man1/gpuscope\.1\.gz|usr/share/bash-completion/completions/gpuscope|usr/share/zsh/vendor-completions/_gpuscope)$'
+  '^(usr/bin/gpuscope|usr/lib/gpuscope/bin/gpuscope|usr/lib/gpuscope/lib/lib(gpuscope\.so|gpuscope_importers\.so|cupti\.so\.13)|usr/share/doc/gpuscope/.*|usr/share/man/man1/gpuscope\.1\.gz|usr/share/bash-completion/completions/gpuscope|usr/share/zsh/vendor-completions/_gpuscope)$'
 if command -v lintian >/dev/null; then
   lintian --fail-on error "$deb" \
     >"$work/lintian.log" 2>&1 || { cat "$work/lintian.log"; fail "lintian found errors in $(basename "$deb")"; }
@@ -148,7 +153,7 @@ while read -r name arrow path _; do
   [ "$arrow" = "=>" ] || continue
   case $name in libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) continue ;; esac
   [ "$(dirname "$(realpath "$path")")" = "$(realpath "$site/lib")" ] || fail "the wheel's gpuscope takes $name from $path"
-done < <("${clean_env[@]}" ldd "$site/bin/gpuscope")
+done < <("${clean_env[@]}" ldd "$site/bin/gpuscope" "$site/lib/libgpuscope_importers.so")
 # The console script execs the binary: the version, the exit status and the
 # signal dispositions of the traced program are the binary's own.
 [ "$("${venv_env[@]}" gpuscope --version)" = "$("$build/bin/gpuscope" --version)" ] || fail "the wheel's gpuscope --version differs"
@@ -167,6 +172,8 @@ info=$("${venv_env[@]}" gpuscope info "$work"/python/*.gpuscope) || fail "gpusco
 grep -q '^events: .* 500 copies' <<<"$info" || { echo "$info"; fail "the wheel's trace of cuda_workload.py lacks its 500 copies"; }
 analysis=$("${venv_env[@]}" gpuscope analyze "$work"/python/*.gpuscope) || fail "gpuscope (wheel) analyze failed"
 grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope (wheel) analyze gave no verdict"; }
+analysis=$("${venv_env[@]}" gpuscope analyze "$kineto_trace" 2>&1) || { echo "$analysis"; fail "gpuscope (wheel) analyze of a Kineto trace failed"; }
+grep -q '^VERDICT: ' <<<"$analysis" || { echo "$analysis"; fail "gpuscope (wheel) gave no verdict for a Kineto trace"; }
 
 mkdir -p "$source/dist"
 cp "$deb" "$wheel" "$source/dist/"
