@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <mutex>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -59,6 +60,10 @@ void import_file_entry(const char* path, int fd, int format, int pid, const char
     return;
   }
   try {
+    // One import at a time: the forwarded progress bar is this module's one
+    // sink while it lasts (the CLI imports one file at a time anyway).
+    static std::mutex one_at_a_time;
+    const std::lock_guard lock(one_at_a_time);
     const ForwardedProgress forwarded(progress);
     ImportResult r;
     auto source = source_of(path, fd, &r.error);
