@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <random>
 
 #include <CLI/CLI.hpp>
@@ -249,7 +248,8 @@ std::vector<fs::path> find_run_traces(const fs::path& dir, const std::string& ru
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file(ec)) continue;
     const reader::FirstFrame first = reader::read_first_frame(entry.path().string());
-    if (first.process && first.process->run_id == run_id) found.emplace_back(first.process->start_monotonic_ns, entry.path());
+    if (first.process && first.process->run_id == run_id)
+      found.emplace_back(first.process->start_monotonic_ns, entry.path());
   }
   std::sort(found.begin(), found.end());
   std::vector<fs::path> paths;
