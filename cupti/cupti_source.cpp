@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-
+#include <type_traits>
 #include <variant>
 
 #include "activity_convert.h"
@@ -44,10 +44,13 @@ class CuptiSource final : public capture::TraceSource {
   bool ended_ = false;
   // Writer thread only.
   uint64_t records_ = 0, unconverted_ = 0, uncorrelated_ = 0;
-  // Sampled tracing: the window open since opened_ns_ (the first opens when
-  // the collector starts), or the time the next one opens.
+  // Kernels, copies and memsets converted: the program's device work, and
+  // the earliest start among those of the first poll that had any.
+  uint64_t work_records_ = 0, first_work_ns_ = 0;
+  // Sampled tracing: the window open since opened_ns_, its length counted
+  // from length_from_ns_ (0: not yet), or the time the next one opens.
   bool window_open_ = false, windows_started_ = false;
-  uint64_t opened_ns_ = 0, next_open_ns_ = 0;
+  uint64_t opened_ns_ = 0, length_from_ns_ = 0, next_open_ns_ = 0;
   uint32_t schedule_id_ = 0;
 };
 
@@ -55,6 +58,15 @@ class CuptiSource final : public capture::TraceSource {
 // poll past its length and the next opens at the first poll past the
 // period, so both are as late as one drain interval (10 ms by default).
 // The markers carry the times the switches were made.
+//
+// CUPTI is on from collection's start (CUDA's start), but the first window
+// begins with the first device work the writer converts, at that work's own
+// start, and runs its length from there. So every sampled trace holds some:
+// a short program, or a service that starts CUDA and waits for its first
+// request, would otherwise spend its one window on set-up, and that idle
+// wait is not judged as part of a window. Until then CUPTI is on with
+// nothing to record, which costs little; the work is seen up to CUPTI's
+// flush period (100 ms) late, so the first window may be that much longer.
 void CuptiSource::sample_windows(uint64_t now_ns, capture::ChunkBuilder& out) {
   const CollectorOptions& o = collector_.options();
   if (o.window_ns == 0) return;
@@ -66,17 +78,19 @@ void CuptiSource::sample_windows(uint64_t now_ns, capture::ChunkBuilder& out) {
   }
   if (window_open_) {
     if (const uint64_t finished = collector_.finished_ns(); finished != 0) return close_window(finished, out);
-    if (now_ns < opened_ns_ + o.window_ns) return;
+    if (length_from_ns_ == 0 && work_records_ != 0)
+      opened_ns_ = length_from_ns_ = std::clamp(first_work_ns_, opened_ns_, now_ns);
+    if (length_from_ns_ == 0 || now_ns < length_from_ns_ + o.window_ns) return;
     const uint64_t closing = capture::monotonic_ns();
     collector_.pause();  // false only when collection ended meanwhile
     const uint64_t finished = collector_.finished_ns();
-    next_open_ns_ = opened_ns_ + o.period_ns;
+    next_open_ns_ = length_from_ns_ + o.period_ns;
     return close_window(finished != 0 ? std::min(finished, closing) : closing, out);
   }
   if (now_ns < next_open_ns_ || collector_.finished_ns() != 0) return;
   if (collector_.resume()) {
     window_open_ = true;
-    opened_ns_ = capture::monotonic_ns();
+    opened_ns_ = length_from_ns_ = capture::monotonic_ns();
   }
 }
 
@@ -120,6 +134,11 @@ void CuptiSource::convert_buffers(capture::ChunkBuilder& out) {
       std::visit([&](const auto& r) {
         out.add(r);
         if (r.correlation_id() == 0) ++uncorrelated_;
+        using Kind = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<Kind, fb::Kernel> || std::is_same_v<Kind, fb::Copy> ||
+                      std::is_same_v<Kind, fb::Memset>) {
+          if (work_records_++ == 0 || r.start_ns() < first_work_ns_) first_work_ns_ = r.start_ns();
+        }
       }, *converted);
       ++records_;
     }

@@ -134,6 +134,29 @@ TEST_F(CuptiSourceTest, DeviceRecordsLinkToTheirHostCallAndTheForcedFlushLandsBe
   EXPECT_TRUE(fake().enabled.empty()) << "capture end disables every kind";
 }
 
+// The DeviceWindow markers of a trace, in time order, each checked to name
+// the schedule.
+std::vector<std::pair<uint64_t, uint64_t>> device_windows(const gpuscope::test::TraceContents& t,
+                                                          const std::string& schedule) {
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  for (const auto& m : t.markers) {
+    if (m.kind() != fb::MarkerKind::DeviceWindow) continue;
+    EXPECT_EQ(t.summary.name_of(m.name_id()), schedule);
+    windows.emplace_back(m.start_ns(), m.start_ns() + m.duration_ns());
+  }
+  std::sort(windows.begin(), windows.end());
+  return windows;
+}
+
+// CUPTI completing a buffer that holds one kernel, as the program's first
+// device work.
+void deliver_a_kernel() {
+  ActivityBuffer work;
+  work.add(kernel(capture::monotonic_ns(), 0));
+  ASSERT_TRUE(fake().hand_out(bytes_of(work)));
+  fake().complete_all();
+}
+
 // Sampled tracing on the writer's clock: windows of at least their length,
 // opening a period apart, each a DeviceWindow marker naming the schedule;
 // the last one closes when collection ends, and nothing is left enabled.
@@ -145,27 +168,52 @@ TEST_F(CuptiSourceTest, SampledTracingWritesItsWindows) {
   const std::string path = start(source.get());
   ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
   const uint64_t began = collector.started_ns();
+  deliver_a_kernel();
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   capture::stop_session(fb::EndKind::Exit, 0);
   const uint64_t ended = capture::monotonic_ns();
   EXPECT_TRUE(fake().enabled.empty());
   const auto t = gpuscope::test::read_trace_file(path);
   ASSERT_TRUE(t.opened) << t.error;
-  std::vector<std::pair<uint64_t, uint64_t>> windows;
-  for (const auto& m : t.markers) {
-    if (m.kind() != fb::MarkerKind::DeviceWindow) continue;
-    EXPECT_EQ(t.summary.name_of(m.name_id()), "20 ms every 60 ms");
-    windows.emplace_back(m.start_ns(), m.start_ns() + m.duration_ns());
-  }
+  const auto windows = device_windows(t, "20 ms every 60 ms");
   ASSERT_GE(windows.size(), 3u) << "250 ms of a 60 ms period";
-  std::sort(windows.begin(), windows.end());
-  EXPECT_EQ(windows.front().first, began) << "the first window opens when collection starts";
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(windows.front().first, t.kernels[0].start_ns()) << "the first window opens with the first device work";
+  EXPECT_GE(windows.front().first, began);
   for (size_t i = 0; i + 1 < windows.size(); ++i) {
     EXPECT_GE(windows[i].second - windows[i].first, 20'000'000u) << "window " << i;
     EXPECT_GE(windows[i + 1].first, windows[i].first + 60'000'000) << "window " << i + 1 << " opened early";
     EXPECT_LT(windows[i].second, windows[i + 1].first) << "windows " << i << " and " << i + 1 << " overlap";
   }
   EXPECT_LE(windows.back().second, ended);
+}
+
+// A program that starts CUDA and queues its first work later (a service
+// waiting for its first request, a script still importing) gets its first
+// window over that work, not over the wait: the window stays open until
+// device records arrive and then runs its length.
+TEST_F(CuptiSourceTest, TheFirstWindowLastsUntilDeviceWorkHasBeenSeenForItsLength) {
+  const CuptiApi api = make_fake_api();
+  Collector collector;
+  collector.set_sampling(20'000'000, 60'000'000, "20 ms every 60 ms");
+  auto source = make_cupti_source(collector, "no driver");
+  const std::string path = start(source.get());
+  ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
+  const uint64_t began = collector.started_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // 2.5 periods without device work
+  const uint64_t work = capture::monotonic_ns();
+  deliver_a_kernel();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  capture::stop_session(fb::EndKind::Exit, 0);
+  const auto t = gpuscope::test::read_trace_file(path);
+  ASSERT_TRUE(t.opened) << t.error;
+  ASSERT_EQ(t.kernels.size(), 1u);
+  const auto windows = device_windows(t, "20 ms every 60 ms");
+  ASSERT_GE(windows.size(), 2u) << "150 ms after the work, of a 60 ms period";
+  EXPECT_GE(windows.front().first, began + 150'000'000) << "the wait before the first work is in no window";
+  EXPECT_EQ(windows.front().first, t.kernels[0].start_ns());
+  EXPECT_GE(windows.front().second, work + 20'000'000) << "the first window ran its length after the work";
+  EXPECT_GE(windows[1].first, work + 60'000'000) << "the period counts from the work too";
 }
 
 TEST_F(CuptiSourceTest, WithoutInjectionTheTraceSaysWhy) {
