@@ -90,6 +90,10 @@ Subcommand add_doctor_command(CLI::App& app) {
   doctor->add_option("--proc-root", o->checks.proc_root,
                      "Read stat and pressure/{cpu,io} under this directory instead of /proc (a recorded snapshot: "
                      "stat.end, when there, is the second stat sample)");
+  doctor->add_option("--clocksource-dir", o->checks.clocksource_dir,
+                     "Read current_clocksource and available_clocksource here instead of "
+                     "/sys/devices/system/clocksource/clocksource0 (a recorded snapshot: clock reads are then not "
+                     "timed)");
   doctor->add_option("--pressure-window-ms", o->checks.pressure_window_ms,
                      "How long apart the two /proc/stat samples of host_pressure are (default 200)")
       ->check(CLI::Range(1u, 10000u));

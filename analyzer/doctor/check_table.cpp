@@ -57,6 +57,13 @@ constexpr CheckSpec kChecks[] = {
      "Linux PSI (Documentation/accounting/psi.rst) and /proc/stat (Documentation/filesystems/proc.rst); the "
      "percentages are gpuscope's own (docs/doctor.md: no published limit)",
      check_host_pressure, nullptr},
+    {"clocksource", false, Asked::Always,
+     "warn when the kernel's clocksource is not one the vDSO reads in user space (tsc, kvm-clock, "
+     "hyperv_clocksource_tsc_page, arch_sys_counter), or when a clock read measured here costs 300 ns or more",
+     "Linux clocksource sysfs (Documentation/admin-guide/kernel-parameters: clocksource=) and vdso(7): "
+     "clock_gettime without a system call needs a clocksource the vDSO can read; the 300 ns bar is gpuscope's own "
+     "(a vDSO read costs 15-50 ns, a system call several hundred)",
+     check_clocksource, nullptr},
     {"mps", false, Asked::Always,
      "warn when MPS is in use: the MPS control daemon's pipe exists (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps) "
      "or NVML lists MPS clients on a GPU",

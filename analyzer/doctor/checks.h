@@ -14,6 +14,7 @@ Finding check_devices(const NodeProbe& probe);
 Finding check_cuda_runtime(const NodeProbe& probe);
 Finding check_kernel_log(const NodeProbe& probe);
 Finding check_host_pressure(const NodeProbe& probe);
+Finding check_clocksource(const NodeProbe& probe);
 Finding check_mps(const NodeProbe& probe);
 Finding check_baseline(const NodeProbe& probe);  // only with options.baseline
 

@@ -49,6 +49,9 @@ struct DoctorOptions {
   // its two /proc/stat samples are.
   std::string proc_root = "/proc";
   unsigned pressure_window_ms = 200;
+  // Where the clocksource check reads current_ and available_clocksource;
+  // it times clock reads only in the live directory.
+  std::string clocksource_dir = "/sys/devices/system/clocksource/clocksource0";
   // A known-good node's facts (load_baseline): the baseline check compares
   // this node with them, and runs only when they are given.
   std::optional<NodeFacts> baseline;

@@ -21,11 +21,11 @@ import tempfile
 
 import jsonschema
 
-ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
+ALL_CHECKS = ["driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "clocksource", "mps", "baseline", "pcie_link", "clocks", "power", "persistence_mode", "ecc",
               "row_remapping", "mig", "tenancy", "topology", "nvlink", "canary"]
-NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "mps", "baseline"}
+NODE_CHECKS = {"driver", "devices", "cuda_runtime", "kernel_log", "host_pressure", "clocksource", "mps", "baseline"}
 # Node checks that read the host, not NVML: they run without a driver too.
-HOST_CHECKS = {"kernel_log", "host_pressure", "mps"}
+HOST_CHECKS = {"kernel_log", "host_pressure", "clocksource", "mps"}
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 # case: node file (None: the built-in default), {check: (state, text in its summary)}, options
@@ -99,6 +99,14 @@ CASES = {
                               {"proc_root": "proc-no-psi-busy"}),
     "host_unreadable": (None, {"host_pressure": ("not_checked", "no-such-proc/stat (two samples) nor")},
                         {"proc_root": "no-such-proc"}),
+    # A kernel that gave the TSC up (hpet), one on a VM's paravirtual clock (a pass), and no sysfs to read.
+    "clocksource_hpet": (None, {"clocksource": ("warn", "clocksource hpet: every clock read is a system call")},
+                         {"clocksource": "clocksource-hpet"}),
+    "clocksource_kvm": (None, {"clocksource": ("pass", "clocksource kvm-clock: clock reads stay in user space")},
+                        {"clocksource": "clocksource-kvm"}),
+    "clocksource_unreadable": (None, {"clocksource": ("not_checked", "no-such-dir/current_clocksource could not be "
+                                                                     "read")},
+                               {"clocksource": "no-such-dir"}),
     "wrong_numa": ("wrong-numa.json", {"topology": ("warn", "none of the CPUs this process may run on (0) is near "
                                                            "GPU 0 (NUMA node 1, CPUs 64-127)")}, {}),
     "topology_unknown": ("no-numa-affinity.json", {"topology": ("not_checked", "nvmlDeviceGetCpuAffinity: Not Supported "
@@ -367,11 +375,13 @@ def check_output_file(gpuscope, env, common, where, text):
 
 
 def check_reads_host(gpuscope, env, common):
-    """Without --kernel-log and --proc-root the host checks read this host: /dev/kmsg (or say why they could
-    not) and two /proc/stat samples 200 ms apart. Their states depend on the host, so only that is checked."""
+    """Without --kernel-log, --proc-root and --clocksource-dir the host checks read this host: /dev/kmsg (or say
+    why they could not), two /proc/stat samples 200 ms apart, and the clocksource with the timed cost of a clock
+    read. Their states depend on the host, so only that is checked."""
     _, out = run(gpuscope, common + ["--json"], env)
     results = {r["check"]: r for r in json.loads(out)["checks"]}
-    for check, said in (("kernel_log", "/dev/kmsg"), ("host_pressure", "/proc/stat over 200 ms")):
+    for check, said in (("kernel_log", "/dev/kmsg"), ("host_pressure", "/proc/stat over 200 ms"),
+                        ("clocksource", "ns a read (median of 15 x 1000)")):
         if said not in results[check]["summary"] + " ".join(results[check]["evidence"]):
             fail(f"{check} on this host does not say '{said}': {results[check]}")
 
@@ -403,7 +413,8 @@ def main():
                 os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
                 os.mkfifo(os.path.join(env["CUDA_MPS_PIPE_DIRECTORY"], "control"))
             common = ["--dev-dir", device_dir(dev, options),
-                      "--proc-root", os.path.join(FIXTURES, options.get("proc_root", "proc-quiet"))]
+                      "--proc-root", os.path.join(FIXTURES, options.get("proc_root", "proc-quiet")),
+                      "--clocksource-dir", os.path.join(FIXTURES, options.get("clocksource", "clocksource-tsc"))]
             if kernel_log:
                 common += ["--kernel-log", os.path.join(FIXTURES, kernel_log)]
             if "kmsg" in options:
