@@ -342,10 +342,29 @@ if want overhead; then
 echo
 echo "## Overhead"
 mkdir -p "$out/overhead"
+# What a hooked call costs (traced: LD_PRELOAD alone, so no CUPTI), what
+# the interposition alone costs (passthrough: GPUSCOPE_DISABLE=1, the hooks
+# pass every call through), and the call as `gpuscope run` leaves it (with
+# CUPTI injected: its subscriber and device-work callbacks).
+# The hooks stamp calls with rdtsc only where the kernel keeps time with the
+# TSC (capture/clock.h); elsewhere each stamp is a vDSO clock_gettime.
+cs=/sys/devices/system/clocksource/clocksource0
+echo "clocksource: $(cat $cs/current_clocksource 2>&1) (available: $(cat $cs/available_clocksource 2>&1))"
 for mode in get_device stream_sync; do
   echo "plain:  $(timeout "$limit" "$bin/hooked_call_loop" $mode 200000 2>&1 | tail -1)"
-  echo "traced: $(timeout "$limit" env LD_PRELOAD="$here/lib/libgpuscope.so" GPUSCOPE_OUTPUT="$out/overhead/" \
-    "$bin/hooked_call_loop" $mode 200000 2>&1 | tail -1)"
+  for setting in traced passthrough with-cupti; do
+    envs=(LD_PRELOAD="$here/lib/libgpuscope.so" GPUSCOPE_OUTPUT="$out/overhead/")
+    case $setting in
+      passthrough) envs+=(GPUSCOPE_DISABLE=1) ;;
+      with-cupti) envs+=(CUDA_INJECTION64_PATH="$here/lib/libgpuscope.so") ;;
+    esac
+    [ $setting = traced ] && envs+=(GPUSCOPE_OUTPUT="$out/overhead/loop-$mode.gpuscope")
+    echo "$setting: $(timeout "$limit" env "${envs[@]}" "$bin/hooked_call_loop" $mode 200000 2>&1 | tail -1)"
+  done
+  # The driver calls the runtime's call made under the hook (each one passes
+  # a driver-level hook too).
+  "$gs" info "$out/overhead/loop-$mode.gpuscope" 2>&1 | sed -n '/nested calls/,/^[a-z]*:/p' | grep -v '^[a-z]*:' |
+    sed 's/^ */    /'
 done
 for i in 1 2 3; do
   read -r _ p < <(run_timed "$out/launch.plain.log" "$bin/sync_bound" --fixed --iters 200000)
@@ -387,12 +406,15 @@ if want cupti_cost; then
   cost_case sampled-20-of-2000ms GPUSCOPE_DEVICE_SAMPLING=20/2000
 fi
 
-# A PyTorch training step (issue 23): plain, under gpuscope run (with and
-# without device activity), and under torch.profiler (CPU and CUDA
-# activities, default settings), alternated, three runs each; each run
-# times 1500 steps (3-4 s) after 30 warm-up steps, so sampled device
-# tracing (--device-activity sampled: 20 ms every 2 s) opens windows inside
-# the timed part, not only at CUDA's start.
+# A PyTorch training step (issue 23): plain, under gpuscope run (default,
+# and with --device-activity sampled) and under torch.profiler (CPU and CUDA
+# activities, default settings), alternated, three runs each. Each run times
+# 1000 steps after 30 warm-up ones, then 100000 torch.cuda.current_device()
+# calls (torch makes ~400 cudaGetDevice calls a step: the hooked call's cost
+# where it matters) and 20000 one-element add_ launches (a launch's host
+# cost; medians of the three runs). Each run's figures are printed as it ends, so a lease
+# that ends early still reports them; torch's import and first-step set-up
+# take ~10 s of each run (run 3, docs/gpu-validation.md).
 if want torch_cost && [ $torch = 1 ]; then
   echo
   echo "## PyTorch step: gpuscope against torch.profiler"
@@ -410,42 +432,61 @@ def step():
     return loss
 for _ in range(30): step()
 torch.cuda.synchronize()
-def timed():
+def timed(steps=1000):
     t0 = time.perf_counter()
-    for i in range(1500):
+    for i in range(steps):
         loss = step()
         if i % 50 == 49: loss.item()
     torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / 1500 * 1e3
+    return (time.perf_counter() - t0) / steps * 1e3
+def current_device_ns(calls=100000):
+    t0 = time.perf_counter()
+    for _ in range(calls): torch.cuda.current_device()
+    return (time.perf_counter() - t0) / calls * 1e9
+def launch_us(launches=20000):
+    t = torch.zeros(1, device="cuda"); torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(launches): t.add_(1)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / launches * 1e6
+def measure():
+    return timed(), current_device_ns(), launch_us()
 if mode == "torch_profiler":
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        ms = timed()
+        ms, ns, us = measure()
 else:
-    ms = timed()
+    ms, ns, us = measure()
 print(f"step_ms {ms:.4f}")
+print(f"current_device_ns {ns:.1f}")
+print(f"launch_us {us:.3f}")
 PY
-  step_ms() { grep -m1 '^step_ms' "$1" | cut -d' ' -f2; }
-  declare -A runs=()
+  figure() { grep -m1 "^$2 " "$1" | cut -d' ' -f2; }
+  modes=(plain gpuscope gpuscope_sampled torch_profiler)
+  declare -A steps=() calls=() launches=()
   for i in 1 2 3; do
-    run_timed "$out/step.plain.$i.log" "$py" "$out/step_cost.py" plain >/dev/null
-    run_timed "$out/step.gpuscope.$i.log" "$gs" run -q -o "$out/overhead/step$i.gpuscope" -f -- \
-      "$py" "$out/step_cost.py" plain >/dev/null
-    run_timed "$out/step.gpuscope_host_only.$i.log" "$gs" run -q --device-activity off \
-      -o "$out/overhead/step-host$i.gpuscope" -f -- "$py" "$out/step_cost.py" plain >/dev/null
-    run_timed "$out/step.gpuscope_sampled.$i.log" "$gs" run -q --device-activity sampled \
-      -o "$out/overhead/step-sampled$i.gpuscope" -f -- "$py" "$out/step_cost.py" plain >/dev/null
-    run_timed "$out/step.torch_profiler.$i.log" "$py" "$out/step_cost.py" torch_profiler >/dev/null
-    for m in plain gpuscope gpuscope_host_only gpuscope_sampled torch_profiler; do
-      runs[$m]+="$(step_ms "$out/step.$m.$i.log") "
+    for m in "${modes[@]}"; do
+      log=$out/step.$m.$i.log
+      case $m in
+        plain|torch_profiler) cmd=("$py" "$out/step_cost.py" "$m") ;;
+        gpuscope) cmd=("$gs" run -q -o "$out/overhead/step$i.gpuscope" -f -- "$py" "$out/step_cost.py" plain) ;;
+        gpuscope_sampled) cmd=("$gs" run -q --device-activity sampled -o "$out/overhead/step-sampled$i.gpuscope" -f \
+          -- "$py" "$out/step_cost.py" plain) ;;
+      esac
+      read -r rc wall < <(run_timed "$log" "${cmd[@]}")
+      steps[$m]+="$(figure "$log" step_ms) "; calls[$m]+="$(figure "$log" current_device_ns) "
+      launches[$m]+="$(figure "$log" launch_us) "
+      echo "run $i $m: exit $rc, $wall s, $(figure "$log" step_ms) ms per step," \
+        "$(figure "$log" current_device_ns) ns per current_device(), $(figure "$log" launch_us) us per add_ launch"
     done
   done
-  echo "| run | ms per step (3 runs) | median | against plain |"
-  echo "|---|---|---|---|"
-  base=$(median3 ${runs[plain]})
-  for m in plain gpuscope gpuscope_host_only gpuscope_sampled torch_profiler; do
-    med=$(median3 ${runs[$m]})
-    echo "| $m | ${runs[$m]}| $med | $(awk -v a="$base" -v b="$med" 'BEGIN{if (a > 0) printf "%+.1f%%", (b/a-1)*100}') |"
+  echo
+  echo "| run | ms per step (3 runs) | median | against plain | ns per current_device() | us per add_ launch |"
+  echo "|---|---|---|---|---|---|"
+  base=$(median3 ${steps[plain]})
+  for m in "${modes[@]}"; do
+    med=$(median3 ${steps[$m]})
+    echo "| $m | ${steps[$m]}| $med | $(awk -v a="$base" -v b="$med" 'BEGIN{if (a > 0) printf "%+.1f%%", (b/a-1)*100}') | $(median3 ${calls[$m]}) | $(median3 ${launches[$m]}) |"
   done
   # What a sampled trace judged: its windows and the verdict inside them.
   echo
