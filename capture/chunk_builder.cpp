@@ -23,7 +23,7 @@ Offset<fb::ProcessMetadata> build_metadata(FlatBufferBuilder& fbb, const Process
       m.hostname.c_str(), m.kernel_release.c_str(), &m.cpu_affinity, &env,
       m.gpuscope_version.c_str(), m.online_cpus, m.boot_id.c_str(), m.run_id.c_str(),
       m.trace_parent_pid, m.rank, m.local_rank, m.world_size,
-      m.rank_source.empty() ? nullptr : m.rank_source.c_str());
+      m.rank_source.empty() ? nullptr : m.rank_source.c_str(), m.host_clock.empty() ? nullptr : m.host_clock.c_str());
 }
 
 Offset<flatbuffers::Vector<Offset<fb::DropCount>>> build_drops(FlatBufferBuilder& fbb,

@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <string_view>
 
 #include "environment.h"
 #include "small_file.h"
@@ -14,15 +13,34 @@ namespace detail {
 std::atomic<bool> g_timestamps_in_ticks{false};
 }
 
+namespace {
+
+bool monotonic_asked() {
+  const char* choice = std::getenv(protocol::env::kClock);
+  return choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0;
+}
+
+std::string current_clocksource() {
+  const std::string source = read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
+  return source.substr(0, source.find_first_of(" \n"));
+}
+
+}  // namespace
+
 bool tsc_timestamps_usable() {
 #if defined(__x86_64__)
-  const char* choice = std::getenv(protocol::env::kClock);
-  if (choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0) return false;
-  const std::string source = read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
-  return std::string_view(source).substr(0, source.find_first_of(" \n")) == "tsc";
+  return !monotonic_asked() && current_clocksource() == "tsc";
 #else
   return false;
 #endif
+}
+
+std::string hot_clock_description(bool ticks) {
+  if (ticks) return "rdtsc (clocksource tsc)";
+  if (monotonic_asked())
+    return std::string("clock_gettime (") + protocol::env::kClock + "=" + protocol::env::kClockMonotonic + ")";
+  const std::string source = current_clocksource();
+  return "clock_gettime (clocksource " + (source.empty() ? std::string("unknown") : source) + ")";
 }
 
 // Brackets a tick read between two clock reads and takes the midpoint. A

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+#include <string>
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -40,6 +41,11 @@ extern std::atomic<bool> g_timestamps_in_ticks;
 // Whether the kernel keeps time with the TSC (so ticks convert exactly),
 // and the user did not ask for GPUSCOPE_CLOCK=monotonic.
 bool tsc_timestamps_usable();
+
+// The same decision in words, for the trace (ProcessMetadata.host_clock):
+// "rdtsc (clocksource tsc)", "clock_gettime (clocksource kvm-clock)" or
+// "clock_gettime (GPUSCOPE_CLOCK=monotonic)".
+std::string hot_clock_description(bool ticks);
 
 // A hot-path timestamp: TSC ticks or CLOCK_MONOTONIC ns, per
 // hot_timestamps_are_ticks().

@@ -171,7 +171,8 @@ bool start_session(const SessionOptions& options, const std::string& path,
     *error = "cannot reserve memory for thread buffers";
     return false;
   }
-  detail::g_timestamps_in_ticks.store(tsc_timestamps_usable(), std::memory_order_relaxed);
+  const bool ticks = tsc_timestamps_usable();
+  detail::g_timestamps_in_ticks.store(ticks, std::memory_order_relaxed);
   auto output = std::make_unique<TraceOutput>();
   if (!output->create(path, error)) return false;
   if (g_sessions_started++ != 0) {  // a new file
@@ -181,7 +182,9 @@ bool start_session(const SessionOptions& options, const std::string& path,
   g_unslotted_drops.store(0);
   auto writer = std::make_unique<Writer>(options, *pool, strings_instance(), *output, g_unslotted_drops,
                                          std::move(sources));
-  if (!writer->start(metadata, error)) return false;
+  ProcessMetadata stamped = metadata;
+  stamped.host_clock = hot_clock_description(ticks);
+  if (!writer->start(stamped, error)) return false;
   g_options = options;
   session_path_storage() = path;
   g_owner_pid = getpid();

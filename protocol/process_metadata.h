@@ -34,6 +34,10 @@ struct ProcessMetadata {
   int local_rank = -1;
   int world_size = -1;
   std::string rank_source;   // the variable the rank came from
+  // How the hooks stamped calls (format 2.2; empty: not recorded): "rdtsc
+  // (clocksource tsc)", or "clock_gettime (clocksource NAME)" where the TSC
+  // is not the kernel's clock. A hooked call's cost depends on it.
+  std::string host_clock;
 };
 
 }  // namespace gpuscope::protocol

@@ -32,7 +32,8 @@ inline constexpr uint16_t kFormatMajor = 2;
 // schema as 1.8, but a 1.x reader would take the links for times, so it must
 // refuse these files. Readers of 2.x read every 1.x file.
 // 2.1: MarkerKind.DeviceWindow (sampled device tracing).
-inline constexpr uint16_t kFormatMinor = 1;
+// 2.2: ProcessMetadata.host_clock (how the hooks stamped calls).
+inline constexpr uint16_t kFormatMinor = 2;
 
 inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};

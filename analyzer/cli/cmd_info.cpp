@@ -52,6 +52,8 @@ void print_process(const reader::ProcessInfo& p) {
   fmt::print("started:     {} (monotonic {:.6f} s)\n",
              container::utc_time(p.start_realtime_ns, container::UtcStyle::Milliseconds), p.start_monotonic_ns / 1e9);
   fmt::print("gpuscope:    {}{}\n", p.gpuscope_version, p.run_id.empty() ? "" : ", run " + p.run_id);
+  // Before format 2.2 the trace did not say; a hooked call costs about two of these reads more.
+  if (!p.host_clock.empty()) fmt::print("host clock:  {} stamps the hooked calls\n", p.host_clock);
   if (p.trace_parent_pid != 0 || p.rank >= 0) fmt::print("tree:        {}\n", tree_position(p));
   if (p.environment.empty()) {
     fmt::print("environment: (none of the recorded variables set)\n");

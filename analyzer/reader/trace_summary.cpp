@@ -204,6 +204,7 @@ ProcessInfo to_process_info(const fb::ProcessMetadata& m) {
   p.local_rank = m.local_rank();
   p.world_size = m.world_size();
   p.rank_source = str(m.rank_source());
+  p.host_clock = str(m.host_clock());
   return p;
 }
 

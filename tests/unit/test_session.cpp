@@ -81,6 +81,31 @@ TEST_F(SessionTest, MetadataAndTotalsDescribeTheProcess) {
   EXPECT_TRUE(t.summary.problems.empty()) << t.summary.problems.front().message;
 }
 
+// The trace says how its calls were stamped (format 2.2): the TSC only when
+// the session used ticks, and a clock_gettime naming why otherwise.
+TEST_F(SessionTest, TheTraceSaysWhichClockStampedTheCalls) {
+  start(quiet_options());
+  const bool ticks = hot_timestamps_are_ticks();
+  const auto t = stop_and_read();
+  ASSERT_TRUE(t.summary.process.has_value());
+  const std::string& clock = t.summary.process->host_clock;
+  if (ticks) {
+    EXPECT_EQ(clock, "rdtsc (clocksource tsc)");
+  } else {
+    EXPECT_EQ(clock.rfind("clock_gettime (", 0), 0u) << clock;
+  }
+
+  setenv("GPUSCOPE_CLOCK", "monotonic", 1);
+  path_ = dir_.file("monotonic.gpuscope");
+  std::string error;
+  ASSERT_TRUE(start_session(quiet_options(), path_, collect_process_metadata(), &error)) << error;
+  EXPECT_FALSE(hot_timestamps_are_ticks());
+  const auto asked = stop_and_read();
+  unsetenv("GPUSCOPE_CLOCK");
+  ASSERT_TRUE(asked.summary.process.has_value());
+  EXPECT_EQ(asked.summary.process->host_clock, "clock_gettime (GPUSCOPE_CLOCK=monotonic)");
+}
+
 TEST_F(SessionTest, EightThreadsWriteExactCountsInOrder) {
   SessionOptions o = quiet_options();
   o.ring_kb = 8192;  // 8 MiB per thread: room for all of one thread's records
