@@ -21,7 +21,7 @@ bool monotonic_asked() {
 }
 
 std::string current_clocksource() {
-  const std::string source = read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
+  const std::string source = protocol::read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
   return source.substr(0, source.find_first_of(" \n"));
 }
 

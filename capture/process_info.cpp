@@ -30,7 +30,7 @@ std::string trim_newline(std::string s) {
 
 std::vector<std::string> read_cmdline() {
   std::vector<std::string> args;
-  const std::string raw = read_small_file("/proc/self/cmdline");
+  const std::string raw = protocol::read_small_file("/proc/self/cmdline");
   size_t begin = 0;
   while (begin < raw.size()) {
     size_t end = raw.find('\0', begin);
@@ -137,7 +137,7 @@ ProcessMetadata collect_process_metadata() {
     m.hostname = u.nodename;
     m.kernel_release = u.release;
   }
-  m.boot_id = trim_newline(read_small_file("/proc/sys/kernel/random/boot_id"));
+  m.boot_id = trim_newline(protocol::read_small_file("/proc/sys/kernel/random/boot_id"));
   m.cpu_affinity = cpu_affinity();
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   m.online_cpus = online > 0 ? static_cast<uint32_t>(online) : 0;

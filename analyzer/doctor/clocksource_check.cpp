@@ -9,13 +9,13 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "checks.h"
+#include "small_file.h"
 
 namespace gpuscope::doctor {
 namespace {
@@ -28,10 +28,10 @@ constexpr std::array<const char*, 4> kUserSpaceClocks = {"tsc", "kvm-clock", "hy
 constexpr double kSyscallReadNs = 300;
 constexpr const char* kLiveDir = "/sys/devices/system/clocksource/clocksource0";
 
-std::string first_line(const std::string& path, bool* ok) {
-  std::ifstream in(path);
-  std::string line;
-  *ok = static_cast<bool>(std::getline(in, line));
+// The file's first line without trailing blanks; empty when unreadable.
+std::string first_line(const std::string& path) {
+  const std::string text = protocol::read_small_file(path.c_str(), 4096);
+  const std::string line = text.substr(0, text.find('\n'));
   return line.substr(0, line.find_last_not_of(" \t") + 1);
 }
 
@@ -68,10 +68,9 @@ std::string fix_for(const std::string& available) {
 
 Finding check_clocksource(const NodeProbe& probe) {
   const std::string& dir = probe.options.clocksource_dir;
-  bool ok = false;
-  const std::string current = first_line(dir + "/current_clocksource", &ok);
-  if (!ok || current.empty()) return not_checked(fmt::format("{}/current_clocksource could not be read", dir));
-  const std::string available = first_line(dir + "/available_clocksource", &ok);
+  const std::string current = first_line(dir + "/current_clocksource");
+  if (current.empty()) return not_checked(fmt::format("{}/current_clocksource could not be read", dir));
+  const std::string available = first_line(dir + "/available_clocksource");
   const bool live = dir == kLiveDir;
   const double read_ns = live ? measure_clock_read_ns() : 0;
   Finding f;

@@ -1,6 +1,8 @@
 // A /proc or /sys file read whole with open and read. std::ifstream did the
 // same with a locale, a stream buffer and their allocations, a measurable
-// part of a traced program's start (docs/performance.md).
+// part of a traced program's start (docs/performance.md). Here because both
+// sides read such files: the library its process facts and clocksource,
+// `gpuscope doctor` the node's.
 #pragma once
 
 #include <fcntl.h>
@@ -10,7 +12,7 @@
 #include <cerrno>
 #include <string>
 
-namespace gpuscope::capture {
+namespace gpuscope::protocol {
 
 // The file's bytes (at most `limit`), or what was read before an error.
 inline std::string read_small_file(const char* path, size_t limit = size_t{1} << 24) {
@@ -28,4 +30,4 @@ inline std::string read_small_file(const char* path, size_t limit = size_t{1} <<
   return out;
 }
 
-}  // namespace gpuscope::capture
+}  // namespace gpuscope::protocol
