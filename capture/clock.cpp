@@ -27,20 +27,14 @@ std::string current_clocksource() {
 
 }  // namespace
 
-bool tsc_timestamps_usable() {
-#if defined(__x86_64__)
-  return !monotonic_asked() && current_clocksource() == "tsc";
-#else
-  return false;
-#endif
-}
-
-std::string hot_clock_description(bool ticks) {
-  if (ticks) return "rdtsc (clocksource tsc)";
+HotClock choose_hot_clock() {
   if (monotonic_asked())
-    return std::string("clock_gettime (") + protocol::env::kClock + "=" + protocol::env::kClockMonotonic + ")";
+    return {false, std::string("clock_gettime (") + protocol::env::kClock + "=" + protocol::env::kClockMonotonic + ")"};
   const std::string source = current_clocksource();
-  return "clock_gettime (clocksource " + (source.empty() ? std::string("unknown") : source) + ")";
+#if defined(__x86_64__)
+  if (source == "tsc") return {true, "rdtsc (clocksource tsc)"};
+#endif
+  return {false, "clock_gettime (clocksource " + (source.empty() ? std::string("unknown") : source) + ")"};
 }
 
 // Brackets a tick read between two clock reads and takes the midpoint. A

@@ -38,14 +38,18 @@ namespace detail {
 extern std::atomic<bool> g_timestamps_in_ticks;
 }
 
-// Whether the kernel keeps time with the TSC (so ticks convert exactly),
-// and the user did not ask for GPUSCOPE_CLOCK=monotonic.
-bool tsc_timestamps_usable();
-
-// The same decision in words, for the trace (ProcessMetadata.host_clock):
-// "rdtsc (clocksource tsc)", "clock_gettime (clocksource kvm-clock)" or
+// How the hooks stamp their calls, decided once at session start: with TSC
+// ticks when the kernel keeps time with the TSC (so ticks convert exactly)
+// and the user did not ask for GPUSCOPE_CLOCK=monotonic, else with
+// clock_gettime. The description is the decision in words, for the trace
+// (ProcessMetadata.host_clock): "rdtsc (clocksource tsc)",
+// "clock_gettime (clocksource kvm-clock)" or
 // "clock_gettime (GPUSCOPE_CLOCK=monotonic)".
-std::string hot_clock_description(bool ticks);
+struct HotClock {
+  bool ticks = false;
+  std::string description;
+};
+HotClock choose_hot_clock();
 
 // A hot-path timestamp: TSC ticks or CLOCK_MONOTONIC ns, per
 // hot_timestamps_are_ticks().

@@ -171,8 +171,8 @@ bool start_session(const SessionOptions& options, const std::string& path,
     *error = "cannot reserve memory for thread buffers";
     return false;
   }
-  const bool ticks = tsc_timestamps_usable();
-  detail::g_timestamps_in_ticks.store(ticks, std::memory_order_relaxed);
+  const HotClock clock = choose_hot_clock();
+  detail::g_timestamps_in_ticks.store(clock.ticks, std::memory_order_relaxed);
   auto output = std::make_unique<TraceOutput>();
   if (!output->create(path, error)) return false;
   if (g_sessions_started++ != 0) {  // a new file
@@ -183,7 +183,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
   auto writer = std::make_unique<Writer>(options, *pool, strings_instance(), *output, g_unslotted_drops,
                                          std::move(sources));
   ProcessMetadata stamped = metadata;
-  stamped.host_clock = hot_clock_description(ticks);
+  stamped.host_clock = clock.description;
   if (!writer->start(stamped, error)) return false;
   g_options = options;
   session_path_storage() = path;
