@@ -47,10 +47,12 @@ class CuptiSource final : public capture::TraceSource {
   // Kernels, copies and memsets converted: the program's device work, and
   // the earliest start among those of the first poll that had any.
   uint64_t work_records_ = 0, first_work_ns_ = 0;
-  // Sampled tracing: the window open since opened_ns_, its length counted
-  // from length_from_ns_ (0: not yet), or the time the next one opens.
-  bool window_open_ = false, windows_started_ = false;
-  uint64_t opened_ns_ = 0, length_from_ns_ = 0, next_open_ns_ = 0;
+  // Sampled tracing: the window open since opened_ns_, or the time the next
+  // one opens. Windows are timed (their length runs from opened_ns_) once
+  // the program's first device work has been seen; until then the first
+  // window stays open.
+  bool window_open_ = false, windows_started_ = false, windows_timed_ = false;
+  uint64_t opened_ns_ = 0, next_open_ns_ = 0;
   uint32_t schedule_id_ = 0;
 };
 
@@ -78,19 +80,21 @@ void CuptiSource::sample_windows(uint64_t now_ns, capture::ChunkBuilder& out) {
   }
   if (window_open_) {
     if (const uint64_t finished = collector_.finished_ns(); finished != 0) return close_window(finished, out);
-    if (length_from_ns_ == 0 && work_records_ != 0)
-      opened_ns_ = length_from_ns_ = std::clamp(first_work_ns_, opened_ns_, now_ns);
-    if (length_from_ns_ == 0 || now_ns < length_from_ns_ + o.window_ns) return;
+    if (!windows_timed_ && work_records_ != 0) {
+      windows_timed_ = true;
+      opened_ns_ = std::clamp(first_work_ns_, opened_ns_, now_ns);
+    }
+    if (!windows_timed_ || now_ns < opened_ns_ + o.window_ns) return;
     const uint64_t closing = capture::monotonic_ns();
     collector_.pause();  // false only when collection ended meanwhile
     const uint64_t finished = collector_.finished_ns();
-    next_open_ns_ = length_from_ns_ + o.period_ns;
+    next_open_ns_ = opened_ns_ + o.period_ns;
     return close_window(finished != 0 ? std::min(finished, closing) : closing, out);
   }
   if (now_ns < next_open_ns_ || collector_.finished_ns() != 0) return;
   if (collector_.resume()) {
     window_open_ = true;
-    opened_ns_ = length_from_ns_ = capture::monotonic_ns();
+    opened_ns_ = capture::monotonic_ns();
   }
 }
 
