@@ -61,6 +61,11 @@ class CuptiSourceTest : public ::testing::Test {
         << error;
     return path;
   }
+  struct SampledRun {
+    uint64_t began = 0, work = 0, ended = 0;  // collection's start, the kernel's, the session's end
+    gpuscope::test::TraceContents trace;
+  };
+  SampledRun run_sampled(std::chrono::milliseconds idle, std::chrono::milliseconds after);
   gpuscope::test::TempDir dir_;
   int traces_ = 0;
 };
@@ -157,35 +162,48 @@ void deliver_a_kernel() {
   fake().complete_all();
 }
 
-// Sampled tracing on the writer's clock: windows of at least their length,
-// opening a period apart, each a DeviceWindow marker naming the schedule;
-// the last one closes when collection ends, and nothing is left enabled.
-TEST_F(CuptiSourceTest, SampledTracingWritesItsWindows) {
+// A session sampled 20 ms every 60 ms on the fake CUPTI: `idle` without
+// device work after collection starts, one kernel, then `after` until the
+// session ends, which leaves nothing enabled.
+CuptiSourceTest::SampledRun CuptiSourceTest::run_sampled(std::chrono::milliseconds idle,
+                                                         std::chrono::milliseconds after) {
   const CuptiApi api = make_fake_api();
   Collector collector;
   collector.set_sampling(20'000'000, 60'000'000, "20 ms every 60 ms");
   auto source = make_cupti_source(collector, "no driver");
   const std::string path = start(source.get());
-  ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
-  const uint64_t began = collector.started_ns();
+  SampledRun run;
+  EXPECT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
+  run.began = collector.started_ns();
+  std::this_thread::sleep_for(idle);
+  run.work = capture::monotonic_ns();
   deliver_a_kernel();
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  std::this_thread::sleep_for(after);
   capture::stop_session(fb::EndKind::Exit, 0);
-  const uint64_t ended = capture::monotonic_ns();
+  run.ended = capture::monotonic_ns();
   EXPECT_TRUE(fake().enabled.empty());
-  const auto t = gpuscope::test::read_trace_file(path);
+  run.trace = gpuscope::test::read_trace_file(path);
+  return run;
+}
+
+// Sampled tracing on the writer's clock: windows of at least their length,
+// opening a period apart, each a DeviceWindow marker naming the schedule;
+// the last one closes when collection ends, and nothing is left enabled.
+TEST_F(CuptiSourceTest, SampledTracingWritesItsWindows) {
+  const SampledRun run = run_sampled(std::chrono::milliseconds(0), std::chrono::milliseconds(250));
+  const auto& t = run.trace;
   ASSERT_TRUE(t.opened) << t.error;
   const auto windows = device_windows(t, "20 ms every 60 ms");
   ASSERT_GE(windows.size(), 3u) << "250 ms of a 60 ms period";
   ASSERT_EQ(t.kernels.size(), 1u);
   EXPECT_EQ(windows.front().first, t.kernels[0].start_ns()) << "the first window opens with the first device work";
-  EXPECT_GE(windows.front().first, began);
+  EXPECT_GE(windows.front().first, run.began);
   for (size_t i = 0; i + 1 < windows.size(); ++i) {
     EXPECT_GE(windows[i].second - windows[i].first, 20'000'000u) << "window " << i;
     EXPECT_GE(windows[i + 1].first, windows[i].first + 60'000'000) << "window " << i + 1 << " opened early";
     EXPECT_LT(windows[i].second, windows[i + 1].first) << "windows " << i << " and " << i + 1 << " overlap";
   }
-  EXPECT_LE(windows.back().second, ended);
+  EXPECT_LE(windows.back().second, run.ended);
 }
 
 // A program that starts CUDA and queues its first work later (a service
@@ -193,27 +211,17 @@ TEST_F(CuptiSourceTest, SampledTracingWritesItsWindows) {
 // window over that work, not over the wait: the window stays open until
 // device records arrive and then runs its length.
 TEST_F(CuptiSourceTest, TheFirstWindowLastsUntilDeviceWorkHasBeenSeenForItsLength) {
-  const CuptiApi api = make_fake_api();
-  Collector collector;
-  collector.set_sampling(20'000'000, 60'000'000, "20 ms every 60 ms");
-  auto source = make_cupti_source(collector, "no driver");
-  const std::string path = start(source.get());
-  ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
-  const uint64_t began = collector.started_ns();
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // 2.5 periods without device work
-  const uint64_t work = capture::monotonic_ns();
-  deliver_a_kernel();
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  capture::stop_session(fb::EndKind::Exit, 0);
-  const auto t = gpuscope::test::read_trace_file(path);
+  // 2.5 periods without device work, then 150 ms after it.
+  const SampledRun run = run_sampled(std::chrono::milliseconds(150), std::chrono::milliseconds(150));
+  const auto& t = run.trace;
   ASSERT_TRUE(t.opened) << t.error;
   ASSERT_EQ(t.kernels.size(), 1u);
   const auto windows = device_windows(t, "20 ms every 60 ms");
   ASSERT_GE(windows.size(), 2u) << "150 ms after the work, of a 60 ms period";
-  EXPECT_GE(windows.front().first, began + 150'000'000) << "the wait before the first work is in no window";
+  EXPECT_GE(windows.front().first, run.began + 150'000'000) << "the wait before the first work is in no window";
   EXPECT_EQ(windows.front().first, t.kernels[0].start_ns());
-  EXPECT_GE(windows.front().second, work + 20'000'000) << "the first window ran its length after the work";
-  EXPECT_GE(windows[1].first, work + 60'000'000) << "the period counts from the work too";
+  EXPECT_GE(windows.front().second, run.work + 20'000'000) << "the first window ran its length after the work";
+  EXPECT_GE(windows[1].first, run.work + 60'000'000) << "the period counts from the work too";
 }
 
 TEST_F(CuptiSourceTest, WithoutInjectionTheTraceSaysWhy) {
