@@ -109,13 +109,16 @@ void gpu_metrics(const TraceModel& m, Metrics& x) {
   if (pcie_n) x.pcie_gbps_mean = static_cast<double>(pcie) / pcie_n * 1000.0 / 1e9;
 }
 
-// Every span in which the device reported an operation running.
+}  // namespace
+
 IntervalSet device_busy(const TraceModel& m) {
   const auto& d = m.device;
   IntervalSet any;
   for (const IntervalSet* s : {&d.kernels, &d.h2d, &d.d2h, &d.other_copies, &d.memsets}) any.add_all(*s);
   return any;
 }
+
+namespace {
 
 // With device timestamps, GPU busy and copy bandwidth come from what the
 // device itself reported, not from sampled utilization or host call times.
@@ -474,6 +477,7 @@ Metrics compute_metrics(const TraceModel& m) {
   device_metrics(m, x);
   gpu_time_breakdown_metrics(m, x);
   host_inferred_metrics(m, x);
+  drain_metrics(m, x);
   launch_span_metrics(m, x);
   copy_metrics(m, x);
   node_link_metrics(m, x);

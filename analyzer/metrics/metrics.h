@@ -46,6 +46,10 @@ inline constexpr double kOtherProcessesShare = 0.10;
 inline constexpr uint64_t kMinLaunchSpanSamples = 3;  // NVML samples to judge GPU busy over the launch span
 // At most one wait per four queued operations: the work is queued ahead.
 inline constexpr double kSparseWaitsPerOp = 0.25;
+// A wait's return may precede the end of the device work it waited for by
+// this much on the host clock (device timestamps converted) and still have
+// drained the queue (drain_metrics).
+inline constexpr uint64_t kDrainSkewNs = 20'000;
 
 // One device's time split (gpu_breakdown.h). Idle, compute and non-compute
 // are shares of the span from its first operation's start to its last
@@ -132,6 +136,14 @@ struct Metrics {
   uint64_t waits_on_queued = 0, queued_ops = 0;
   double wait_on_kernels_share = 0, wait_on_transfers_share = 0;
   bool sparse_waits = false;
+  // Of those waits on kernels, the ones that drained the GPU's queue: the
+  // GPU then idled until the host queued more. What that cost, as a share
+  // of wall time: per wait, the idle time up to the wait's own length (had
+  // the host queued the next work instead of waiting, the GPU's next
+  // operation could have started at most that much earlier). Device
+  // timestamps only (drain_metrics).
+  uint64_t drained_waits = 0;
+  double drain_share = 0;
   // Device timeline shares of wall time (unions; set with device timestamps).
   std::optional<double> device_kernel_share, device_h2d_share, device_d2h_share, device_other_copy_share,
       device_memset_share;
@@ -235,6 +247,11 @@ struct Metrics {
 Metrics compute_metrics(const TraceModel& model);
 // The implicit-synchronization fields above, once feeder_tid and wall_s are set.
 void implicit_sync_metrics(const TraceModel& model, Metrics& x);
+// Every span in which the device reported an operation running.
+IntervalSet device_busy(const TraceModel& model);
+// drained_waits and drain_share, once feeder_tid and wait_on_kernels_share
+// are set (drain_metrics.cpp).
+void drain_metrics(const TraceModel& model, Metrics& x);
 // The feeding thread's ranges that held the GPU idle, and GPU busy per
 // profiler step (range_idle_metrics.cpp); set with device timestamps only.
 void range_idle_metrics(const TraceModel& model, Metrics& x);

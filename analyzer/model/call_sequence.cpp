@@ -18,8 +18,20 @@ void CallSequence::add(const reader::TraceSummary& names, CallKind kind, uint32_
   } else if (kind == CallKind::Sync && (q.kernels || q.transfers)) {
     ++q.waits.waits;
     (q.kernels ? q.waits.on_kernels_ns : q.waits.on_transfers_ns) += duration_ns;
+    if (q.kernels) q.waits.keep_kernel_wait({start_ns + duration_ns, duration_ns});
     q.kernels = q.transfers = false;
   }
+}
+
+void QueuedWaits::keep_kernel_wait(const KernelWait& w) {
+  if (kernel_waits_seen++ % kernel_wait_stride != 0) return;
+  if (kernel_waits.size() == kMaxKernelWaitsKept) {  // keep every other one, and from now every other one
+    for (size_t i = 0; i < kernel_waits.size() / 2; ++i) kernel_waits[i] = kernel_waits[2 * i];
+    kernel_waits.resize(kernel_waits.size() / 2);
+    kernel_wait_stride *= 2;
+    if ((kernel_waits_seen - 1) % kernel_wait_stride != 0) return;
+  }
+  kernel_waits.push_back(w);
 }
 
 void CallSequence::finish(TraceModel& m) const {

@@ -69,9 +69,22 @@ struct SiteKeyHash {
 // and memsets), and how much work was queued in all. Kernel launches, copy
 // and memset calls queue work: a device-to-device cudaMemcpy returns before
 // its bytes move, and a blocking copy leaves nothing for the wait after it.
+//
+// The waits on kernels are also kept (when each returned and how long it
+// blocked) for what the GPU did after each (metrics.cpp, drain_metrics):
+// every `kernel_wait_stride`-th of them, the stride doubling whenever
+// kMaxKernelWaitsKept are held, so a thread's list stays under 1 MB and
+// stays an even sample of the run.
+inline constexpr size_t kMaxKernelWaitsKept = size_t{1} << 16;
+struct KernelWait {
+  uint64_t end_ns = 0, wait_ns = 0;
+};
 struct QueuedWaits {
   uint64_t waits = 0, queued_ops = 0;
   uint64_t on_kernels_ns = 0, on_transfers_ns = 0;
+  uint64_t kernel_waits_seen = 0, kernel_wait_stride = 1;
+  std::vector<KernelWait> kernel_waits;
+  void keep_kernel_wait(const KernelWait& w);
 };
 
 struct ThreadActivity {

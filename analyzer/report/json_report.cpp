@@ -90,6 +90,8 @@ json metrics_json(const Metrics& x) {
               {"captured_calls", x.captured_calls},
               {"syncs", x.syncs},
               {"syncs_per_launch", optional_value(x.syncs_per_launch)},
+              {"drained_waits", x.drained_waits},
+              {"drain_share", x.drain_share},
               {"allocs", x.allocs},
               {"frees", x.frees},
               {"alloc_rate_per_s", x.alloc_rate_per_s},

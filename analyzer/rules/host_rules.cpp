@@ -125,8 +125,13 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
   // Without GPU work there is no GPU to starve (fallback or no CUDA work).
   if (!x.gpu_work_done || x.host_threads_with_cuda == 0) return std::nullopt;
   if (!held_idle && !(gpu_idle && host_cpu_busy(x))) return std::nullopt;
-  const double share = held_idle && x.wall_s > 0 ? holder->idle_s / x.wall_s
-                                                 : outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0);
+  // The GPU's idle right after waits that emptied its queue is the sync
+  // finding's (stalling_sync_share): overlapping host and GPU would have
+  // filled it without a faster host.
+  const double drained = x.sparse_waits ? x.drain_share : 0.0;
+  const double share = std::max(0.0, (held_idle && x.wall_s > 0 ? holder->idle_s / x.wall_s
+                                                                 : outside * (x.gpu_util ? 1.0 - *x.gpu_util : 1.0)) -
+                                         drained);
   Status st = share_status(share, kFailShare, kWarnShare);
   if (st == Status::Pass) return std::nullopt;
   // A host stage that already uses every core, or whose work is already
@@ -145,6 +150,10 @@ std::optional<Finding> cpu_finding(const TraceModel& m, const Metrics& x) {
     f.evidence.push_back(fmt::format("GPU busy {} ({})", pct(*x.gpu_util),
                                      x.gpu_busy_source == "device" ? "device timestamps" : "NVML"));
   else f.evidence.push_back("no GPU utilization samples: judged from the host side alone");
+  if (drained >= 0.005)  // shows as at least 1 %
+    f.evidence.push_back(fmt::format("{} of wall time is not counted here: the GPU idled after waits that emptied its "
+                                     "queue, which overlapping would fill (the synchronization finding)",
+                                     pct(drained)));
   add_range_evidence(x, &f);
   f.fix = host_stage_fix(holder);
   if (held_idle) {

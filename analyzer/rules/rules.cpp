@@ -152,6 +152,12 @@ std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
                                      x.waits_on_queued, x.queued_ops, pct(x.wait_on_kernels_share),
                                      x.sparse_waits ? " (queued ahead: the GPU's time, not counted here)" : "",
                                      pct(x.wait_on_transfers_share)));
+  if (x.drained_waits != 0 && x.drain_share >= 0.005)  // shows as at least 1 %
+    f.evidence.push_back(fmt::format("after {} of the waits on kernels the GPU idled until the host queued more: the "
+                                     "waits emptied its queue, and host and GPU took turns instead of overlapping; "
+                                     "{} of wall time the GPU could have worked{}",
+                                     x.drained_waits, pct(x.drain_share),
+                                     x.sparse_waits ? " (counted here)" : " (within the waits counted here)"));
   if (gpu_held_by_others(x))
     f.evidence.push_back(fmt::format("other processes held {} of the GPU's busy time; their part of these waits is "
                                      "the finding about them",
@@ -164,6 +170,10 @@ std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
   f.fix = "launch work asynchronously and synchronize once per batch (or per result actually needed), on "
           "non-default streams; replace host-side waits with cudaStreamWaitEvent between streams; consider CUDA "
           "graphs for fixed launch sequences.";
+  if (x.sparse_waits && x.drain_share > 0)
+    f.fix = "queue the next step's work before waiting for this one's result (read each result a step late, or "
+            "keep it on the GPU and read it every N steps), so the GPU has work while the host prepares more; " +
+            f.fix;
   f.sites = top_sites(m, {CallKind::Sync});
   return f;
 }
@@ -246,10 +256,12 @@ std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallK
 
 // Time in synchronization that is neither the copies it waited for (those
 // count as copies) nor, when the work was queued well ahead, the GPU
-// working through its queue (that is a busy GPU).
+// working through its queue (that is a busy GPU). Of such a wait, what
+// stalls is what the GPU idled after it until the host queued more, when
+// device timestamps show it (drain_share).
 double stalling_sync_share(const Metrics& x) {
   double share = kind_share(x, CallKind::Sync) - x.wait_on_transfers_share;
-  if (x.sparse_waits) share -= x.wait_on_kernels_share;
+  if (x.sparse_waits) share -= x.wait_on_kernels_share - x.drain_share;
   return std::max(0.0, share);
 }
 

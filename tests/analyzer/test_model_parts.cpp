@@ -1,4 +1,5 @@
-// The model's pure helpers: call classification and --window parsing.
+// The model's pure helpers: call classification, --window parsing, and
+// what the GPU did after waits on queued kernels.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -159,6 +160,85 @@ TEST(QueuedStreams, AnswersAlikeInTheFlatListAndPastIt) {
     q.set(7, true);  // usable again after a clear, flat
     EXPECT_TRUE(q.blocking_other_than(0));
   }
+}
+
+// A loop of steps: the device runs `gpu_ns` of kernels from each step's
+// start + host_ns, and the host waits for them from its launches' end
+// (start + host_ns + 10 us) to the kernels' end + 5 us.
+TraceModel drain_loop(uint64_t host_ns, uint64_t gpu_ns, int steps) {
+  TraceModel m;
+  m.device_records = static_cast<uint64_t>(steps);
+  m.begin_ns = 1'000'000;
+  QueuedWaits& w = m.waits_on_queued[7];
+  uint64_t now = m.begin_ns;
+  for (int i = 0; i < steps; ++i) {
+    const uint64_t kernels = now + host_ns;
+    m.device.kernels.add(kernels, kernels + gpu_ns);
+    const uint64_t wait_from = kernels + 10'000, returned = kernels + gpu_ns + 5'000;
+    w.keep_kernel_wait({returned, returned - wait_from});
+    ++w.waits;
+    now = returned;
+  }
+  m.end_ns = now + 1'000'000;
+  return m;
+}
+
+Metrics drain_of(const TraceModel& m) {
+  Metrics x;
+  x.feeder_tid = 7;
+  x.wait_on_kernels_share = 1.0;
+  drain_metrics(m, x);
+  return x;
+}
+
+TEST(DrainMetrics, AWaitCostsTheGpusIdleAfterItUpToItsOwnLength) {
+  // 2.5 ms of host work, 3 ms of kernels: each wait (2.995 ms) left the GPU
+  // idle for the next step's 2.5 ms; the last wait has nothing after it.
+  const TraceModel short_host = drain_loop(2'500'000, 3'000'000, 100);
+  Metrics x = drain_of(short_host);
+  EXPECT_EQ(x.drained_waits, 99u);
+  EXPECT_NEAR(x.drain_share * static_cast<double>(short_host.wall_ns()), 99 * 2'500'000.0, 1.0);
+  // 40 ms of host work, 9 ms of kernels: overlapping saves the wait's 8.995 ms, not the 40.
+  const TraceModel long_host = drain_loop(40'000'000, 9'000'000, 100);
+  x = drain_of(long_host);
+  EXPECT_NEAR(x.drain_share * static_cast<double>(long_host.wall_ns()), 99 * 8'995'000.0, 1.0);
+}
+
+TEST(DrainMetrics, AGpuStillBusyAfterTheWaitWasNotDrained) {
+  TraceModel m = drain_loop(2'500'000, 3'000'000, 50);
+  const auto spans = m.device.kernels.spans();
+  for (const auto& [start, end] : spans) m.device.other_copies.add(end, end + 1'000'000);  // another stream's copy
+  Metrics x = drain_of(m);
+  EXPECT_EQ(x.drained_waits, 0u);
+  EXPECT_EQ(x.drain_share, 0.0);
+  // Device work ending just after the return (clock conversion) still drained it.
+  m = drain_loop(2'500'000, 3'000'000, 50);
+  for (const auto& [start, end] : spans) m.device.other_copies.add(end, end + 5'000 + kDrainSkewNs / 2);
+  EXPECT_EQ(drain_of(m).drained_waits, 49u);
+}
+
+TEST(DrainMetrics, WithoutDeviceTimestampsOrOutsideTheDeviceWindowsNothingIsClaimed) {
+  TraceModel m = drain_loop(2'500'000, 3'000'000, 50);
+  m.device_records = 0;
+  EXPECT_EQ(drain_of(m).drained_waits, 0u);
+  m = drain_loop(2'500'000, 3'000'000, 50);
+  m.device_windows = {{m.begin_ns, m.begin_ns + 20'000'000}};  // the first few steps only
+  const Metrics x = drain_of(m);
+  EXPECT_GT(x.drained_waits, 0u);
+  EXPECT_LT(x.drained_waits, 5u);
+}
+
+TEST(DrainMetrics, ManyWaitsAreKeptAsAnEvenSampleAndScaledBack) {
+  const int steps = static_cast<int>(kMaxKernelWaitsKept) * 3;
+  const TraceModel m = drain_loop(20'000, 30'000, steps);  // each wait costs the 20 us of host work
+  const QueuedWaits& w = m.waits_on_queued.at(7);
+  EXPECT_LE(w.kernel_waits.size(), kMaxKernelWaitsKept);
+  EXPECT_EQ(w.kernel_wait_stride, 4u);
+  for (size_t i = 1; i < w.kernel_waits.size(); ++i)  // every 4th step: 4 x 55 us apart
+    ASSERT_EQ(w.kernel_waits[i].end_ns - w.kernel_waits[i - 1].end_ns, 4 * 55'000u) << i;
+  const Metrics x = drain_of(m);
+  EXPECT_NEAR(static_cast<double>(x.drained_waits), steps, 4.0);
+  EXPECT_NEAR(x.drain_share * static_cast<double>(m.wall_ns()), (steps - 1) * 20'000.0, 4 * 20'000.0);
 }
 
 }  // namespace

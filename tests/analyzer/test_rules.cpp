@@ -544,6 +544,56 @@ TEST(HostInference, OneWaitAtTheEndOfQueuedWorkIsABusyGpuNotASyncStall) {
   EXPECT_EQ(verdict(x), Bottleneck::SyncBound);
 }
 
+// .item() every step: 2.5 ms of host work, 3 ms of queued kernels, one
+// wait. The waits are sparse (the GPU's time), but the GPU idled after each
+// through the next step's host work: that idle is the waits' stall, not the
+// host's, and no second of it counts for both findings.
+Metrics item_per_step() {
+  Metrics x = sync(0.49, 0.54, 0.03);
+  x.wait_on_kernels_share = 0.49;
+  x.waits_on_queued = 60;
+  x.queued_ops = 1860;
+  x.sparse_waits = true;
+  x.gpu_busy_source = "device";
+  x.feeder_cpu_util = 0.95;
+  x.process_cpu_cores = 1.0;
+  x.drained_waits = 59;
+  x.drain_share = 0.45;
+  set_share(x, CallKind::Launch, 0.04);
+  set_share(x, CallKind::Sync, 0.49);  // outside CUDA: 47 %
+  return x;
+}
+
+TEST(SyncRule, WaitsThatEmptyTheQueueStallForTheIdleAfterThem) {
+  Metrics x = item_per_step();
+  EXPECT_EQ(severity(x, "sync.host_blocked_in_synchronization"), Status::Fail);
+  EXPECT_EQ(severity(x, "cpu.gpu_starved_by_host"), std::nullopt) << "the idle is the waits'";
+  EXPECT_EQ(verdict(x), Bottleneck::SyncBound);
+  const Analysis a = analyze(TraceModel{}, x);
+  const Finding* f = find(a, "sync.host_blocked_in_synchronization");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->share, 0.45, 1e-9);
+  EXPECT_TRUE(f->fix.starts_with("queue the next step's work before waiting")) << f->fix;
+  // Without device timestamps nothing is drained: the sparse waits are a busy GPU's.
+  x.drain_share = 0;
+  x.drained_waits = 0;
+  EXPECT_EQ(severity(x, "sync.host_blocked_in_synchronization"), std::nullopt);
+}
+
+TEST(SyncRule, WaitsBesideASlowerHostAreAWarningBesideTheHostsFinding) {
+  // 40 ms of host work a step over 9 ms of kernels: overlapping would save
+  // the 9 ms (17 %); the rest of the GPU's idle is the host's.
+  Metrics x = item_per_step();
+  x.gpu_util = 0.18;
+  x.wait_on_kernels_share = 0.18;
+  x.drain_share = 0.17;
+  set_share(x, CallKind::Launch, 0.01);
+  set_share(x, CallKind::Sync, 0.18);
+  EXPECT_EQ(severity(x, "sync.host_blocked_in_synchronization"), Status::Warn);
+  EXPECT_EQ(severity(x, "cpu.gpu_starved_by_host"), Status::Fail);
+  EXPECT_EQ(verdict(x), Bottleneck::CpuBound);
+}
+
 TEST(ErrorNames, AnyCodeOfTheToolkitIsNamedInTheCallersApi) {
   EXPECT_EQ(cuda_error_name(801, false), "cudaErrorNotSupported");
   EXPECT_EQ(cuda_error_name(801, true), "CUDA_ERROR_NOT_SUPPORTED");

@@ -13,6 +13,9 @@ verdict is not in doubt (docs/import.md, "Verdict cases"):
                   the run                             -> cpu_bound
   healthy         kernels queued back to back, one sync a step -> healthy
   sync_heavy      a cudaStreamSynchronize after every short kernel -> sync_bound
+  item_per_step   host work, kernels, then .item() each step: the wait
+                  empties the queue and the GPU idles through the host
+                  work                                -> sync_bound
   pageable_copies 64 MiB host-to-device copies from pageable memory -> pcie_bound
 
 Variants: --spelling old (Runtime/Kernel/Memcpy/Operator categories, no
@@ -129,17 +132,26 @@ def input_only(t, steps):
     return input_bound(t, steps, kernel_us=5)
 
 
+def queue_kernels(t, now, gpu, op, kernels, kernel_us, delay, gap):
+    """One launch every 10 us under OP, each kernel starting DELAY us after
+    its launch or GAP us after the previous one ends, whichever is later.
+    Returns the host's and the GPU's times after them."""
+    for name in kernels:
+        t.op(op, now, 9)
+        start = max(gpu, now + delay)
+        t.launch(name, now + 1, 7, start, kernel_us)
+        gpu = start + kernel_us + gap
+        now += 10
+    return now, gpu
+
+
 def healthy(t, steps):
     """50 kernels of 1 ms queued ahead; one synchronization a step."""
     now = 0.0
     for s in range(steps):
         step_start = now
-        gpu = now + 20
-        for k in range(50):
-            t.op("aten::conv2d", now, 9)
-            t.launch(f"implicit_convolve_sgemm_{k % 4}", now + 1, 7, max(gpu, now + 10), 1_000)
-            gpu = max(gpu, now + 10) + 1_000 + 2
-            now += 10
+        now, gpu = queue_kernels(t, now, now + 20, "aten::conv2d",
+                                 [f"implicit_convolve_sgemm_{k % 4}" for k in range(50)], 1_000, delay=10, gap=2)
         t.sync(now, gpu - now + 4)
         now = gpu + 6
         t.annotation(f"ProfilerStep#{s}", step_start, now - step_start)
@@ -156,6 +168,25 @@ def sync_heavy(t, steps):
             t.runtime("cudaStreamSynchronize", now + 7, 26)
             t.op("aten::item", now + 34, 20)
             now += 60
+        t.annotation(f"ProfilerStep#{s}", step_start, now - step_start)
+    return t
+
+
+def item_per_step(t, steps):
+    """2.5 ms of host work, 30 kernels of 100 us, then .item(): its
+    cudaStreamSynchronize empties the GPU's queue every step, so the GPU
+    idles through the next step's host work (host and GPU take turns)."""
+    now = 0.0
+    for s in range(steps):
+        step_start = now
+        t.op("aten::cat", now, 2_500)
+        now += 2_500
+        now, gpu = queue_kernels(t, now, now + 10, "aten::linear", [f"sm90_xmma_gemm_{k % 3}" for k in range(30)],
+                                 100, delay=8, gap=1)
+        t.op("aten::item", now, gpu - now + 12)
+        t.copy("DtoH (Device -> Pageable)", now + 1, 6, gpu, 2, 4)
+        t.sync(now + 8, gpu + 2 - now - 8 + 3)
+        now = gpu + 15
         t.annotation(f"ProfilerStep#{s}", step_start, now - step_start)
     return t
 
@@ -184,7 +215,7 @@ def add_collectives(t):
 
 
 WORKLOADS = {"input_bound": input_bound, "input_only": input_only, "healthy": healthy, "sync_heavy": sync_heavy,
-             "pageable_copies": pageable_copies}
+             "item_per_step": item_per_step, "pageable_copies": pageable_copies}
 
 
 def main():
