@@ -227,18 +227,19 @@ fi
 fi
 
 # Python call sites on real PyTorch (docs/python.md): a training loop that
-# reads the loss with .item() every step and copies each batch from pageable
-# memory; the findings must name the script's own lines (marked "# line:").
+# copies each batch from pageable memory, then a loop that reads a result
+# with .item() every step with host work between steps; the findings must
+# name the script's own lines (marked "# line:").
 if want python && [ $torch = 1 ]; then
   echo
   echo "## Python call sites (PyTorch, gpuscope run)"
   echo "| habit | script line | cited in the analysis | matches |"
   echo "|---|---|---|---|"
   cat >"$out/train_steps.py" <<'PY'
+import time
 import torch
 # Steps of a few ms of GPU work and a 16 MB pageable input each, so the
-# per-step wait for .item() and the staged copy are real costs (in run 2 the
-# steps were ~0.1 ms and the program's host work hid both: .item() not cited).
+# staged copy is a real cost.
 torch.backends.cuda.matmul.allow_tf32 = False
 model = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
                             torch.nn.Linear(2048, 10)).cuda()
@@ -249,8 +250,20 @@ for step in range(200):
     x, y = x.to("cuda"), y.to("cuda")  # line: pageable
     loss = torch.nn.functional.cross_entropy(model(x), y)
     opt.zero_grad(); loss.backward(); opt.step()
-    value = loss.item()  # line: item
-    if step % 100 == 0: print(step, value)
+    if step % 100 == 0: print(step, loss.item())
+# About 1 ms of GPU work a step, then .item(), then about 1 ms of host work
+# (augmentation, logging): the wait empties the GPU's queue every step and
+# the GPU idles through the host work (run 3: a .item() after steps the GPU
+# was busy through was rightly not flagged, so it was not cited).
+w = torch.randn(2048, 2048, device="cuda") / 64
+h = torch.randn(2048, 2048, device="cuda")
+with torch.no_grad():
+    for step in range(1500):
+        y = h
+        for _ in range(3): y = torch.tanh(y @ w)
+        value = y.sum().item()  # line: item
+        until = time.perf_counter() + 0.001
+        while time.perf_counter() < until: pass
 PY
   run_timed "$out/train_steps.log" "$gs" run -o "$out/train_steps.gpuscope" -- "$py" "$out/train_steps.py" >/dev/null
   "$gs" analyze "$out/train_steps.gpuscope" >"$out/train_steps.txt" 2>&1
