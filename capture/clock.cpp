@@ -5,7 +5,6 @@
 #include <string>
 
 #include "environment.h"
-#include "small_file.h"
 
 namespace gpuscope::capture {
 
@@ -13,28 +12,12 @@ namespace detail {
 std::atomic<bool> g_timestamps_in_ticks{false};
 }
 
-namespace {
-
-bool monotonic_asked() {
+protocol::HotClock choose_hot_clock() {
+  protocol::HostClockFacts facts = protocol::read_clocksource(protocol::kLiveClocksourceDir);
   const char* choice = std::getenv(protocol::env::kClock);
-  return choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0;
-}
-
-std::string current_clocksource() {
-  const std::string source = protocol::read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
-  return source.substr(0, source.find_first_of(" \n"));
-}
-
-}  // namespace
-
-HotClock choose_hot_clock() {
-  if (monotonic_asked())
-    return {false, std::string("clock_gettime (") + protocol::env::kClock + "=" + protocol::env::kClockMonotonic + ")"};
-  const std::string source = current_clocksource();
-#if defined(__x86_64__)
-  if (source == "tsc") return {true, "rdtsc (clocksource tsc)"};
-#endif
-  return {false, "clock_gettime (clocksource " + (source.empty() ? std::string("unknown") : source) + ")"};
+  facts.monotonic_asked = choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0;
+  facts.invariant_tsc = facts.current_clocksource != "tsc" && protocol::cpu_has_invariant_tsc();
+  return protocol::choose_hot_clock(facts);
 }
 
 // Brackets a tick read between two clock reads and takes the midpoint. A

@@ -6,14 +6,19 @@
 // third of a vDSO clock_gettime on this class of machine (12 vs 30 ns,
 // docs/performance.md). Records stamped in ticks are marked as such in the
 // ring, and the writer converts them with calibration pairs it takes at
-// every drain (TickConverter). Elsewhere (another clocksource, non-x86,
-// GPUSCOPE_CLOCK=monotonic) the hot path reads CLOCK_MONOTONIC directly.
+// every drain (TickConverter). The same holds, to the NTP slew between two
+// drains, for an invariant TSC the kernel still offers under a hypervisor's
+// clocksource (protocol/host_clock.h). Elsewhere (another clocksource,
+// non-x86, GPUSCOPE_CLOCK=monotonic) the hot path reads CLOCK_MONOTONIC
+// directly.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <string>
+
+#include "host_clock.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -38,18 +43,9 @@ namespace detail {
 extern std::atomic<bool> g_timestamps_in_ticks;
 }
 
-// How the hooks stamp their calls, decided once at session start: with TSC
-// ticks when the kernel keeps time with the TSC (so ticks convert exactly)
-// and the user did not ask for GPUSCOPE_CLOCK=monotonic, else with
-// clock_gettime. The description is the decision in words, for the trace
-// (ProcessMetadata.host_clock): "rdtsc (clocksource tsc)",
-// "clock_gettime (clocksource kvm-clock)" or
-// "clock_gettime (GPUSCOPE_CLOCK=monotonic)".
-struct HotClock {
-  bool ticks = false;
-  std::string description;
-};
-HotClock choose_hot_clock();
+// How the hooks stamp their calls on this machine now (live clocksource,
+// CPUID, GPUSCOPE_CLOCK): protocol/host_clock.h decides.
+protocol::HotClock choose_hot_clock();
 
 // A hot-path timestamp: TSC ticks or CLOCK_MONOTONIC ns, per
 // hot_timestamps_are_ticks().

@@ -171,7 +171,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
     *error = "cannot reserve memory for thread buffers";
     return false;
   }
-  const HotClock clock = choose_hot_clock();
+  const protocol::HotClock clock = choose_hot_clock();
   detail::g_timestamps_in_ticks.store(clock.ticks, std::memory_order_relaxed);
   auto output = std::make_unique<TraceOutput>();
   if (!output->create(path, error)) return false;

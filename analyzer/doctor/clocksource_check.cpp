@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "checks.h"
-#include "small_file.h"
+#include "host_clock.h"
 
 namespace gpuscope::doctor {
 namespace {
@@ -26,14 +26,6 @@ constexpr std::array<const char*, 4> kUserSpaceClocks = {"tsc", "kvm-clock", "hy
 // A clock read this slow (median) is a system call, whatever the name says;
 // a vDSO read costs 15-50 ns, a system call several hundred.
 constexpr double kSyscallReadNs = 300;
-constexpr const char* kLiveDir = "/sys/devices/system/clocksource/clocksource0";
-
-// The file's first line without trailing blanks; empty when unreadable.
-std::string first_line(const std::string& path) {
-  const std::string text = protocol::read_small_file(path.c_str(), 4096);
-  const std::string line = text.substr(0, text.find('\n'));
-  return line.substr(0, line.find_last_not_of(" \t") + 1);
-}
 
 bool reads_in_user_space(const std::string& clocksource) {
   return std::find(kUserSpaceClocks.begin(), kUserSpaceClocks.end(), clocksource) != kUserSpaceClocks.end();
@@ -68,10 +60,12 @@ std::string fix_for(const std::string& available) {
 
 Finding check_clocksource(const NodeProbe& probe) {
   const std::string& dir = probe.options.clocksource_dir;
-  const std::string current = first_line(dir + "/current_clocksource");
+  protocol::HostClockFacts facts = protocol::read_clocksource(dir.c_str());
+  const std::string& current = facts.current_clocksource;
+  const std::string& available = facts.available_clocksource;
   if (current.empty()) return not_checked(fmt::format("{}/current_clocksource could not be read", dir));
-  const std::string available = first_line(dir + "/available_clocksource");
-  const bool live = dir == kLiveDir;
+  const bool live = dir == protocol::kLiveClocksourceDir;
+  facts.invariant_tsc = live && protocol::cpu_has_invariant_tsc();  // a fixture's CPU is not this one
   const double read_ns = live ? measure_clock_read_ns() : 0;
   Finding f;
   if (!reads_in_user_space(current)) {
@@ -88,9 +82,9 @@ Finding check_clocksource(const NodeProbe& probe) {
                                    available.empty() ? "unreadable" : available));
   if (live) f.evidence.push_back(fmt::format("clock_gettime(CLOCK_MONOTONIC): {:.1f} ns a read (median of 15 x 1000)",
                                              read_ns));
-  f.evidence.push_back(current == "tsc" ? "gpuscope's hooks stamp calls with rdtsc (exact under this clocksource)"
-                                        : "gpuscope's hooks stamp calls with clock_gettime (rdtsc only under the "
-                                          "tsc clocksource): two reads per recorded call");
+  const protocol::HotClock hot = protocol::choose_hot_clock(facts);
+  f.evidence.push_back(fmt::format("gpuscope's hooks stamp calls with {}{}", hot.description,
+                                   hot.ticks ? "" : ": two clock_gettime reads per recorded call"));
   return f;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "host_clock.h"
 #include "node_facts.h"
 
 namespace gpuscope::doctor {
@@ -51,7 +52,7 @@ struct DoctorOptions {
   unsigned pressure_window_ms = 200;
   // Where the clocksource check reads current_ and available_clocksource;
   // it times clock reads only in the live directory.
-  std::string clocksource_dir = "/sys/devices/system/clocksource/clocksource0";
+  std::string clocksource_dir = protocol::kLiveClocksourceDir;
   // A known-good node's facts (load_baseline): the baseline check compares
   // this node with them, and runs only when they are given.
   std::optional<NodeFacts> baseline;
