@@ -7,6 +7,12 @@
 //   hooked_call_loop malloc_free N     malloc(64) and free, no CUDA call: the
 //                                      loop other interposers (heaptrack) are
 //                                      timed on (scripts/bench-interceptors.sh)
+// An optional third argument, PAUSE_MS, sleeps that long between the 7 runs
+// (outside the timing) so gpuscope's writer drains the thread's buffer: with
+// N small enough for the buffer (20 000 calls fit the default 1 MiB), every
+// call of a run is recorded. Without pauses a loop of 30 ns calls outruns
+// the writer, and most records take the drop-and-count path instead
+// (`gpuscope info`: "dropped ... thread buffer full").
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -14,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -53,8 +60,8 @@ __attribute__((noinline)) double deep(int depth, long n, cudaStream_t s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: hooked_call_loop get_device|stream_sync|malloc_free ITERATIONS\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: hooked_call_loop get_device|stream_sync|malloc_free ITERATIONS [PAUSE_MS]\n");
     return 2;
   }
   const long n = std::atol(argv[2]);
@@ -62,9 +69,12 @@ int main(int argc, char** argv) {
   const bool allocate = std::strcmp(argv[1], "malloc_free") == 0;
   cudaStream_t stream = nullptr;
   if (cudaStreamCreate(&stream) != cudaSuccess) return 1;
+  const long pause_ms = argc == 4 ? std::atol(argv[3]) : 0;
   std::vector<double> runs;
-  for (int r = 0; r < 7; ++r)
+  for (int r = 0; r < 7; ++r) {
+    if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     runs.push_back(sync ? deep(28, n, stream) : allocate ? malloc_free_loop(n) : time_get_device(n));
+  }
   std::sort(runs.begin(), runs.end());
   std::printf("%s: %.1f ns per call (median of 7 runs of %ld)\n", argv[1], runs[3], n);
   cudaStreamDestroy(stream);
