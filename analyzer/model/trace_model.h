@@ -73,9 +73,10 @@ struct SiteKeyHash {
 // The waits on kernels are also kept (when each returned and how long it
 // blocked) for what the GPU did after each (metrics.cpp, drain_metrics):
 // every `kernel_wait_stride`-th of them, the stride doubling whenever
-// kMaxKernelWaitsKept are held, so a thread's list stays under 1 MB and
-// stays an even sample of the run.
-inline constexpr size_t kMaxKernelWaitsKept = size_t{1} << 16;
+// kMaxKernelWaitsKept are held, so a thread's list stays at 256 KB (a
+// trace of many synchronizing threads holds one each) and stays an even
+// sample of the run.
+inline constexpr size_t kMaxKernelWaitsKept = size_t{1} << 14;
 struct KernelWait {
   uint64_t end_ns = 0, wait_ns = 0;
 };
