@@ -39,8 +39,10 @@ void drain_metrics(const TraceModel& m, Metrics& x) {
   uint64_t drained = 0, cost_ns = 0;
   for (const KernelWait& w : waits->second.kernel_waits) {
     const auto next = std::upper_bound(spans.begin(), spans.end(), std::make_pair(w.end_ns, UINT64_MAX));
-    if (next == spans.end()) continue;  // no more work: the program's last wait
-    const uint64_t idle_from = next == spans.begin() ? w.end_ns : std::max(w.end_ns, std::prev(next)->second);
+    // No device work after it (the program's last wait), or none recorded
+    // before it (what it waited for is not in the records): nothing to judge.
+    if (next == spans.end() || next == spans.begin()) continue;
+    const uint64_t idle_from = std::max(w.end_ns, std::prev(next)->second);
     if (idle_from > w.end_ns + kDrainSkewNs || !judged_span(m, w.end_ns, next->first)) continue;  // still busy
     ++drained;
     cost_ns += std::min(w.wait_ns, next->first - idle_from);

@@ -217,6 +217,13 @@ TEST(DrainMetrics, AGpuStillBusyAfterTheWaitWasNotDrained) {
   EXPECT_EQ(drain_of(m).drained_waits, 49u);
 }
 
+TEST(DrainMetrics, AWaitBeforeAnyRecordedDeviceWorkIsNotJudged) {
+  TraceModel m = drain_loop(2'500'000, 3'000'000, 10);
+  auto& waits = m.waits_on_queued[7].kernel_waits;
+  waits.insert(waits.begin(), KernelWait{m.begin_ns + 1'000, 500});  // what it waited for left no record
+  EXPECT_EQ(drain_of(m).drained_waits, 9u);
+}
+
 TEST(DrainMetrics, WithoutDeviceTimestampsOrOutsideTheDeviceWindowsNothingIsClaimed) {
   TraceModel m = drain_loop(2'500'000, 3'000'000, 50);
   m.device_records = 0;
