@@ -32,6 +32,7 @@ bool judged_span(const TraceModel& m, uint64_t from, uint64_t to) {
 // host clock (the clocks are converted), hence kDrainSkewNs.
 void drain_metrics(const TraceModel& m, Metrics& x) {
   if (m.device_records == 0) return;
+  x.drain_judged = true;
   const auto waits = m.waits_on_queued.find(x.feeder_tid);
   if (waits == m.waits_on_queued.end() || waits->second.kernel_waits.empty()) return;
   const IntervalSet busy = device_busy(m);

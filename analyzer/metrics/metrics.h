@@ -144,6 +144,7 @@ struct Metrics {
   // timestamps only (drain_metrics).
   uint64_t drained_waits = 0;
   double drain_share = 0;
+  bool drain_judged = false;  // false without device timestamps: both unknown
   // Device timeline shares of wall time (unions; set with device timestamps).
   std::optional<double> device_kernel_share, device_h2d_share, device_d2h_share, device_other_copy_share,
       device_memset_share;

@@ -228,9 +228,11 @@ TEST(DrainMetrics, WithoutDeviceTimestampsOrOutsideTheDeviceWindowsNothingIsClai
   TraceModel m = drain_loop(2'500'000, 3'000'000, 50);
   m.device_records = 0;
   EXPECT_EQ(drain_of(m).drained_waits, 0u);
+  EXPECT_FALSE(drain_of(m).drain_judged);  // unknown, not zero: the JSON says null
   m = drain_loop(2'500'000, 3'000'000, 50);
   m.device_windows = {{m.begin_ns, m.begin_ns + 20'000'000}};  // the first few steps only
   const Metrics x = drain_of(m);
+  EXPECT_TRUE(x.drain_judged);
   EXPECT_GT(x.drained_waits, 0u);
   EXPECT_LT(x.drained_waits, 5u);
 }
