@@ -30,12 +30,11 @@ bool judged_span(const TraceModel& m, uint64_t from, uint64_t to) {
 // the host could have queued the next work while the GPU finished. The
 // device's last operation may end a little after the wait's return on the
 // host clock (the clocks are converted), hence kDrainSkewNs.
-void drain_metrics(const TraceModel& m, Metrics& x) {
+void drain_metrics(const TraceModel& m, const IntervalSet& busy, Metrics& x) {
   if (m.device_records == 0) return;
   x.drain_judged = true;
   const auto waits = m.waits_on_queued.find(x.feeder_tid);
   if (waits == m.waits_on_queued.end() || waits->second.kernel_waits.empty()) return;
-  const IntervalSet busy = device_busy(m);
   const auto& spans = busy.spans();
   uint64_t drained = 0, cost_ns = 0;
   for (const KernelWait& w : waits->second.kernel_waits) {

@@ -122,7 +122,7 @@ namespace {
 
 // With device timestamps, GPU busy and copy bandwidth come from what the
 // device itself reported, not from sampled utilization or host call times.
-void device_metrics(const TraceModel& m, Metrics& x) {
+void device_metrics(const TraceModel& m, const IntervalSet& busy, Metrics& x) {
   if (m.device_records == 0) return;
   const auto& d = m.device;
   const double wall = std::max<double>(1, static_cast<double>(m.wall_ns()));
@@ -132,7 +132,7 @@ void device_metrics(const TraceModel& m, Metrics& x) {
   x.device_d2h_share = share(d.d2h);
   x.device_other_copy_share = share(d.other_copies);
   x.device_memset_share = share(d.memsets);
-  x.gpu_util = share(device_busy(m));
+  x.gpu_util = share(busy);
   x.gpu_busy_source = "device";
   if (d.h2d_ns + d.d2h_ns > 0) x.achieved_gbps = static_cast<double>(d.h2d_bytes + d.d2h_bytes) / (d.h2d_ns + d.d2h_ns);
 }
@@ -195,12 +195,12 @@ std::optional<double> nvml_util_within(const TraceModel& m, uint64_t from, uint6
   return static_cast<double>(sum) / n / 100.0;
 }
 
-void launch_span_metrics(const TraceModel& m, Metrics& x) {
+void launch_span_metrics(const TraceModel& m, const IntervalSet& busy, Metrics& x) {
   const auto it = m.threads.find(x.feeder_tid);
   if (it == m.threads.end() || it->second.launch_last_ns <= it->second.launch_first_ns) return;
   const uint64_t from = it->second.launch_first_ns, to = it->second.launch_last_ns;
   if (x.gpu_busy_source == "device") {
-    x.gpu_util_during_launches = static_cast<double>(device_busy(m).length_within(from, to)) / (to - from);
+    x.gpu_util_during_launches = static_cast<double>(busy.length_within(from, to)) / (to - from);
   } else if (x.gpu_busy_source == "nvml") {
     x.gpu_util_during_launches = nvml_util_within(m, from, to);
   }
@@ -474,11 +474,13 @@ Metrics compute_metrics(const TraceModel& m) {
   host_metrics(m, x);
   gpu_metrics(m, x);
   other_processes_metrics(m, x);
-  device_metrics(m, x);
+  // Built once: three metrics read it, and it is as large as the device records.
+  const IntervalSet busy = m.device_records ? device_busy(m) : IntervalSet{};
+  device_metrics(m, busy, x);
   gpu_time_breakdown_metrics(m, x);
   host_inferred_metrics(m, x);
-  drain_metrics(m, x);
-  launch_span_metrics(m, x);
+  drain_metrics(m, busy, x);
+  launch_span_metrics(m, busy, x);
   copy_metrics(m, x);
   node_link_metrics(m, x);
   sync_and_memory_metrics(m, x);

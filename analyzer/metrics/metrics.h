@@ -251,8 +251,8 @@ void implicit_sync_metrics(const TraceModel& model, Metrics& x);
 // Every span in which the device reported an operation running.
 IntervalSet device_busy(const TraceModel& model);
 // drained_waits and drain_share, once feeder_tid and wait_on_kernels_share
-// are set (drain_metrics.cpp).
-void drain_metrics(const TraceModel& model, Metrics& x);
+// are set; busy is device_busy(model) (drain_metrics.cpp).
+void drain_metrics(const TraceModel& model, const IntervalSet& busy, Metrics& x);
 // The feeding thread's ranges that held the GPU idle, and GPU busy per
 // profiler step (range_idle_metrics.cpp); set with device timestamps only.
 void range_idle_metrics(const TraceModel& model, Metrics& x);

@@ -187,7 +187,7 @@ Metrics drain_of(const TraceModel& m) {
   Metrics x;
   x.feeder_tid = 7;
   x.wait_on_kernels_share = 1.0;
-  drain_metrics(m, x);
+  drain_metrics(m, device_busy(m), x);
   return x;
 }
 
