@@ -13,10 +13,14 @@ std::atomic<bool> g_timestamps_in_ticks{false};
 }
 
 protocol::HotClock choose_hot_clock() {
-  protocol::HostClockFacts facts = protocol::read_clocksource(protocol::kLiveClocksourceDir);
+  protocol::HostClockFacts facts;
+  facts.current_clocksource = protocol::read_current_clocksource(protocol::kLiveClocksourceDir);
   const char* choice = std::getenv(protocol::env::kClock);
   facts.monotonic_asked = choice != nullptr && std::strcmp(choice, protocol::env::kClockMonotonic) == 0;
-  facts.invariant_tsc = facts.current_clocksource != "tsc" && protocol::cpu_has_invariant_tsc();
+  if (facts.current_clocksource != "tsc") {  // the common case needs neither
+    facts.available_clocksource = protocol::read_available_clocksource(protocol::kLiveClocksourceDir);
+    facts.invariant_tsc = protocol::cpu_has_invariant_tsc();
+  }
   return protocol::choose_hot_clock(facts);
 }
 

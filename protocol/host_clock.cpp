@@ -20,12 +20,17 @@ bool offers_tsc(const std::string& available) { return (" " + available + " ").f
 
 }  // namespace
 
+std::string read_current_clocksource(const char* dir) {
+  const std::string current = first_line(std::string(dir) + "/current_clocksource");
+  return current.substr(0, current.find(' '));
+}
+
+std::string read_available_clocksource(const char* dir) { return first_line(std::string(dir) + "/available_clocksource"); }
+
 HostClockFacts read_clocksource(const char* dir) {
   HostClockFacts facts;
-  const std::string base(dir);
-  const std::string current = first_line(base + "/current_clocksource");
-  facts.current_clocksource = current.substr(0, current.find(' '));
-  facts.available_clocksource = first_line(base + "/available_clocksource");
+  facts.current_clocksource = read_current_clocksource(dir);
+  facts.available_clocksource = read_available_clocksource(dir);
   return facts;
 }
 

@@ -39,6 +39,10 @@ HotClock choose_hot_clock(const HostClockFacts& facts);
 // /sys/devices/system/clocksource/clocksource0): the current one's name and
 // the available list; the other facts are left as they are.
 HostClockFacts read_clocksource(const char* dir);
+// Each file alone: session start reads the list only off tsc, where the
+// decision needs it.
+std::string read_current_clocksource(const char* dir);
+std::string read_available_clocksource(const char* dir);
 // This CPU's invariant-TSC bit (false off x86-64).
 bool cpu_has_invariant_tsc();
 
