@@ -23,13 +23,14 @@ void CallSequence::add(const reader::TraceSummary& names, CallKind kind, uint32_
   }
 }
 
+// The stride is a power of two (it only doubles), so a mask picks every stride-th wait.
 void QueuedWaits::keep_kernel_wait(const KernelWait& w) {
-  if (kernel_waits_seen++ % kernel_wait_stride != 0) return;
+  if ((kernel_waits_seen++ & (kernel_wait_stride - 1)) != 0) return;
   if (kernel_waits.size() == kMaxKernelWaitsKept) {  // keep every other one, and from now every other one
     for (size_t i = 0; i < kernel_waits.size() / 2; ++i) kernel_waits[i] = kernel_waits[2 * i];
     kernel_waits.resize(kernel_waits.size() / 2);
     kernel_wait_stride *= 2;
-    if ((kernel_waits_seen - 1) % kernel_wait_stride != 0) return;
+    if (((kernel_waits_seen - 1) & (kernel_wait_stride - 1)) != 0) return;
   }
   kernel_waits.push_back(w);
 }
