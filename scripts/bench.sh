@@ -21,6 +21,9 @@ traced() { run env LD_PRELOAD="$root/build-release/lib/libgpuscope.so" GPUSCOPE_
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+echo "== this machine's memory writes after idle (the control for the timed figures below)"
+"$b/write_after_idle" 50
+
 echo "== hooked call cost (plain, then under gpuscope; the difference is gpuscope's)"
 # 10 000 calls a run (5 000 with stacks), 50 ms between runs: the writer
 # drains the thread's buffer, so every call is recorded (not dropped).
