@@ -59,8 +59,32 @@ void TickConverter::calibrate() noexcept {
   Pair now;
   do now = measure();
   while (now.ns - first_.ns < 100'000);
-  last_ = now;
+  calibrate_at(now.ticks, now.ns);
+}
+
+void TickConverter::calibrate_at(uint64_t ticks, uint64_t ns) noexcept {
+  if (!started_) {
+    first_ = last_ = {ticks, ns};
+    started_ = true;
+    return;
+  }
+  const Pair previous = last_;
+  last_ = {ticks, ns};
+  if (rate_changed(previous, last_)) {
+    first_ = previous;
+    ++rate_changes_;
+  }
   set_slope(first_, last_);
+}
+
+// Judged once there is a slope from an earlier span than this one.
+bool TickConverter::rate_changed(const Pair& previous, const Pair& now) const noexcept {
+  if (ns_per_tick_q32_ == 0 || previous.ns == first_.ns || now.ticks <= previous.ticks ||
+      now.ns - previous.ns < kRateSpanNs)
+    return false;
+  const double recent = static_cast<double>(now.ns - previous.ns) / static_cast<double>(now.ticks - previous.ticks);
+  const double overall = static_cast<double>(ns_per_tick_q32_) / 4294967296.0;
+  return recent > overall * (1 + kRateChange) || recent < overall * (1 - kRateChange);
 }
 
 void TickConverter::set_slope(const Pair& from, const Pair& to) noexcept {

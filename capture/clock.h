@@ -74,6 +74,19 @@ class TickConverter {
   void start() noexcept;
   // A new pair; call before converting what was drained since the last one.
   void calibrate() noexcept;
+  // The same with a pair measured elsewhere (tests; calibrate() measures
+  // one). Where the ticks' rate since the previous pair differs from the
+  // slope so far by more than kRateChange (a live migration to a host with
+  // another TSC rate and no TSC scaling), the slope starts over from the
+  // previous pair, so later records are not skewed for the rest of the run.
+  void calibrate_at(uint64_t ticks, uint64_t ns) noexcept;
+  // How often the slope started over.
+  uint32_t rate_changes() const noexcept { return rate_changes_; }
+
+  static constexpr double kRateChange = 0.01;  // NTP slews CLOCK_MONOTONIC by at most 0.05 %
+  // The shortest span judged for it: a pair's bracket is under 1 us, so
+  // over 1 ms it can fake 0.1 % at most.
+  static constexpr uint64_t kRateSpanNs = 1'000'000;
 
   // Fixed point with a 128-bit product: exact to a nanosecond over any span
   // a trace covers, and a few instructions in the writer's per-record loop.
@@ -93,9 +106,11 @@ class TickConverter {
   static Pair measure() noexcept;
 
   void set_slope(const Pair& from, const Pair& to) noexcept;
+  bool rate_changed(const Pair& previous, const Pair& now) const noexcept;
 
   Pair first_, last_;
   uint64_t ns_per_tick_q32_ = 0;  // nanoseconds per tick, 32.32 fixed point
+  uint32_t rate_changes_ = 0;
   bool started_ = false;
 };
 

@@ -36,5 +36,45 @@ TEST(TickConverter, PlacesTicksOnTheMonotonicAxis) {
 #endif
 }
 
+// Pairs every 10 ms (the writer's drain period) from a TSC ticking
+// `per_ns` ticks a nanosecond, continuing from `c`'s last pair.
+void tick_for(TickConverter& c, uint64_t& ticks, uint64_t& ns, double per_ns, int drains) {
+  for (int i = 0; i < drains; ++i) {
+    ticks += static_cast<uint64_t>(10'000'000 * per_ns);
+    ns += 10'000'000;
+    c.calibrate_at(ticks, ns);
+  }
+}
+
+TEST(TickConverter, AChangeOfTheTicksRateStartsTheSlopeOver) {
+  TickConverter c;
+  uint64_t ticks = 1'000'000, ns = 5'000'000'000;
+  c.calibrate_at(ticks, ns);
+  tick_for(c, ticks, ns, 2.0, 100);  // a second at 2 GHz
+  tick_for(c, ticks, ns, 2.6, 1);    // migrated to a 2.6 GHz host
+  EXPECT_EQ(c.rate_changes(), 1u);
+  // A record 5 ms before the last drain, at the new rate: placed within a
+  // microsecond. The slope over the whole run (2.006 ticks a ns) would put it
+  // 1.5 ms off.
+  EXPECT_NEAR(static_cast<double>(c.to_ns(ticks - 13'000'000)), static_cast<double>(ns - 5'000'000), 1000.0);
+  tick_for(c, ticks, ns, 2.6, 50);
+  EXPECT_EQ(c.rate_changes(), 1u) << "the new rate is the slope now";
+  EXPECT_NEAR(static_cast<double>(c.span_ns(2'600'000)), 1'000'000.0, 1.0);
+}
+
+TEST(TickConverter, ClockSlewAndShortSpansAreNoRateChange) {
+  TickConverter c;
+  uint64_t ticks = 0, ns = 1'000'000'000;
+  c.calibrate_at(ticks, ns);
+  tick_for(c, ticks, ns, 2.0, 100);
+  tick_for(c, ticks, ns, 2.0 * 1.0005, 100);  // NTP's largest slew, 500 ppm
+  EXPECT_EQ(c.rate_changes(), 0u);
+  // 200 us between two pairs (an early drain at exit): too short to judge.
+  ticks += 600'000;  // 3 ticks a ns
+  ns += 200'000;
+  c.calibrate_at(ticks, ns);
+  EXPECT_EQ(c.rate_changes(), 0u);
+}
+
 }  // namespace
 }  // namespace gpuscope::capture
