@@ -36,6 +36,14 @@ struct RingRecordHeader {
 inline constexpr uint8_t kRecordInTicks = 1;
 static_assert(sizeof(RingRecordHeader) == 8);
 
+namespace detail {
+// Whether pushes ask for their lines ahead with PREFETCHW (ring.cpp).
+extern std::atomic<bool> g_prefetch_for_write;
+}
+// Reads CPUID once, when capture starts, before any push: PREFETCHW
+// (Broadwell and later, every AMD64) is not an instruction everywhere.
+void choose_ring_prefetch() noexcept;
+
 class SpscRing {
  public:
   static constexpr size_t kPrefetchAhead = 256;  // bytes: three or four records
@@ -92,7 +100,8 @@ class SpscRing {
     }
     std::byte* at = data_ + pos;
     ((put_record(at, RecordTag<T>::value, flags, records), at += sizeof(RingRecordHeader) + sizeof(T)), ...);
-    publish(data_, capacity, head + total);
+    publish(head + total);
+    prefetch_ahead<(total + 63) / 64>(data_, capacity, head + total);
     return true;
   }
 
@@ -168,14 +177,33 @@ class SpscRing {
     std::memcpy(to, &w, sizeof w);
   }
 
-  void publish(std::byte* data, size_t capacity, uint64_t head) noexcept {
+  void publish(uint64_t head) noexcept {
     head_.store(head, std::memory_order_release);
-    // By the time the producer comes back to a line, the writer has read it
-    // on its core and it has usually left this core's cache: the record's
-    // store then waited for the line (~45 % of a launch hook's time,
-    // docs/performance.md). Asking for the line a few records ahead now
-    // overlaps that wait with the program's own work.
-    __builtin_prefetch(data + ((head + kPrefetchAhead) & (capacity - 1)), 1, 3);
+  }
+
+  // By the time the producer comes back to a line, the writer has read it
+  // on its core: the record's stores then wait for the line to come back
+  // and for the writer's copy to be invalidated (~45 % of a launch hook's
+  // time, docs/performance.md). A push therefore asks, kPrefetchAhead on,
+  // for as many lines as it filled (a launch's 136 bytes span more than
+  // two), and asks for them to own (PREFETCHW): a plain prefetch brings a
+  // shared copy and the store still waits for the invalidation. Each half
+  // alone measured nothing; together they took a fifth off what the
+  // library adds to a launch-bound loop (docs/performance.md, thirteenth
+  // session).
+  template <size_t Lines> static void prefetch_ahead(std::byte* data, size_t capacity, uint64_t head) noexcept {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (prefetch_for_write(data + ((head + kPrefetchAhead - 1 - 64 * I) & (capacity - 1))), ...);
+    }(std::make_index_sequence<Lines>{});
+  }
+  static void prefetch_for_write(const std::byte* line) noexcept {
+#if defined(__x86_64__)
+    if (__builtin_expect(detail::g_prefetch_for_write.load(std::memory_order_relaxed), 1)) {
+      asm volatile("prefetchw %0" ::"m"(*line));
+      return;
+    }
+#endif
+    __builtin_prefetch(line, 1, 3);
   }
 
   // try_push_all when the group does not fit before the end of the buffer
@@ -201,7 +229,8 @@ class SpscRing {
       std::memcpy(data_ + start + sizeof(RingRecordHeader), parts[i].payload, parts[i].size);
       at += sizeof(RingRecordHeader) + parts[i].size;
     }
-    publish(data_, capacity_, at);
+    publish(at);
+    prefetch_ahead<1>(data_, capacity_, at);
     return true;
   }
 

@@ -173,6 +173,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
   }
   const protocol::HotClock clock = choose_hot_clock();
   detail::g_timestamps_in_ticks.store(clock.ticks, std::memory_order_relaxed);
+  choose_ring_prefetch();
   auto output = std::make_unique<TraceOutput>();
   if (!output->create(path, error)) return false;
   if (g_sessions_started++ != 0) {  // a new file

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "chunk_builder.h"
@@ -108,6 +110,7 @@ TEST(Ring, GroupsAreAllOrNothingAndNeverSplitByTheWrap) {
 // full) keeps the same contract: whole groups or nothing, never split, in
 // order, the flags on every record.
 TEST(Ring, TypedGroupsKeepTheContractAcrossLapsAndFullRings) {
+  choose_ring_prefetch();  // the pushes ask for their lines as capture would
   Ring r;  // 256 bytes; a group of 64 + 48 bytes does not divide it
   uint64_t pushed = 0, refused = 0, consumed = 0;
   for (int round = 0; round < 300; ++round) {
@@ -143,6 +146,27 @@ TEST(Ring, TypedGroupsKeepTheContractAcrossLapsAndFullRings) {
   }
   EXPECT_EQ(consumed, pushed);
   EXPECT_GT(refused, 0u);
+}
+
+// PREFETCHW is an invalid instruction on x86-64 CPUs that lack it, so the
+// hot path uses it only where CPUID says so; the kernel's flag list reads
+// the same CPUID bit.
+TEST(Ring, PrefetchForWriteIsUsedOnlyWhereTheCpuHasIt) {
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool listed = false, found_flags = false;
+  while (!found_flags && std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    found_flags = true;
+    listed = (line + " ").find(" 3dnowprefetch ") != std::string::npos;
+  }
+  if (!found_flags) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  choose_ring_prefetch();
+  EXPECT_EQ(detail::g_prefetch_for_write.load(), listed);
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
 }
 
 // drain_runs hands over whole records, before and after the wrap point, and
