@@ -46,7 +46,12 @@ void choose_ring_prefetch() noexcept;
 
 class SpscRing {
  public:
-  static constexpr size_t kPrefetchAhead = 256;  // bytes: three or four records
+  // How far ahead of the head a push asks for lines: a fetch for ownership
+  // from the writer's core takes a few hundred ns in a VM, and a call
+  // without a stack pushes 48 bytes every ~30 ns, so 256 bytes (five such
+  // pushes) arrived late; 1024 and 4096 measured alike (docs/performance.md,
+  // thirteenth session).
+  static constexpr size_t kPrefetchAhead = 1024;
 
   // `memory` must be 8-byte aligned, `capacity` a power of two >= 64.
   void attach(std::byte* memory, size_t capacity) noexcept {
