@@ -50,6 +50,7 @@ Offset<fb::Totals> build_totals(FlatBufferBuilder& fbb, const TotalsInfo& t, con
   b.add_frames_written(t.frames_written);
   b.add_bytes_written(t.bytes_written);
   if (!message.IsNull()) b.add_message(message);
+  if (t.tick_rate_restarts != 0) b.add_tick_rate_restarts(t.tick_rate_restarts);
   return b.Finish();
 }
 

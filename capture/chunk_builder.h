@@ -38,6 +38,7 @@ struct TotalsInfo {
   uint32_t frames_written = 0;
   uint64_t bytes_written = 0;
   std::string message;
+  uint32_t tick_rate_restarts = 0;  // TickConverter::rate_changes()
 };
 
 // The writer ends a chunk once its records take this much: small enough

@@ -265,6 +265,7 @@ TotalsInfo Writer::make_totals(const EndNote& end, std::string message) const {
   t.frames_written = frames_written_;
   t.bytes_written = output_.bytes_written();
   t.message = std::move(message);
+  t.tick_rate_restarts = ticks_.rate_changes();
   return t;
 }
 

@@ -221,6 +221,10 @@ void print_end(const reader::TraceSummary& s) {
   fmt::print("end:         {}\n", reader::end_text(*e));
   if (s.process && e->end_monotonic_ns > s.process->start_monotonic_ns)
     fmt::print("duration:    {:.3f} s\n", (e->end_monotonic_ns - s.process->start_monotonic_ns) / 1e9);
+  if (e->tick_rate_restarts != 0)
+    fmt::print("clock:       the TSC's rate changed {} time{} during capture (a VM moved to another host?); "
+               "call times were fitted again from each change\n",
+               e->tick_rate_restarts, e->tick_rate_restarts == 1 ? "" : "s");
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ EndInfo to_end_info(const fb::Totals& t) {
   e.frames_written = t.frames_written();
   e.bytes_written = t.bytes_written();
   e.message = str(t.message());
+  e.tick_rate_restarts = t.tick_rate_restarts();
   return e;
 }
 

@@ -34,6 +34,7 @@ struct EndInfo {
   uint32_t frames_written = 0;
   uint64_t bytes_written = 0;
   std::string message;
+  uint32_t tick_rate_restarts = 0;  // format 2.3
 };
 
 inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) + 1;

@@ -4,7 +4,11 @@
 #include <thread>
 #include <utility>
 
+#include "byte_source.h"
+#include "chunk_builder.h"
 #include "clock.h"
+#include "trace_reader.h"
+#include "trace_summary.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -86,6 +90,41 @@ TEST(TickConverter, ClockSlewAndShortSpansAreNoRateChange) {
   ns += 200'000;
   c.calibrate_at(ticks, ns);
   EXPECT_EQ(c.rate_changes(), 0u);
+}
+
+// The end record says how often the slope started over (format 2.3), so a
+// reader knows the run crossed a rate change; a trace without the field
+// (older, or no change) reads 0.
+uint32_t restarts_read_back(uint32_t restarts) {
+  const auto header = file_header_bytes();
+  std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(header.data()),
+                             reinterpret_cast<const uint8_t*>(header.data()) + header.size());
+  ChunkBuilder b;
+  TotalsInfo totals;
+  totals.end.kind = fb::EndKind::ReturnFromMain;
+  totals.tick_rate_restarts = restarts;
+  b.set_totals(totals);
+  FrameEncoder encoder(1);
+  const auto frame = encoder.encode(b.build(), 0);
+  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
+               reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
+  reader::TraceReader r;
+  std::string error;
+  EXPECT_TRUE(r.open(reader::memory_source(bytes), "trace", &error)) << error;
+  const reader::TraceSummary s = reader::summarize(r);
+  EXPECT_TRUE(s.end.has_value());
+  return s.end ? s.end->tick_rate_restarts : UINT32_MAX;
+}
+
+TEST(TickConverter, TheTraceSaysHowOftenTheSlopeStartedOver) {
+  TickConverter c;
+  uint64_t ticks = 1'000'000, ns = 5'000'000'000;
+  c.calibrate_at(ticks, ns);
+  tick_for(c, ticks, ns, 2.0, 100);
+  tick_for(c, ticks, ns, 2.6, 50);
+  tick_for(c, ticks, ns, 2.0, 50);  // and back
+  EXPECT_EQ(restarts_read_back(c.rate_changes()), 2u);
+  EXPECT_EQ(restarts_read_back(0), 0u);
 }
 
 }  // namespace
