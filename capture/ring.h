@@ -196,12 +196,13 @@ class SpscRing {
   // alone measured nothing; together they took a fifth off what the
   // library adds to a launch-bound loop (docs/performance.md, thirteenth
   // session).
-  template <size_t Lines> static void prefetch_ahead(std::byte* data, size_t capacity, uint64_t head) noexcept {
-    [&]<size_t... I>(std::index_sequence<I...>) {
+  template <size_t Lines>
+  __attribute__((always_inline)) static void prefetch_ahead(std::byte* data, size_t capacity, uint64_t head) noexcept {
+    [&]<size_t... I>(std::index_sequence<I...>) __attribute__((always_inline)) {
       (prefetch_for_write(data + ((head + kPrefetchAhead - 1 - 64 * I) & (capacity - 1))), ...);
     }(std::make_index_sequence<Lines>{});
   }
-  static void prefetch_for_write(const std::byte* line) noexcept {
+  __attribute__((always_inline)) static void prefetch_for_write(const std::byte* line) noexcept {
 #if defined(__x86_64__)
     if (__builtin_expect(detail::g_prefetch_for_write.load(std::memory_order_relaxed), 1)) {
       asm volatile("prefetchw %0" ::"m"(*line));
