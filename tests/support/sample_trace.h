@@ -21,8 +21,8 @@ struct SampleTrace {
 };
 
 // A whole trace of one frame: the file header, then a chunk with `meta`,
-// whatever `fill` adds (records, strings) and a clean end at `end_ns`.
-inline std::vector<uint8_t> one_frame_trace(const capture::ProcessMetadata& meta, uint64_t end_ns,
+// whatever `fill` adds (records, strings) and the end record `totals`.
+inline std::vector<uint8_t> one_frame_trace(const capture::ProcessMetadata& meta, const capture::TotalsInfo& totals,
                                             const std::function<void(capture::ChunkBuilder&)>& fill) {
   const auto header = capture::file_header_bytes();
   std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(header.data()),
@@ -30,15 +30,21 @@ inline std::vector<uint8_t> one_frame_trace(const capture::ProcessMetadata& meta
   capture::ChunkBuilder b;
   b.set_metadata(meta);
   fill(b);
-  capture::TotalsInfo totals;
-  totals.end.kind = fb::EndKind::ReturnFromMain;
-  totals.end_monotonic_ns = end_ns;
   b.set_totals(totals);
   capture::FrameEncoder encoder(1);
   const auto frame = encoder.encode(b.build(), 0);
   bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
                reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
   return bytes;
+}
+
+// The same with a clean end at `end_ns`.
+inline std::vector<uint8_t> one_frame_trace(const capture::ProcessMetadata& meta, uint64_t end_ns,
+                                            const std::function<void(capture::ChunkBuilder&)>& fill) {
+  capture::TotalsInfo totals;
+  totals.end.kind = fb::EndKind::ReturnFromMain;
+  totals.end_monotonic_ns = end_ns;
+  return one_frame_trace(meta, totals, fill);
 }
 
 // Appends a realistic mix to `b`: per step one API call, plus a copy, sync,

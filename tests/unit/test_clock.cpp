@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "byte_source.h"
-#include "chunk_builder.h"
 #include "clock.h"
 #include "trace_reader.h"
 #include "trace_summary.h"
+#include "../support/sample_trace.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -96,18 +96,10 @@ TEST(TickConverter, ClockSlewAndShortSpansAreNoRateChange) {
 // reader knows the run crossed a rate change; a trace without the field
 // (older, or no change) reads 0.
 uint32_t restarts_read_back(uint32_t restarts) {
-  const auto header = file_header_bytes();
-  std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(header.data()),
-                             reinterpret_cast<const uint8_t*>(header.data()) + header.size());
-  ChunkBuilder b;
   TotalsInfo totals;
   totals.end.kind = fb::EndKind::ReturnFromMain;
   totals.tick_rate_restarts = restarts;
-  b.set_totals(totals);
-  FrameEncoder encoder(1);
-  const auto frame = encoder.encode(b.build(), 0);
-  bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(frame.data()),
-               reinterpret_cast<const uint8_t*>(frame.data()) + frame.size());
+  const auto bytes = test::one_frame_trace(ProcessMetadata{}, totals, [](ChunkBuilder&) {});
   reader::TraceReader r;
   std::string error;
   EXPECT_TRUE(r.open(reader::memory_source(bytes), "trace", &error)) << error;
