@@ -196,18 +196,23 @@ class SpscRing {
   // alone measured nothing; together they took a fifth off what the
   // library adds to a launch-bound loop (docs/performance.md, thirteenth
   // session).
+  // The CPU's choice is read once per push, not once per line: compilers
+  // do not merge atomic loads.
   template <size_t Lines>
   __attribute__((always_inline)) static void prefetch_ahead(std::byte* data, size_t capacity, uint64_t head) noexcept {
+    const bool to_own = detail::g_prefetch_for_write.load(std::memory_order_relaxed);
     [&]<size_t... I>(std::index_sequence<I...>) __attribute__((always_inline)) {
-      (prefetch_for_write(data + ((head + kPrefetchAhead - 1 - 64 * I) & (capacity - 1))), ...);
+      (prefetch_for_write(data + ((head + kPrefetchAhead - 1 - 64 * I) & (capacity - 1)), to_own), ...);
     }(std::make_index_sequence<Lines>{});
   }
-  __attribute__((always_inline)) static void prefetch_for_write(const std::byte* line) noexcept {
+  __attribute__((always_inline)) static void prefetch_for_write(const std::byte* line, bool to_own) noexcept {
 #if defined(__x86_64__)
-    if (__builtin_expect(detail::g_prefetch_for_write.load(std::memory_order_relaxed), 1)) {
+    if (__builtin_expect(to_own, 1)) {
       asm volatile("prefetchw %0" ::"m"(*line));
       return;
     }
+#else
+    (void)to_own;
 #endif
     __builtin_prefetch(line, 1, 3);
   }
