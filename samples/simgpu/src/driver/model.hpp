@@ -117,10 +117,26 @@ class Model {
   CUresult mem_free_async(void* p, CUstream s, bool per_thread);
   CUresult host_register(void* p, size_t bytes, unsigned flags);
   CUresult host_unregister(void* p);
-  CUresult mem_info(size_t* free_bytes, size_t* total_bytes);
+  CUresult mem_info(size_t* free_bytes, size_t* total_bytes);  // the current context's device
+  CUresult device_mem_info(int dev, size_t* free_bytes, size_t* total_bytes) const;
   CUresult mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch);
   // Device memory for a graph's memory-allocation node, with mu_ held.
   CUresult reserve_graph_memory(size_t bytes, int dev, void** out);
+
+  // Virtual memory management (model_vmm.cpp): reserved address ranges,
+  // physical allocations (memfds) and their mappings, which are device
+  // allocations like any other while mapped. Access rights are checked for
+  // shape, not enforced.
+  static size_t vmm_granularity() { return 2u << 20; }
+  CUresult vmm_check_prop(const CUmemAllocationProp* prop, int* dev) const;
+  CUresult vmm_create(size_t bytes, const CUmemAllocationProp& prop, CUmemGenericAllocationHandle* out);
+  CUresult vmm_release(CUmemGenericAllocationHandle h);
+  CUresult vmm_properties(CUmemGenericAllocationHandle h, CUmemAllocationProp* out);
+  CUresult vmm_reserve(size_t bytes, size_t alignment, CUdeviceptr hint, CUdeviceptr* out);
+  CUresult vmm_free_address(CUdeviceptr p, size_t bytes);
+  CUresult vmm_map(CUdeviceptr p, size_t bytes, size_t offset, CUmemGenericAllocationHandle h);
+  CUresult vmm_unmap(CUdeviceptr p, size_t bytes);
+  CUresult vmm_set_access(CUdeviceptr p, size_t bytes, const CUmemAccessDesc* desc, size_t count);
 
   // Copies and memsets (model_copies.cpp).
   CUresult copy(const CopyRequest& req);
@@ -244,6 +260,9 @@ class Model {
   void synchronized();         // (without mu_)
   CUresult managed_range(CUdeviceptr p, size_t count, Allocation* out) const;
   CUresult location_device(const CUmemLocation& l, int* dev) const;
+  bool vmm_range_reserved(uintptr_t p, size_t bytes) const;
+  void vmm_drop_if_unused(CUmemGenericAllocationHandle h);
+  CUresult check_access(CUdeviceptr p, size_t bytes, const CUmemAccessDesc* desc, size_t count);
   void plan_peer_copy(int src, int dst, size_t bytes, Work* w) const;
 
   // Graphs and capture, with mu_ held.
@@ -286,6 +305,9 @@ class Model {
   std::array<uint64_t, SharedState::kMaxDevices> graph_memory_high_{};
   std::set<CUmemoryPool> pools_;
   std::set<CUmemoryPool> retired_pools_;  // destroyed, with memory still out
+  std::map<CUmemGenericAllocationHandle, VmmAllocation> vmm_allocations_;
+  CUmemGenericAllocationHandle next_vmm_handle_ = 0x5100000;
+  std::map<uintptr_t, size_t> reservations_;  // cuMemAddressReserve: base -> bytes
 
  public:
   // Graph memory a GraphMemory gave back (its destructor runs with mu_ held);

@@ -52,8 +52,15 @@ bool Model::find_locked(const void* p, size_t bytes, Allocation* out) const {
   auto it = allocations_.upper_bound(addr);
   if (it == allocations_.begin()) return false;
   --it;
-  const Allocation& a = it->second;
-  if (addr < a.base || addr + bytes > a.base + a.size) return false;
+  Allocation a = it->second;
+  if (addr >= a.base + a.size) return false;
+  // Mappings back to back in one reservation are one range to the device,
+  // as PyTorch's expandable segments need: a tensor may span several.
+  for (auto next = std::next(it); a.vmm && addr + bytes > a.base + a.size && next != allocations_.end() &&
+                                  next->second.vmm && next->first == a.base + a.size;
+       ++next)
+    a.size += next->second.size;
+  if (addr + bytes > a.base + a.size) return false;
   if (out) *out = a;
   return true;
 }
@@ -123,7 +130,7 @@ CUresult Model::mem_alloc_pitch(size_t width, size_t height, void** out, size_t*
 
 CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
   auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
-  if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (it == allocations_.end() || it->second.vmm) return CUDA_ERROR_INVALID_VALUE;  // a mapping: cuMemUnmap
   // A graph's allocation may be freed outside the graph; its pages stay
   // with the graph, which allocates them again at its next launch.
   if (it->second.graph) {
@@ -242,6 +249,10 @@ CUresult Model::host_flags(void* p, unsigned* flags) {
 CUresult Model::mem_info(size_t* free_bytes, size_t* total_bytes) {
   int dev = 0;
   if (CUresult r = current_device(&dev)) return r;
+  return device_mem_info(dev, free_bytes, total_bytes);
+}
+
+CUresult Model::device_mem_info(int dev, size_t* free_bytes, size_t* total_bytes) const {
   // Free memory is device-wide: every process's allocations count.
   const DeviceDesc& d = desc(dev);
   uint64_t used = d.reserved_bytes;

@@ -178,7 +178,20 @@ struct Allocation {
   bool graph = false;  // a graph's memory-allocation node owns it
   CUmemoryPool pool = nullptr;  // the pool it came from, if any,
   size_t block_size = 0;        // and the size of the pool's block
+  CUmemGenericAllocationHandle vmm = 0;  // a cuMemMap of this physical allocation
   std::shared_ptr<ManagedState> managed;  // managed memory only
+};
+
+// A physical allocation of the virtual memory management API (cuMemCreate):
+// a memfd, so that cuMemMap can place it at any reserved address. Its memory
+// goes when it is released and no mapping of it is left.
+struct VmmAllocation {
+  int fd = -1;
+  size_t size = 0;
+  int device = 0;  // CU_DEVICE_CPU for host memory
+  CUmemAllocationProp prop{};
+  int mappings = 0;
+  bool released = false;
 };
 
 // One copy, 1D, 2D or 3D: depth slices of height rows of `width` bytes, rows
