@@ -24,6 +24,14 @@ inline constexpr uint16_t kCopyAsync = 1u << 0;
 // migrated to the device or the host; bytes are the range asked for.
 inline constexpr uint16_t kCopyPrefetch = 1u << 1;
 
+// Alloc.flags
+inline constexpr uint8_t kAllocAsync = 1u << 0;  // stream-ordered (cudaMallocAsync, cudaFreeAsync)
+// Format 2.4: cuMemCreate / cuMemRelease, the virtual memory management
+// API's physical memory (PyTorch's expandable segments). `address` is the
+// allocation's handle, not a device address: it is in use from creation to
+// release, mapped or not, and cuMemMap places it in the address space.
+inline constexpr uint8_t kAllocPhysical = 1u << 1;
+
 // GraphLaunch.flags (format 1.3)
 inline constexpr uint8_t kGraphContentsUnknown = 1u << 0;  // the launch's graph was not seen instantiated
 inline constexpr uint8_t kGraphHasConditional = 1u << 1;   // conditional bodies are not counted

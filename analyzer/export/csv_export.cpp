@@ -177,8 +177,11 @@ void CsvWriter::add(const reader::ChunkView& v) {
   for (const auto& a : v.allocs) {
     Row r = typed_row(a, "alloc");
     r.name = fb::EnumNameAllocOp(a.op()), r.bytes = a.bytes();
-    r.detail = fmt::format("address 0x{:x}, {}{}", a.address(), fb::EnumNameMemoryKind(a.memory_kind()),
-                           (a.flags() & 1) != 0 ? ", stream-ordered" : "");
+    const bool physical = (a.flags() & container::kAllocPhysical) != 0;
+    r.detail = fmt::format("{} 0x{:x}, {}{}{}", physical ? "handle" : "address", a.address(),
+                           fb::EnumNameMemoryKind(a.memory_kind()),
+                           (a.flags() & container::kAllocAsync) != 0 ? ", stream-ordered" : "",
+                           physical ? ", physical (cuMemCreate)" : "");
     write(r);
   }
   for (const auto& g : v.graph_launches) {

@@ -42,7 +42,9 @@ void TimelineWalk::typed_args(const TypedRecord& r) {
   } else if (const auto* al = std::get_if<fb::Alloc>(&r)) {
     a.add_text("op", fb::EnumNameAllocOp(al->op()));
     a.add_uint("bytes", al->bytes());
-    a.add_hex("address", al->address());
+    // cuMemCreate / cuMemRelease name a physical allocation's handle.
+    if ((al->flags() & container::kAllocPhysical) != 0) a.add_hex("physical_handle", al->address());
+    else a.add_hex("address", al->address());
     a.add_text("memory", fb::EnumNameMemoryKind(al->memory_kind()));
   } else if (const auto* g = std::get_if<fb::GraphLaunch>(&r)) {
     graph_args(*g);

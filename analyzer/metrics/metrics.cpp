@@ -279,6 +279,7 @@ void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
     if (classify_function(name) == CallKind::Sync) x.sync_calls.emplace_back(name, tc);
   std::sort(x.sync_calls.begin(), x.sync_calls.end(), [](auto& a, auto& b) { return a.second.ns > b.second.ns; });
   x.allocs = m.allocs.count, x.frees = m.frees.count;
+  x.physical_allocs = m.physical_allocs, x.physical_frees = m.physical_frees;
   x.alloc_rate_per_s = x.wall_s > 0 ? (x.allocs + x.frees) / x.wall_s : 0;
   x.alloc_free_share = x.feeder_share[static_cast<size_t>(CallKind::Alloc)] +
                        x.feeder_share[static_cast<size_t>(CallKind::Free)];

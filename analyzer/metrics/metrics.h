@@ -199,6 +199,7 @@ struct Metrics {
 
   // Memory.
   uint64_t allocs = 0, frees = 0;
+  uint64_t physical_allocs = 0, physical_frees = 0;  // of them, cuMemCreate / cuMemRelease
   double alloc_rate_per_s = 0;
   double alloc_free_share = 0;  // feeder's share in malloc + free
   int64_t live_peak_bytes = 0, live_end_bytes = 0;

@@ -16,9 +16,13 @@ CallKind classify_function(const std::string& name) {
   const std::string_view n = name;
   if (starts_with_any(n, {"cudaMemcpy", "cuMemcpy"})) return CallKind::Copy;
   if (starts_with_any(n, {"cudaMemset", "cuMemsetD"})) return CallKind::Memset;
-  if (starts_with_any(n, {"cudaFree", "cuMemFree", "cudaHostUnregister", "cuMemHostUnregister"})) return CallKind::Free;
+  // Virtual memory management (cuMemCreate, cuMemMap, ...) is how
+  // PyTorch's expandable segments allocate and free.
+  if (starts_with_any(n, {"cudaFree", "cuMemFree", "cudaHostUnregister", "cuMemHostUnregister", "cuMemRelease",
+                          "cuMemUnmap", "cuMemAddressFree"}))
+    return CallKind::Free;
   if (starts_with_any(n, {"cudaMalloc", "cudaHostAlloc", "cudaHostRegister", "cuMemAlloc", "cuMemHostAlloc",
-                          "cuMemHostRegister"}))
+                          "cuMemHostRegister", "cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemAddressReserve"}))
     return CallKind::Alloc;
   if (starts_with_any(n, {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
                           "cudaStreamWaitEvent", "cudaStreamQuery", "cudaEventQuery", "cuCtxSynchronize",

@@ -194,11 +194,14 @@ void ModelBuilder::add_copy(const fb::Copy& c) {
 }
 
 void ModelBuilder::add_alloc(const fb::Alloc& a) {
+  const bool physical = (a.flags() & container::kAllocPhysical) != 0;
   if (a.op() == fb::AllocOp::Alloc) {
     m_.allocs.add(a.duration_ns());
     m_.alloc_bytes += a.bytes();
+    m_.physical_allocs += physical ? 1 : 0;
   } else if (a.op() == fb::AllocOp::Free) {
     m_.frees.add(a.duration_ns());
+    m_.physical_frees += physical ? 1 : 0;
   }
   live_.apply(a);
   MemoryCurve& mem = m_.device_memory;

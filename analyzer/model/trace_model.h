@@ -188,6 +188,9 @@ struct TraceModel {
   GpuBreakdown gpu_breakdown;  // HTA's temporal and idle-time breakdowns (gpu_breakdown.h)
   std::array<TimeCount, 8> syncs_by_kind{};                 // fb::SyncKind
   TimeCount allocs, frees;
+  // Of them, physical memory of the virtual memory API (cuMemCreate,
+  // cuMemRelease: PyTorch's expandable segments), which cudaFree never sees.
+  uint64_t physical_allocs = 0, physical_frees = 0;
   uint64_t alloc_bytes = 0;
   uint64_t oom_errors = 0;
   MemoryCurve device_memory;

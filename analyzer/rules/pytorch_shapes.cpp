@@ -128,8 +128,8 @@ constexpr ShapeText kTexts[] = {
      " waits for all the GPU's work: drop it from the step loop (keep it only around a timing measurement, or "
      "wait on one stream or event)"},
     {"torch.cuda.empty_cache()", "torch.cuda.empty_cache()",
-     " in the loop frees the caching allocator's blocks (each cudaFree synchronizes the device, and the next step "
-     "allocates them again): remove it"},
+     " in the loop frees the caching allocator's blocks (cudaFree synchronizes the device; with expandable "
+     "segments it unmaps and releases their pages), and the next step allocates them again: remove it"},
     {"the caching allocator's out-of-memory retry",
      "the caching allocator ran out of memory and freed its cached blocks to retry",
      " (fragmentation or growing shapes): keep shapes static (pad or bucket them), set "

@@ -191,7 +191,17 @@ std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
             fmt::format("allocator churn: {:.0f} allocations+frees per second, {} of the feeding thread's time",
                         x.alloc_rate_per_s, pct(share)),
             {}, {}, {}};
-  f.evidence.push_back(fmt::format("{} allocations, {} frees; cudaFree synchronizes the device", x.allocs, x.frees));
+  const bool physical = x.physical_allocs + x.physical_frees > 0;
+  const bool all_physical = x.physical_allocs == x.allocs && x.physical_frees == x.frees;
+  const bool mostly_physical = 2 * (x.physical_allocs + x.physical_frees) > x.allocs + x.frees;
+  f.evidence.push_back(fmt::format("{} allocations, {} frees{}", x.allocs, x.frees,
+                                   mostly_physical ? "" : "; cudaFree synchronizes the device"));
+  if (physical)
+    f.evidence.push_back(fmt::format(
+        "{}{} allocations and {} frees were physical memory of CUDA's virtual memory API (cuMemCreate, cuMemRelease, "
+        "with cuMemMap, cuMemSetAccess and cuMemUnmap around them): PyTorch's expandable segments or a VMM "
+        "allocator growing and shrinking its mapped memory",
+        all_physical ? "all " : "", x.physical_allocs, x.physical_frees));
   f.evidence.push_back(fmt::format("live device memory peak {}, {} at the end", mib(x.live_peak_bytes),
                                    mib(x.live_end_bytes)));
   if (x.live_growth_bytes && *x.live_growth_bytes > 0)
@@ -200,6 +210,10 @@ std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
   if (x.oom_errors) f.evidence.push_back(fmt::format("{} out-of-memory errors", x.oom_errors));
   f.fix = "allocate once and reuse: keep buffers in a pool sized for the largest shape (or use cudaMallocAsync "
           "with a memory pool), and never cudaFree on the request path.";
+  if (physical)
+    f.fix += " With PyTorch's expandable segments, stop giving mapped memory back inside the loop "
+             "(torch.cuda.empty_cache(), a low garbage_collection_threshold in PYTORCH_CUDA_ALLOC_CONF): the next "
+             "step maps it again.";
   f.sites = top_sites(m, {CallKind::Alloc, CallKind::Free});
   return f;
 }

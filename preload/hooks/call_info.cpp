@@ -131,7 +131,7 @@ void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) n
   const Range r = update_registry(result);
   finish_work(s, result, flags, in_graph, [&](uint64_t end) {
     return fb::Alloc(s.start(), end - s.start(), s.correlation_id(), r.address, r.size, op, kind, fb::Source::Host,
-                     async ? 1 : 0, current_device(), 0);
+                     async ? container::kAllocAsync : 0, current_device(), 0);
   });
 }
 

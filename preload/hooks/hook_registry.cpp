@@ -66,7 +66,7 @@ constexpr HookFamily kFamilies[] = {runtime_copy_hooks,      runtime_memset_hook
                                 runtime_graph_hooks,     runtime_memory_hooks, runtime_host_work_hooks,
                                 driver_copy_hooks,       driver_alloc_hooks,   driver_sync_hooks,
                                 driver_launch_hooks,     driver_entry_hooks,   driver_graph_hooks,
-                                driver_memory_hooks,     driver_host_work_hooks};
+                                driver_memory_hooks,     driver_host_work_hooks, driver_vmm_hooks};
 
 }  // namespace
 

@@ -120,6 +120,7 @@ std::span<HookSlot* const> runtime_host_work_hooks();  // stream callbacks, host
 std::span<HookSlot* const> driver_graph_hooks();
 std::span<HookSlot* const> driver_memory_hooks();
 std::span<HookSlot* const> driver_host_work_hooks();
+std::span<HookSlot* const> driver_vmm_hooks();  // virtual memory management
 
 // What a wrapper returns when no real function exists anywhere (only
 // reachable through a direct call to our export with no CUDA library

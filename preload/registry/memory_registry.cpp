@@ -60,6 +60,17 @@ MemoryRange MemoryRegistry::remove(uint64_t begin) {
   return removed;
 }
 
+void MemoryRegistry::remove_within(uint64_t begin, uint64_t size) {
+  if (size == 0 || begin == 0) return;
+  std::lock_guard lock(writer_);
+  const size_t count = count_.load(std::memory_order_relaxed);
+  const size_t first = lower_bound(begin - 1, count), last = lower_bound(begin + size - 1, count);
+  if (first == last) return;
+  const SequenceLock::Write write(sequence_);
+  for (size_t i = last; i < count; ++i) move_slot(first + i - last, i);
+  count_.store(count - (last - first), std::memory_order_relaxed);
+}
+
 MemoryRange MemoryRegistry::find(uint64_t address) const noexcept {
   const MemoryRange found = sequence_.read(
       [&] {

@@ -34,6 +34,9 @@ class MemoryRegistry {
   void add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int16_t device = 0);
   // Removes the range starting at `begin`; returns it (kind Unknown if none).
   MemoryRange remove(uint64_t begin);
+  // Removes every range that starts in [begin, begin + size): cuMemUnmap of
+  // several mappings at once.
+  void remove_within(uint64_t begin, uint64_t size);
 
   // Reader: the range containing `address`, or kind Unknown.
   MemoryRange find(uint64_t address) const noexcept;

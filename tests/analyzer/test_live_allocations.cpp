@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "live_allocations.h"
+#include "record_flags.h"
 
 namespace gpuscope::analyzer {
 namespace {
@@ -43,6 +44,22 @@ TEST(LiveAllocations, AnAddressAllocatedAgainReplacesItsSize) {
   live.apply(alloc(0x1000, 40));
   EXPECT_EQ(live.live_bytes(), 40);
   EXPECT_EQ(live.peak_bytes(), 100);
+  live.apply(release(0x1000));
+  EXPECT_EQ(live.live_bytes(), 0);
+}
+
+// cuMemCreate's handles are small numbers that may equal a device address
+// in the same trace: each is its own allocation.
+TEST(LiveAllocations, PhysicalHandlesAndDeviceAddressesAreKeptApart) {
+  constexpr uint8_t kPhysical = container::kAllocPhysical;
+  LiveAllocations live;
+  live.apply(alloc(0x1000, 100));
+  live.apply(fb::Alloc(0, 0, 0, 0x1000, 30, fb::AllocOp::Alloc, fb::MemoryKind::Device, fb::Source::Host, kPhysical,
+                       0, 0));
+  EXPECT_EQ(live.live_bytes(), 130);
+  live.apply(fb::Alloc(0, 0, 0, 0x1000, 0, fb::AllocOp::Free, fb::MemoryKind::Device, fb::Source::Host, kPhysical, 0,
+                       0));
+  EXPECT_EQ(live.live_bytes(), 100);
   live.apply(release(0x1000));
   EXPECT_EQ(live.live_bytes(), 0);
 }
