@@ -5,10 +5,18 @@
 //
 // --fixed: one pool sized for the largest request, allocated once and reused;
 // the loop only launches kernels and synchronizes once at the end.
+//
+// --expandable: the buffer is one of PyTorch's expandable segments
+// (expandable_segment.hpp), grown page by page to each request's size and,
+// as torch.cuda.empty_cache() after every step does, given back after it:
+// the churn is cuMemCreate/cuMemMap/cuMemSetAccess and, after a
+// synchronize, cuMemUnmap/cuMemRelease. With --fixed the pages stay mapped
+// and later requests reuse them.
 #include <algorithm>
 #include <vector>
 
 #include "common.hpp"
+#include "expandable_segment.hpp"
 
 namespace {
 
@@ -33,6 +41,22 @@ size_t request_bytes(int iter, size_t max_bytes) {
   return max_bytes / steps * (1 + sample::mix(static_cast<unsigned>(iter)) % steps);
 }
 
+void run_expandable(int iters, size_t max_bytes, float* d_summary, bool fixed) {
+  sample::ExpandableSegment segment(0, max_bytes);
+  for (int i = 0; i < iters; ++i) {
+    const size_t bytes = request_bytes(i, max_bytes);
+    const size_t n = bytes / sizeof(float);
+    segment.grow_to(bytes);
+    auto* buf = static_cast<float*>(segment.data());
+    fill_activations<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(buf, n, i, d_summary);
+    CHECK_LAUNCH(fill_activations);
+    if (fixed) continue;
+    CHECK(cudaDeviceSynchronize());  // empty_cache() waits for the GPU before it unmaps
+    segment.shrink_to(0);
+  }
+  CHECK(cudaDeviceSynchronize());
+}
+
 void run(int iters, size_t max_bytes, float* d_summary, bool fixed) {
   float* pool = nullptr;
   if (fixed) CHECK(cudaMalloc(&pool, max_bytes));
@@ -53,10 +77,12 @@ void run(int iters, size_t max_bytes, float* d_summary, bool fixed) {
 
 int main(int argc, char** argv) {
   sample::name() = "alloc_churn";
-  const sample::Flags flags(argc, argv, {"iters=", "max-mib=", "fixed"}, "[--iters N] [--max-mib M] [--fixed]");
+  const sample::Flags flags(argc, argv, {"iters=", "max-mib=", "fixed", "expandable"},
+                            "[--iters N] [--max-mib M] [--fixed] [--expandable]");
   const int iters = static_cast<int>(flags.get("iters", 8000));
   const size_t max_bytes = static_cast<size_t>(flags.get("max-mib", 64)) << 20;
   const bool fixed = flags.has("fixed");
+  const bool expandable = flags.has("expandable");
 
   // The data path works: a pattern survives a round trip through device memory.
   std::vector<float> pattern(4096), back(4096);
@@ -69,7 +95,8 @@ int main(int argc, char** argv) {
   sample::expect(std::equal(back.begin(), back.begin() + std::min(iters, 4096), pattern.begin()), "device round trip");
 
   const sample::Stopwatch watch;
-  run(iters, max_bytes, d_summary, fixed);
+  if (expandable) run_expandable(iters, max_bytes, d_summary, fixed);
+  else run(iters, max_bytes, d_summary, fixed);
   const double seconds = watch.seconds();
 
   std::vector<float> summary(iters);
@@ -81,7 +108,9 @@ int main(int argc, char** argv) {
     }
   }
   CHECK(cudaFree(d_summary));
-  sample::report("%d requests of 1/16..%zu MiB (%s) in %.3f s, %.1f us per request", iters, max_bytes >> 20,
-                 fixed ? "one pool, reused" : "cudaMalloc/cudaFree each", seconds, seconds / iters * 1e6);
+  const char* how = expandable ? (fixed ? "an expandable segment, kept mapped" : "an expandable segment, emptied each")
+                               : (fixed ? "one pool, reused" : "cudaMalloc/cudaFree each");
+  sample::report("%d requests of 1/16..%zu MiB (%s) in %.3f s, %.1f us per request", iters, max_bytes >> 20, how,
+                 seconds, seconds / iters * 1e6);
   return 0;
 }

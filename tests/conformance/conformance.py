@@ -133,9 +133,10 @@ class Tally:
         self.graphs = collections.Counter()  # graph launches and what they ran
         self.kinds = {k: collections.Counter() for k in ("copies", "memsets", "syncs", "allocs", "kernels")}
         self.bytes = {k: collections.Counter() for k in ("copies", "memsets", "allocs")}
-        # Driver calls at the outermost level in a program that does not call
-        # the driver itself: made by the runtime under one of its functions
-        # that gpuscope does not intercept, or by a library (library_calls).
+        # Driver calls at the outermost level that are not among the driver
+        # functions the program calls itself (`driver_api`, a set): made by
+        # the runtime under one of its functions that gpuscope does not
+        # intercept, or by a library (library_calls).
         self.driver = collections.Counter()
         call_of = {}
         rows = list(csv.DictReader(io.StringIO(csv_text)))
@@ -144,7 +145,7 @@ class Tally:
                 continue
             name, n = r["name"], calls_in(r)
             call_of[r["correlation"]] = name
-            if is_driver_call(name) and not driver_api:
+            if is_driver_call(name) and name not in driver_api:
                 self.driver[name] += n
                 continue
             self.calls[name] += n
@@ -173,11 +174,12 @@ class Tally:
         elif kind == "sync":
             key, category = r["name"], "syncs"
         elif kind == "alloc":
-            m = re.match(r"address \S+, (\w+)(, stream-ordered)?", detail)
+            m = re.match(r"(?:address|handle) \S+, (\w+)(, stream-ordered)?(, physical)?", detail)
             # A free names no memory kind (cudaFree takes any device pointer):
             # frees are compared by count and bytes.
             what = "" if r["name"] in ("Free", "Unregister") else " " + m.group(1)
-            key, category = f"{r['name']}{what}{' stream-ordered' if m.group(2) else ''}", "allocs"
+            key = f"{r['name']}{what}{' stream-ordered' if m.group(2) else ''}{' physical' if m.group(3) else ''}"
+            category = "allocs"
         else:
             key, category = r["name"], "kernels"
         self.kinds[category][key] += calls_in(r)
@@ -382,7 +384,7 @@ def check_counts(args, program, exe, trace, status, out, err):
                                  os.environ.copy(), args.timeout)
     if status_ != 0:
         raise Failure(f"gpuscope export failed ({status_}):\n{err}")
-    driver_api = any(is_driver_call(name) for name in expect.calls)
+    driver_api = {name for name in expect.calls if is_driver_call(name)}
     tally = Tally(csv_text, driver_api, expect.library_calls)
     check_imports(expect, [exe] + [os.path.join(args.corpus, lib.format(exe=os.path.basename(exe)))
                                    for lib in program.libraries])
@@ -410,7 +412,7 @@ def check_imports(expect, binaries):
     imported = set()
     for binary in binaries:
         imported |= dynamic_functions(binary, defined=False)
-    never = sorted(name for name in expect.calls if name not in imported)
+    never = sorted(name for name in expect.calls if name not in imported | expect.entry_points)
     if never:
         raise Failure(f"expectations.py names calls the program never imports: {', '.join(never)}")
 

@@ -16,7 +16,9 @@ Keys, as conformance.py's Tally builds them from `gpuscope export --format csv`:
             is "Device" whichever allocator it came from (a pool too)
   memsets   memory kind -> (count, bytes), likewise
   allocs    "Alloc Kind[ stream-ordered]", "Free[ stream-ordered]" ->
-            (count, bytes): a free names no memory kind
+            (count, bytes): a free names no memory kind; the virtual
+            memory API's physical allocations (cuMemCreate) end in
+            " physical", their memory freed when released and unmapped
   kernels   kernel name (unmangled identifier) -> launches
   syncs     sync kind (Device, Stream, Event, StreamWaitEvent,
             StreamQuery, EventQuery) -> count
@@ -50,7 +52,7 @@ cudaErrorNotReady = 600
 
 class Expect:
     def __init__(self, calls=None, failures=None, copies=None, memsets=None, allocs=None, kernels=None,
-                 syncs=None, captured=None, graphs=None, library_calls=False):
+                 syncs=None, captured=None, graphs=None, library_calls=False, entry_points=()):
         self.calls = calls or {}
         self.failures = failures or {}
         self.captured = captured or {}
@@ -64,6 +66,9 @@ class Expect:
         # driver directly: their driver-level calls and the records they make
         # (their own kernels, say) are theirs, not the program's.
         self.library_calls = library_calls
+        # Driver functions the program gets from cudaGetDriverEntryPoint*
+        # rather than importing them (PyTorch's way): counted like imports.
+        self.entry_points = set(entry_points)
 
 
 class Outcome:
@@ -461,6 +466,34 @@ def stream_ordered_alloc(o):
                 **allocated_and_freed({"Device": pair(3 * k, b), "Pool": pair(1, b)}, stream_ordered=True)},
         syncs={"Stream": 2},
         kernels={"vector_add": k})
+
+
+VMM_DRIVER = ("cuMemGetAllocationGranularity", "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate",
+              "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemSetAccess")
+
+
+@program(args=["--n=1000000", "--pages=4"])
+def vmm_vector_add(o):
+    success_only(o)
+    n, pages = o.arg("n"), o.arg("pages")
+    page = o.number(r"allocation granularity (\d+) bytes")
+    b = n * FLOAT
+    size = (b + page - 1) // page * page
+    # Three buffers, each its own reservation and physical allocation, and
+    # `pages` physical pages of one growing segment, cleared after each step.
+    physical = (3 + pages, 3 * size + pages * page)
+    return Expect(
+        calls=merge({"cudaSetDevice": 1, "cudaGetDriverEntryPointByVersion": len(VMM_DRIVER),
+                     "cuMemGetAllocationGranularity": 1, "cuMemAddressReserve": 4, "cuMemAddressFree": 4,
+                     "cuMemCreate": 3 + pages, "cuMemMap": 3 + pages, "cuMemSetAccess": 3 + pages,
+                     "cuMemRelease": 3 + pages, "cuMemUnmap": 3 + pages, "cudaMemcpy": 5, "cudaMemset": pages,
+                     "__cudaLaunchKernel": 1, "cudaGetLastError": 1}, results_check()),
+        entry_points=VMM_DRIVER,
+        copies={"HostToDevice Pageable->Device": pair(2, b),
+                "DeviceToHost Device->Pageable": (3, 2 * b + pages * page)},
+        memsets={"Device": (pages, page * pages * (pages + 1) // 2)},
+        allocs={"Alloc Device physical": physical, "Free physical": physical},
+        kernels={"vectorAdd": 1})
 
 
 @program(args=["--width=1000", "--height=300", "--depth=20"])

@@ -39,7 +39,7 @@ def expect(**changes):
 
 
 def problems(e):
-    return conformance.compare(e, conformance.Tally(TRACE, driver_api=False, library_calls=False), HOOKED)
+    return conformance.compare(e, conformance.Tally(TRACE, driver_api=set(), library_calls=False), HOOKED)
 
 
 class Masking(unittest.TestCase):
@@ -84,7 +84,7 @@ class Comparison(unittest.TestCase):
         self.assertEqual(not_hooked, ["cudaGetLastError x1"])
 
     def test_driver_calls_under_runtime_calls_are_set_aside(self):
-        tally = conformance.Tally(TRACE, driver_api=False, library_calls=False)
+        tally = conformance.Tally(TRACE, driver_api=set(), library_calls=False)
         self.assertEqual(dict(tally.driver), {"cuDeviceGetCount": 1})
         self.assertNotIn("cuMemcpyHtoD_v2", tally.calls)  # nested: depth 1
 
@@ -97,7 +97,7 @@ class Comparison(unittest.TestCase):
             row("api_call", "cudaMallocManaged", 3, error="0", detail="depth 0"),
             row("alloc", "Alloc", 3, bytes_="8", detail="address 0x10, Managed"),
         ])
-        tally = conformance.Tally(trace, driver_api=False, library_calls=False)
+        tally = conformance.Tally(trace, driver_api=set(), library_calls=False)
         self.assertEqual(dict(tally.kinds["copies"]), {"DeviceToHost Device->Pinned async": 1})
         self.assertEqual(dict(tally.kinds["allocs"]), {"Free": 1, "Alloc Managed": 1})
 
@@ -111,7 +111,7 @@ class Comparison(unittest.TestCase):
             row("api_call", "cudaMemPrefetchAsync", 4, error="0", detail="depth 0"),
             row("copy", corr=4, bytes_="64", copy_kind="HostToDevice", detail="Managed -> Managed, async, prefetch"),
         ])
-        tally = conformance.Tally(trace, driver_api=False, library_calls=False)
+        tally = conformance.Tally(trace, driver_api=set(), library_calls=False)
         self.assertEqual(dict(tally.captured), {"cudaMemcpyAsync": 1})
         self.assertEqual(dict(tally.graphs), {"launches": 2, "launches of unknown graphs": 1, "kernels": 2,
                                               "copies": 2, "memsets": 0, "other nodes": 1})
@@ -134,7 +134,7 @@ class Comparison(unittest.TestCase):
             row("api_call", "cudaEventQuery", 2, error="0", detail="depth 0", calls="1"),
             row("sync", "EventQuery", 2, error="0", detail="object 0x5", calls="1"),
         ])
-        tally = conformance.Tally(trace, driver_api=False, library_calls=False)
+        tally = conformance.Tally(trace, driver_api=set(), library_calls=False)
         self.assertEqual(dict(tally.calls), {"cudaEventQuery": 42})
         self.assertEqual({k: dict(v) for k, v in tally.failures.items()}, {"cudaEventQuery": {600: 41}})
         self.assertEqual(dict(tally.kinds["syncs"]), {"EventQuery": 42})

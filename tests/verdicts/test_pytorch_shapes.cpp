@@ -76,6 +76,12 @@ const std::vector<Case>& cases() {
        "PyTorch: torch.cuda.empty_cache() (c10::cuda::CUDACachingAllocator::",
        "torch.cuda.empty_cache() at train_step_empty_cache() (torch_steps.cpp:", "allocate once and reuse",
        {"frees the caching allocator's blocks", "remove it"}},
+      // The same habit with expandable segments: empty_cache() unmaps and
+      // releases the segment's pages (cuMemUnmap, cuMemRelease).
+      {"empty_cache_with_expandable_segments", "empty_cache_expandable", 1000, "", "memory_bound",
+       "memory.allocator_churn", "PyTorch: torch.cuda.empty_cache() (c10::cuda::CUDACachingAllocator::",
+       "torch.cuda.empty_cache() at train_step_empty_cache() (torch_steps.cpp:", "allocate once and reuse",
+       {"frees the caching allocator's blocks", "physical memory of CUDA's virtual memory API"}},
       {"is_available_false", "no_gpu", 50, "no-device.json", "cpu_fallback", "fallback.cpu_fallback",
        "PyTorch: torch.cuda.is_available() (c10::cuda::", "torch.cuda.is_available() was False at main (torch_steps.cpp:",
        "make the service fail at start when no GPU is usable",

@@ -76,6 +76,24 @@ TEST_F(Verdicts, AllocatorChurnIsMemoryBoundAndItsFixIsNot) {
   EXPECT_NE(verdict_of({"alloc_churn", "--fixed"}), "memory_bound");
 }
 
+// PyTorch's expandable segments given back after every step
+// (torch.cuda.empty_cache()): the churn is cuMemCreate/cuMemMap and
+// cuMemUnmap/cuMemRelease, which no cudaMalloc hook sees. Kept mapped, the
+// same loop is not memory-bound.
+TEST_F(Verdicts, ExpandableSegmentsEmptiedEveryStepAreAllocatorChurn) {
+  const json j = analyze_json(trace({"alloc_churn", "--expandable", "--iters", "800"}));
+  EXPECT_EQ(j["verdict"]["class"], "memory_bound") << j["findings"].dump(2);
+  const json* churn = nullptr;
+  for (const json& f : j["findings"])
+    if (f["id"] == "memory.allocator_churn") churn = &f;
+  ASSERT_NE(churn, nullptr) << j["findings"].dump(2);
+  bool named = false;
+  for (const json& e : (*churn)["evidence"])
+    named |= e.get<std::string>().find("physical memory of CUDA's virtual memory API") != std::string::npos;
+  EXPECT_TRUE(named) << churn->dump(2);
+  EXPECT_NE(verdict_of({"alloc_churn", "--expandable", "--fixed", "--iters", "800"}), "memory_bound");
+}
+
 TEST_F(Verdicts, DramBoundKernelChainsAreMemoryBoundAndTheFusedKernelIsNot) {
   EXPECT_EQ(verdict_of({"memory_bound"}), "memory_bound");
   EXPECT_NE(verdict_of({"memory_bound", "--fixed"}), "memory_bound");

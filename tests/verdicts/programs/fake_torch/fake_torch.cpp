@@ -3,6 +3,10 @@
 // libtorch.
 #include "fake_torch.h"
 
+#include <memory>
+
+#include "expandable_segment.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -119,9 +123,11 @@ void device_synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchroniz
 namespace CUDACachingAllocator::Native {
 
 // Freed blocks stay cached for the next allocation of their size; only
-// emptyCache (or an out-of-memory retry) returns them with cudaFree.
+// emptyCache (or an out-of-memory retry) returns them with cudaFree, or,
+// with expandable segments, unmaps the segment's pages once none is in use.
 class DeviceCachingAllocator {
  public:
+  static constexpr size_t kMaxSegmentBytes = 256u << 20;
   void* malloc(size_t bytes) {
     std::lock_guard lock(mu_);
     auto it = cached_.find(bytes);
@@ -131,7 +137,8 @@ class DeviceCachingAllocator {
       return p;
     }
     void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    if (expandable_) p = segment_malloc(bytes);
+    else check(cudaMalloc(&p, bytes), "cudaMalloc");
     sizes_[p] = bytes;
     return p;
   }
@@ -145,14 +152,30 @@ class DeviceCachingAllocator {
   }
 
  private:
+  void* segment_malloc(size_t bytes) {
+    using Segment = ExpandableSegment;
+    if (!segment_) segment_ = std::make_unique<Segment>(kMaxSegmentBytes);
+    void* p = segment_->ptr() + used_;
+    used_ += (bytes + 511) / 512 * 512;
+    if (used_ > kMaxSegmentBytes) check(cudaErrorMemoryAllocation, "expandable segment");
+    segment_->map(0, (used_ + Segment::kSegmentSize - 1) / Segment::kSegmentSize);
+    return p;
+  }
   void release_cached_blocks() {
     for (auto& [bytes, p] : cached_) release_block(p);
     cached_.clear();
+    if (expandable_ && sizes_.empty() && segment_) {  // nothing in use: give the pages back
+      segment_->unmap(0, segment_->mapped_pages());
+      used_ = 0;
+    }
   }
   void release_block(void* p) {
-    check(cudaFree(p), "cudaFree");
+    if (!expandable_) check(cudaFree(p), "cudaFree");
     sizes_.erase(p);
   }
+  const bool expandable_ = expandable_segments_enabled();
+  std::unique_ptr<ExpandableSegment> segment_;
+  size_t used_ = 0;
   std::mutex mu_;
   std::multimap<size_t, void*> cached_;
   std::map<void*, size_t> sizes_;

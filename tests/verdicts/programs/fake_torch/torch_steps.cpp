@@ -113,10 +113,12 @@ int main(int argc, char** argv) {
   } else if (which == "to_cpu") {
     at::Tensor output = at::Tensor::empty_cuda(kBatch);
     for (int s = 0; s < steps; ++s) sum += train_step_to_cpu(output);
-  } else if (which == "empty_cache") {
+  } else if (which == "empty_cache" || which == "empty_cache_expandable") {
+    // Read when the allocator starts, as PyTorch reads it.
+    if (which == "empty_cache_expandable") setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
     for (int s = 0; s < steps; ++s) train_step_empty_cache();
   } else {
-    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|synchronize|torch_synchronize|empty_cache|no_gpu [--steps=N]\n");
+    std::fprintf(stderr, "usage: torch_steps --case item|copies|to_cpu|synchronize|torch_synchronize|empty_cache|empty_cache_expandable|no_gpu [--steps=N]\n");
     return 2;
   }
   std::printf("torch_steps: %s, %d steps, %.1f\n", which.c_str(), steps, sum);
