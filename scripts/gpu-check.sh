@@ -198,6 +198,9 @@ verdict_case true "no CUDA work" -- true
 verdict_case d2d_copies "not PCIe-bound" -- "$bin/d2d_copies"
 verdict_case queued_kernels "not sync-bound" -- "$bin/queued_kernels" --kernels 400
 verdict_case vector_add "too short to judge" -- "$here/conformance/bin/vector_add" --n=50000
+# The real driver's virtual memory API (PyTorch's expandable segments).
+verdict_case alloc_churn_expandable "memory-bound" -- "$bin/alloc_churn" --expandable --iters 800
+verdict_case alloc_churn_expandable_fixed "not memory-bound" -- "$bin/alloc_churn" --expandable --fixed --iters 800
 verdict_case vector_add_hidden "CUDA unavailable; the program failed" CUDA_VISIBLE_DEVICES= -- \
   "$here/conformance/bin/vector_add" --n=50000
 fi
