@@ -94,6 +94,8 @@ json metrics_json(const Metrics& x) {
               {"drain_share", x.drain_judged ? json(x.drain_share) : json(nullptr)},
               {"allocs", x.allocs},
               {"frees", x.frees},
+              {"physical_allocs", x.physical_allocs},  // of them, cuMemCreate
+              {"physical_frees", x.physical_frees},    // and cuMemRelease (or the last cuMemUnmap)
               {"alloc_rate_per_s", x.alloc_rate_per_s},
               {"live_peak_bytes", x.live_peak_bytes},
               {"oom_errors", x.oom_errors},

@@ -219,6 +219,30 @@ TEST(AllocatorRule, ChurnByTimeShareOrRate) {
   EXPECT_EQ(verdict(churn(0.5, 5000)), Bottleneck::MemoryBound);
 }
 
+// The virtual memory API's allocations (PyTorch's expandable segments) are
+// named as such, and a cudaFree that never happened is not blamed.
+TEST(AllocatorRule, PhysicalAllocationsAreNamedAndCudaFreeIsNotBlamed) {
+  const auto evidence = [](const Metrics& x) {
+    const TraceModel model;
+    const Analysis a = analyze(model, x);
+    const Finding* f = find(a, "memory.allocator_churn");
+    std::string all;
+    for (const std::string& e : f ? f->evidence : std::vector<std::string>{}) all += e + "\n";
+    return all + (f ? f->fix : "");
+  };
+  Metrics x = churn(0.5, 5000);
+  x.allocs = x.frees = 1000;
+  EXPECT_NE(evidence(x).find("cudaFree synchronizes the device"), std::string::npos);
+  EXPECT_EQ(evidence(x).find("virtual memory API"), std::string::npos);
+  x.physical_allocs = x.physical_frees = 999;  // and one cudaMalloc'd buffer
+  const std::string said = evidence(x);
+  EXPECT_NE(said.find("999 allocations and 999 frees were physical memory of CUDA's virtual memory API"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("cudaFree synchronizes the device"), std::string::npos) << said;
+  EXPECT_NE(said.find("expandable segments, stop giving mapped memory back"), std::string::npos) << said;
+}
+
 Metrics dram(double dram_util, double gpu_util, double fusion) {
   Metrics x = base_metrics();
   x.dram_util = dram_util;
