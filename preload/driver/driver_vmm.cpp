@@ -51,8 +51,9 @@ struct PhysicalCall : CallInfo {
   PhysicalAllocation allocation;  // cuMemCreate: size and properties; cuMemRelease: the handle
 
   void after(ApiCallScope& s, int32_t result, uint8_t flags) noexcept {
-    const bool frees = result == 0 && (op == AllocOp::Alloc || physical_allocations().release_frees(allocation.handle));
-    if (!frees) {
+    const bool memory_changes =
+        result == 0 && (op == AllocOp::Alloc || physical_allocations().release_frees(allocation.handle));
+    if (!memory_changes) {
       finish(s, result, flags);
       return;
     }

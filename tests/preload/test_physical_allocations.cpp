@@ -4,7 +4,9 @@
 // instance, on the heap: both are large.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "memory_registry.h"
@@ -94,6 +96,30 @@ TEST(PhysicalAllocations, PastItsCapacityItCountsWhatItCouldNotKeep) {
   for (uint64_t h = 1; h <= PhysicalAllocations::kCapacity + 3; ++h) t->add(on_device(h));
   EXPECT_EQ(3u, t->overflows());
   EXPECT_EQ(kPage, t->find(PhysicalAllocations::kCapacity).bytes);
+}
+
+// Allocator threads each create, map, release and unmap their own pages
+// at once: every change lands, and nothing is left.
+TEST(PhysicalAllocations, ThreadsChangingItAtOnceLoseNothing) {
+  auto t = std::make_unique<PhysicalAllocations>();
+  constexpr uint64_t kThreads = 4, kRounds = 2000;
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> freed{0};
+  for (uint64_t n = 0; n < kThreads; ++n)
+    threads.emplace_back([&, n] {
+      for (uint64_t i = 0; i < kRounds; ++i) {
+        const uint64_t handle = 1 + n * kRounds + i, at = 0x10000000000 + handle * kPage;
+        t->add(on_device(handle));
+        t->map(at, kPage, handle);
+        t->release(handle);
+        t->unmap_frees(at, kPage, [&](const PhysicalAllocation&) { freed.fetch_add(1); });
+        t->unmap(at, kPage);
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(kThreads * kRounds, freed.load());
+  for (uint64_t h = 1; h <= kThreads * kRounds; ++h) ASSERT_EQ(fb::MemoryKind::Unknown, t->find(h).kind) << h;
+  EXPECT_EQ(0u, t->overflows());
 }
 
 TEST(MemoryRegistry, RemovingARangeRemovesEveryRangeThatStartsInIt) {
