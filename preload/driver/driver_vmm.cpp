@@ -72,7 +72,7 @@ struct PhysicalCall : CallInfo {
 
 PhysicalCall creation(const CUmemGenericAllocationHandle* handle, size_t bytes, const CUmemAllocationProp* prop) {
   PhysicalCall c;
-  static_cast<CallInfo&>(c) = with_stack();
+  c.wants_stack = true;
   c.created = handle;
   c.allocation.bytes = bytes;
   const bool on_device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
@@ -83,7 +83,7 @@ PhysicalCall creation(const CUmemGenericAllocationHandle* handle, size_t bytes, 
 
 PhysicalCall release_of(CUmemGenericAllocationHandle handle) {
   PhysicalCall c;
-  static_cast<CallInfo&>(c) = with_stack();
+  c.wants_stack = true;
   c.op = AllocOp::Free;
   c.allocation.handle = handle;
   return c;
@@ -134,7 +134,7 @@ RetainCall retention(const CUmemGenericAllocationHandle* handle) {
 
 MappingCall mapping(CUdeviceptr address, size_t bytes, CUmemGenericAllocationHandle handle) {
   MappingCall c;
-  static_cast<CallInfo&>(c) = with_stack();
+  c.wants_stack = true;
   c.address = address;
   c.bytes = bytes;
   c.handle = handle;
