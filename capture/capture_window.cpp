@@ -44,6 +44,12 @@ Windows& windows() {
   return *w;
 }
 
+std::atomic<WindowListener> g_listener{nullptr};
+
+void tell_listener(bool open) {
+  if (const WindowListener listener = g_listener.load(std::memory_order_acquire)) listener(open);
+}
+
 bool last_window(const Windows& w) { return w.config.max_windows != 0 && w.opened >= w.config.max_windows; }
 
 // Both under w.mutex.
@@ -57,6 +63,7 @@ void open_window(Windows& w) {
   w.open = true;
   w.opened_ns = now;
   ++w.opened;
+  tell_listener(true);
 }
 
 void close_window(Windows& w) {
@@ -70,6 +77,7 @@ void close_window(Windows& w) {
   w.open = false;
   w.closed.push_back({w.opened_ns, monotonic_ns()});
   w.finished = last_window(w);
+  tell_listener(false);
 }
 
 // The profiler stop that the program's runtime call makes through the
@@ -212,6 +220,8 @@ void close_range_window() noexcept {
   // what follows the range never races into it.
   if (finished) stop_session(fb::EndKind::Detached, 0);
 }
+
+void set_window_listener(WindowListener listener) noexcept { g_listener.store(listener, std::memory_order_release); }
 
 const WindowConfig* nvtx_capture_range() noexcept {
   Windows& w = windows();

@@ -61,6 +61,14 @@ void on_profiler_stop_end() noexcept;
 bool open_range_window() noexcept;
 void close_range_window() noexcept;
 
+// Told of every window that opens (true) or closes (false), on the thread
+// that switched it and under the windows' lock, so calls come in the
+// windows' own order. Device collection follows the windows through it
+// (preload/lifecycle.cpp): CUPTI is held off while no window is open. Set
+// before capture starts; null: nobody is told.
+using WindowListener = void (*)(bool open) noexcept;
+void set_window_listener(WindowListener listener) noexcept;
+
 // The NVTX capture range, or null when the range is not NVTX. Set before
 // capture starts and never changed after, so the NVTX hooks read it freely.
 const WindowConfig* nvtx_capture_range() noexcept;

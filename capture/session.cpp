@@ -26,6 +26,9 @@ std::timed_mutex g_lifecycle;
 std::atomic<SlotPool*> g_pool{nullptr};
 std::atomic<uint64_t> g_unslotted_drops{0};
 Writer* g_writer = nullptr;
+// g_writer is set, for readers without g_lifecycle (capture_may_record).
+std::atomic<bool> g_session_running{false};
+std::atomic<bool> g_in_standby{false};
 TraceOutput* g_output = nullptr;
 SessionOptions g_options;
 // Heap objects made on first use and never destroyed: C++ static
@@ -191,6 +194,7 @@ bool start_session(const SessionOptions& options, const std::string& path,
   g_owner_pid = getpid();
   g_output = output.release();
   g_writer = writer.release();
+  g_session_running.store(true, std::memory_order_release);
   detail::g_phase.store(options.start_paused ? Phase::Paused : Phase::Recording, std::memory_order_release);
   return true;
 }
@@ -209,6 +213,7 @@ bool stop_session(const EndNote& end) {
   }  // else: the writer thread is still busy (a stuck disk); leave it be
   g_writer = nullptr;
   g_output = nullptr;
+  g_session_running.store(false, std::memory_order_release);
   return finished;
 }
 
@@ -220,6 +225,7 @@ bool end_session_here(const EndNote& end) {
   const bool finished = g_writer->finish_here(end, g_options.exit_timeout_ms);
   g_writer = nullptr;  // never freed: its thread may still wake to find it taken over
   g_output = nullptr;
+  g_session_running.store(false, std::memory_order_release);
   return finished;
 }
 
@@ -238,9 +244,12 @@ void disable_after_fork() {
   detail::g_phase.store(Phase::Disabled, std::memory_order_release);
   g_writer = nullptr;
   g_output = nullptr;
+  g_session_running.store(false, std::memory_order_relaxed);
+  g_in_standby.store(false, std::memory_order_relaxed);
 }
 
 void enter_standby() {
+  g_in_standby.store(true, std::memory_order_release);
   Phase phase = detail::g_phase.load(std::memory_order_acquire);
   while (phase != Phase::Disabled && phase != Phase::Paused &&
          !detail::g_phase.compare_exchange_weak(phase, Phase::Paused, std::memory_order_acq_rel)) {
@@ -250,6 +259,15 @@ void enter_standby() {
 void disable_capture() { detail::g_phase.store(Phase::Disabled, std::memory_order_release); }
 
 Phase current_phase() { return detail::g_phase.load(std::memory_order_acquire); }
+
+bool capture_may_record() {
+  switch (current_phase()) {
+    case Phase::Recording: return true;
+    case Phase::Paused:
+      return g_session_running.load(std::memory_order_acquire) || g_in_standby.load(std::memory_order_acquire);
+    default: return false;
+  }
+}
 
 const std::string& session_path() { return session_path_storage(); }
 

@@ -59,6 +59,12 @@ void enter_standby();
 
 Phase current_phase();
 
+// Whether this process may still record: recording now, or paused with a
+// session running (between capture windows) or in standby (an attach may
+// come). False once capture ended for good: the last window closed, exit,
+// a fork child, opted out. Device collection set up at CUDA init asks.
+bool capture_may_record();
+
 // Thread buffers currently free (not owned by a live or not-yet-drained
 // exited thread).
 uint32_t free_thread_buffers();

@@ -114,7 +114,13 @@ bool Collector::start(const CuptiApi& api, const std::string& path) {
     if (!no_correlation.empty()) status_.reason += (status_.reason.empty() ? "" : "; ") + no_correlation;
   }
   started_ns_.store(capture::monotonic_ns(), std::memory_order_release);
-  active_.store(true, std::memory_order_release);
+  {
+    // A hold taken before start() (no capture window open yet) applies now.
+    std::lock_guard toggle(toggle_mutex_);
+    switched_on_ = true;
+    active_.store(true, std::memory_order_release);
+    if (held_ != 0) switch_off();
+  }
   bump();
   return true;
 }
@@ -216,23 +222,46 @@ uint32_t Collector::enable_device_work_callbacks(CUpti_CallbackDomain domain) {
   return enabled;
 }
 
-bool Collector::pause() {
+bool Collector::hold(Hold why) {
   std::lock_guard toggle(toggle_mutex_);
-  if (!active_.load(std::memory_order_acquire) || paused_) return false;
-  for (CUpti_ActivityKind k : enabled_) api_.disable(k);
-  for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(0, subscriber_, d);
-  paused_ = true;
+  const auto bit = static_cast<uint8_t>(why);
+  if ((held_ & bit) != 0 || finished_ns_.load(std::memory_order_acquire) != 0) return false;
+  held_ |= bit;
+  if (active_.load(std::memory_order_acquire) && switched_on_) switch_off();
   return true;
 }
 
-bool Collector::resume() {
+bool Collector::release(Hold why) {
   std::lock_guard toggle(toggle_mutex_);
-  if (!active_.load(std::memory_order_acquire) || !paused_) return false;
+  const auto bit = static_cast<uint8_t>(why);
+  if ((held_ & bit) == 0 || finished_ns_.load(std::memory_order_acquire) != 0) return false;
+  held_ &= static_cast<uint8_t>(~bit);
+  if (held_ == 0 && active_.load(std::memory_order_acquire) && !switched_on_) switch_on();
+  return true;
+}
+
+bool Collector::collecting() const {
+  std::lock_guard toggle(toggle_mutex_);
+  return active_.load(std::memory_order_acquire) && switched_on_;
+}
+
+void Collector::flush() {
+  std::lock_guard toggle(toggle_mutex_);
+  if (active_.load(std::memory_order_acquire)) api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+// Both under toggle_mutex_, on an active collector.
+void Collector::switch_off() {
+  for (CUpti_ActivityKind k : enabled_) api_.disable(k);
+  for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(0, subscriber_, d);
+  switched_on_ = false;
+}
+
+void Collector::switch_on() {
   for (CUpti_ActivityKind k : enabled_) api_.enable(k);
   for (CUpti_CallbackDomain d : whole_domains_) api_.enable_domain(1, subscriber_, d);
   for (const EnabledCallback& c : callbacks_) api_.enable_callback(1, subscriber_, c.domain, c.cbid);
-  paused_ = false;
-  return true;
+  switched_on_ = true;
 }
 
 // Back to how the program was before start(): nothing enabled, no
@@ -281,8 +310,7 @@ void Collector::finish() {
     // Forced: buffers still being filled are completed too (their records
     // are final); the completion callbacks run on this thread.
     api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    for (CUpti_ActivityKind k : enabled_) api_.disable(k);
-    for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(0, subscriber_, d);
+    if (switched_on_) switch_off();
     active_.store(false, std::memory_order_release);
   }
   {

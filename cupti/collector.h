@@ -83,12 +83,26 @@ class Collector {
   // for the first to finish.
   void finish();
 
-  // Sampled tracing, driven by the writer's source (cupti_source.cpp):
-  // every enabled activity kind and callback off, or on again as start()
-  // left them. False when nothing changed: not active, already so, or
-  // finished (finish() wins; nothing is enabled after it).
-  bool pause();
-  bool resume();
+  // A forced flush with collection left as it is: the end of one attach's
+  // trace (standby), after which a later attach collects again. Records
+  // completed by it wait in take_completed().
+  void flush();
+
+  // Why collection is held off. Each reason is independent: every enabled
+  // activity kind and callback is off while any is held, and on again (as
+  // start() left them) once none is. A hold taken before start() applies
+  // from its end: CUPTI is set up (so the kinds it refuses are known) and
+  // switched off at once.
+  enum class Hold : uint8_t {
+    Sampling = 1,  // sampled tracing between its windows (cupti_source.cpp)
+    Window = 2,    // no capture window open: before, between and after windows, standby between attaches
+  };
+  // True when the reason changed (held now / released now) on a collector
+  // not finished; finish() wins: nothing is enabled after it.
+  bool hold(Hold why);
+  bool release(Hold why);
+  // Whether collection is on now (started, not held, not finished).
+  bool collecting() const;
   const CollectorOptions& options() const { return options_; }
   // When start() succeeded, and when finish() turned collection off (0: not yet).
   uint64_t started_ns() const { return started_ns_.load(std::memory_order_acquire); }
@@ -119,6 +133,8 @@ class Collector {
   bool enable_kinds();
   std::string enable_callbacks();
   uint32_t enable_device_work_callbacks(CUpti_CallbackDomain domain);
+  void switch_off();
+  void switch_on();
   void undo();
   void fail(uint8_t state, std::string reason);
   void bump() { status_serial_.fetch_add(1, std::memory_order_acq_rel); }
@@ -127,17 +143,19 @@ class Collector {
   CuptiApi api_;  // written by start() before active_ is set
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<CUpti_ActivityKind> enabled_;
-  // What enable_callbacks() turned on, so resume() turns on the same.
+  // What enable_callbacks() turned on, so release() turns on the same.
   std::vector<CUpti_CallbackDomain> whole_domains_;
   struct EnabledCallback {
     CUpti_CallbackDomain domain;
     uint32_t cbid;
   };
   std::vector<EnabledCallback> callbacks_;
-  // Serializes pause/resume with finish()'s switch-off. Not mutex_: CUPTI
-  // may complete buffers (taking mutex_) inside the calls made under it.
-  std::mutex toggle_mutex_;
-  bool paused_ = false;  // under toggle_mutex_
+  // Serializes holds, the end of start() and finish()'s switch-off. Not
+  // mutex_: CUPTI may complete buffers (taking mutex_) inside the calls made
+  // under it.
+  mutable std::mutex toggle_mutex_;
+  uint8_t held_ = 0;         // Hold bits, under toggle_mutex_
+  bool switched_on_ = false;  // under toggle_mutex_: the kinds and callbacks are enabled
   std::atomic<uint64_t> started_ns_{0}, finished_ns_{0};
   CorrelationTable correlations_;
   std::atomic<bool> started_{false};

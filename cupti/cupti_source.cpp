@@ -20,13 +20,20 @@ constexpr uint64_t kCalibrationPeriodNs = 1'000'000'000;
 
 class CuptiSource final : public capture::TraceSource {
  public:
-  CuptiSource(Collector& collector, std::string not_injected)
-      : collector_(collector), not_injected_(std::move(not_injected)) {}
+  CuptiSource(Collector& collector, std::string not_injected, TraceEnd at_end)
+      : collector_(collector), not_injected_(std::move(not_injected)), at_end_(at_end) {}
 
-  void begin(capture::ChunkBuilder& out) override { write_status(out); }
+  void begin(capture::ChunkBuilder& out) override {
+    // An attach's trace holds its window only: buffers completed before it
+    // began (the tail of the previous attach's, work finished while
+    // detached) are let go unread.
+    if (at_end_ == TraceEnd::FlushForNextTrace) (void)collector_.take_completed();
+    write_status(out);
+  }
   void poll(uint64_t now_ns, capture::ChunkBuilder& out) override;
   void end() override {
-    collector_.finish();
+    if (at_end_ == TraceEnd::FinishCollection) collector_.finish();
+    else collector_.flush();
     ended_ = true;
   }
 
@@ -38,6 +45,7 @@ class CuptiSource final : public capture::TraceSource {
 
   Collector& collector_;
   const std::string not_injected_;
+  const TraceEnd at_end_;
   uint64_t written_serial_ = ~uint64_t{0};
   uint64_t written_records_ = 0;
   uint64_t last_calibration_ns_ = 0;
@@ -86,13 +94,13 @@ void CuptiSource::sample_windows(uint64_t now_ns, capture::ChunkBuilder& out) {
     }
     if (!windows_timed_ || now_ns < opened_ns_ + o.window_ns) return;
     const uint64_t closing = capture::monotonic_ns();
-    collector_.pause();  // false only when collection ended meanwhile
+    collector_.hold(Collector::Hold::Sampling);  // false only when collection ended meanwhile
     const uint64_t finished = collector_.finished_ns();
     next_open_ns_ = opened_ns_ + o.period_ns;
     return close_window(finished != 0 ? std::min(finished, closing) : closing, out);
   }
   if (now_ns < next_open_ns_ || collector_.finished_ns() != 0) return;
-  if (collector_.resume()) {
+  if (collector_.release(Collector::Hold::Sampling)) {
     window_open_ = true;
     opened_ns_ = capture::monotonic_ns();
   }
@@ -175,8 +183,9 @@ std::string not_injected_reason(const char* injection_env, const std::string& ow
   return std::string("CUDA_INJECTION64_PATH names another library: ") + injection_env;
 }
 
-std::unique_ptr<capture::TraceSource> make_cupti_source(Collector& collector, std::string not_injected_reason) {
-  return std::make_unique<CuptiSource>(collector, std::move(not_injected_reason));
+std::unique_ptr<capture::TraceSource> make_cupti_source(Collector& collector, std::string not_injected_reason,
+                                                       TraceEnd at_end) {
+  return std::make_unique<CuptiSource>(collector, std::move(not_injected_reason), at_end);
 }
 
 }  // namespace gpuscope::cupti

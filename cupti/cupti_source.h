@@ -21,6 +21,15 @@ namespace gpuscope::cupti {
 // called us at CUDA init), otherwise what is wrong with it.
 std::string not_injected_reason(const char* injection_env, const std::string& own_library);
 
-std::unique_ptr<capture::TraceSource> make_cupti_source(Collector& collector, std::string not_injected_reason);
+// What the end of a trace does to collection. A `gpuscope run` trace ends
+// with capture itself (the process exits, or its last window closed):
+// collection is finished, so the program stops paying for CUPTI. In standby
+// each attach is one trace of many: its end flushes (the window's records
+// land in it) and a later attach collects again; the capture window's hold
+// (Collector::Hold::Window) keeps CUPTI off in between.
+enum class TraceEnd : uint8_t { FinishCollection, FlushForNextTrace };
+
+std::unique_ptr<capture::TraceSource> make_cupti_source(Collector& collector, std::string not_injected_reason,
+                                                       TraceEnd at_end = TraceEnd::FinishCollection);
 
 }  // namespace gpuscope::cupti

@@ -36,7 +36,9 @@ int initialize_injection(const InjectionSettings& settings) {
   if (g_injected.exchange(true)) return 1;
   capture::InternalScope internal;  // CUPTI's own loads and calls are not the program's
   if (capture::current_phase() == capture::Phase::Idle) capture::initialize_capture_early();
-  if (capture::current_phase() != capture::Phase::Recording) return 1;  // opted out, fork child, ended
+  // Paused counts: CUDA's start often comes before the first capture window
+  // opens or before the first attach, and CUPTI can only be set up now.
+  if (!capture::capture_may_record()) return 1;  // opted out, fork child, ended
   Collector& collector = process_collector();
   if (!settings.off_reason.empty()) {
     collector.mark_unavailable(static_cast<uint8_t>(fb::DeviceCollectionState::Failed), settings.off_reason);

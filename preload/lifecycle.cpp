@@ -56,10 +56,27 @@ void on_fork_child() {
   if (g_standby) standby::after_fork_child();
 }
 
+// Device collection follows the capture windows (and attaches, which open
+// one each): CUPTI is held off while none is open, so the program pays
+// nothing for it then and the trace gets no records from outside.
+void follow_capture_window(bool open) noexcept {
+  capture::InternalScope internal;  // CUPTI's own calls are not the program's
+  cupti::Collector& collector = cupti::process_collector();
+  if (open) collector.release(cupti::Collector::Hold::Window);
+  else collector.hold(cupti::Collector::Hold::Window);
+}
+
+// Before capture starts, when it starts with no window open.
+void hold_device_collection_until_a_window_opens() {
+  cupti::process_collector().hold(cupti::Collector::Hold::Window);
+  capture::set_window_listener(follow_capture_window);
+}
+
 // One set of writer-polled sources per trace. They live as long as the
 // process (the writer may poll them during exit) or, in standby, as long
 // as their attach's trace.
-std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::CaptureConfig& config) {
+std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::CaptureConfig& config,
+                                                                cupti::TraceEnd at_trace_end) {
   // The CUPTI source waits for InitializeInjection (cupti/injection.cpp);
   // if it never comes, it records why.
   const std::string no_injection =
@@ -71,7 +88,7 @@ std::vector<std::unique_ptr<capture::TraceSource>> make_sources(const capture::C
   sources.push_back(stacks::make_stack_source());
   sources.push_back(python::make_python_source());
   sources.push_back(gpu::make_gpu_source(config));
-  sources.push_back(cupti::make_cupti_source(cupti::process_collector(), no_injection));
+  sources.push_back(cupti::make_cupti_source(cupti::process_collector(), no_injection, at_trace_end));
   return sources;
 }
 
@@ -82,7 +99,9 @@ void start_standby(const capture::CaptureConfig& config, capture::ProcessMetadat
   if (capture::read_window_config(&windows, &error) && windows.active())
     capture::diag_line("standby: capture windows (--delay, --duration, --capture-range) are ignored; "
                        "gpuscope attach decides what is recorded");
-  standby::StandbyConfig s{config.options, std::move(metadata), [config] { return make_sources(config); }, ""};
+  standby::StandbyConfig s{config.options, std::move(metadata),
+                           [config] { return make_sources(config, cupti::TraceEnd::FlushForNextTrace); }, ""};
+  hold_device_collection_until_a_window_opens();
   if (!standby::start_standby(std::move(s), &error)) {
     capture::diag_line("standby: %s; the program runs untraced", error.c_str());
     capture::disable_capture();
@@ -151,7 +170,7 @@ void initialize_capture() {
   if (metadata.trace_parent_pid == metadata.pid) path = protocol::exec_successor_path(path);
   // Sources live as long as the process: the writer may poll them during exit.
   std::vector<capture::TraceSource*> sources;
-  for (auto& source : make_sources(config)) sources.push_back(source.release());
+  for (auto& source : make_sources(config, cupti::TraceEnd::FinishCollection)) sources.push_back(source.release());
   capture::SessionOptions options = config.options;
   capture::WindowConfig windows;
   std::string error;
@@ -160,6 +179,7 @@ void initialize_capture() {
   capture::read_window_config(&windows, &error);
   if (capture::configure_windows(windows)) {
     options.start_paused = true;
+    hold_device_collection_until_a_window_opens();
     sources.push_back(capture::make_window_source().release());
   }
   // Before the writer thread exists: setenv is not safe against concurrent getenv.

@@ -176,41 +176,99 @@ TEST(CollectorSetup, EnablesConcurrentKernelNeverKernelAndNamesOptionalRefusals)
   EXPECT_EQ(fake().flushes.size(), 1u);
 }
 
-// Sampled tracing: a pause turns off every kind and callback start() turned
-// on, a resume turns the same ones on again, and after finish() nothing can
-// turn them on.
-TEST(CollectorSampling, PauseAndResumeSwitchWhatStartEnabledAndFinishWins) {
+// Sampled tracing: a hold turns off every kind and callback start() turned
+// on, its release turns the same ones on again, and after finish() nothing
+// can turn them on.
+TEST(CollectorSampling, HoldAndReleaseSwitchWhatStartEnabledAndFinishWins) {
+  using Hold = Collector::Hold;
   for (const CallbackScope scope : {CallbackScope::DeviceWork, CallbackScope::All}) {
     const CuptiApi api = make_fake_api();
     CollectorOptions options;
     options.callbacks = scope;
     Collector c(options);
     c.set_sampling(20'000'000, 2'000'000'000, "20 ms every 2000 ms");
-    EXPECT_FALSE(c.pause()) << "nothing to pause before start";
+    EXPECT_FALSE(c.release(Hold::Sampling)) << "nothing held";
     ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
     EXPECT_EQ(c.options().window_ns, 20'000'000u);
     EXPECT_NE(c.started_ns(), 0u);
+    EXPECT_TRUE(c.collecting());
     const auto kinds = fake().enabled;
     const auto domains = fake().domains;
     const size_t callbacks = fake().callbacks.size();
     ASSERT_FALSE(kinds.empty());
-    ASSERT_TRUE(c.pause());
+    ASSERT_TRUE(c.hold(Hold::Sampling));
+    EXPECT_FALSE(c.collecting());
     EXPECT_TRUE(fake().enabled.empty());
     EXPECT_TRUE(fake().domains.empty());
     EXPECT_TRUE(fake().callbacks.empty());
-    EXPECT_FALSE(c.pause()) << "already paused";
-    ASSERT_TRUE(c.resume());
+    EXPECT_FALSE(c.hold(Hold::Sampling)) << "already held";
+    ASSERT_TRUE(c.release(Hold::Sampling));
     EXPECT_EQ(fake().enabled, kinds);
     EXPECT_EQ(fake().domains, domains);
     EXPECT_EQ(fake().callbacks.size(), callbacks);
-    EXPECT_FALSE(c.resume()) << "already on";
-    ASSERT_TRUE(c.pause());
+    EXPECT_FALSE(c.release(Hold::Sampling)) << "already on";
+    ASSERT_TRUE(c.hold(Hold::Sampling));
     c.finish();
     EXPECT_NE(c.finished_ns(), 0u);
-    EXPECT_FALSE(c.resume()) << "finish() wins";
+    EXPECT_FALSE(c.release(Hold::Sampling)) << "finish() wins";
     EXPECT_TRUE(fake().enabled.empty());
     EXPECT_TRUE(fake().callbacks.empty());
   }
+}
+
+// Capture windows and attaches: CUDA starts (and CUPTI is set up) before
+// the first window opens. Collection is off from start()'s end, on only
+// while no reason holds it, and a forced flush between attaches leaves the
+// collector able to collect again.
+TEST(CollectorHolds, AHoldTakenBeforeStartSwitchesCollectionOffAtItsEnd) {
+  using Hold = Collector::Hold;
+  const CuptiApi api = make_fake_api();
+  Collector c;
+  ASSERT_TRUE(c.hold(Hold::Window));
+  EXPECT_FALSE(c.hold(Hold::Window));
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  EXPECT_TRUE(c.active()) << "set up: a window may open later";
+  EXPECT_FALSE(c.collecting());
+  EXPECT_TRUE(fake().enabled.empty()) << "every kind off until a window opens";
+  EXPECT_TRUE(fake().callbacks.empty());
+  EXPECT_TRUE(fake().subscribed);
+  ASSERT_TRUE(c.release(Hold::Window));
+  EXPECT_TRUE(c.collecting());
+  EXPECT_FALSE(fake().enabled.empty());
+  EXPECT_FALSE(fake().callbacks.empty());
+}
+
+TEST(CollectorHolds, CollectionIsOnOnlyWhileNoReasonHoldsIt) {
+  using Hold = Collector::Hold;
+  const CuptiApi api = make_fake_api();
+  Collector c;
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  const auto kinds = fake().enabled;
+  ASSERT_TRUE(c.hold(Hold::Window));
+  ASSERT_TRUE(c.hold(Hold::Sampling));
+  ASSERT_TRUE(c.release(Hold::Sampling)) << "the sampling window opens while no capture window is";
+  EXPECT_FALSE(c.collecting());
+  EXPECT_TRUE(fake().enabled.empty());
+  ASSERT_TRUE(c.release(Hold::Window));
+  EXPECT_TRUE(c.collecting());
+  EXPECT_EQ(fake().enabled, kinds);
+}
+
+TEST(CollectorHolds, AFlushBetweenAttachesLeavesCollectionUsable) {
+  using Hold = Collector::Hold;
+  const CuptiApi api = make_fake_api();
+  Collector c;
+  ASSERT_TRUE(c.start(api, "/fake/libcupti.so.13"));
+  ASSERT_TRUE(fake().hand_out({}));
+  c.flush();
+  ASSERT_EQ(fake().flushes.size(), 1u);
+  EXPECT_EQ(fake().flushes.back(), static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  EXPECT_EQ(c.take_completed().size(), 1u) << "the forced flush completed the buffer being filled";
+  EXPECT_EQ(c.finished_ns(), 0u);
+  ASSERT_TRUE(c.hold(Hold::Window));
+  ASSERT_TRUE(c.release(Hold::Window)) << "the next attach";
+  EXPECT_TRUE(c.collecting());
+  c.finish();
 }
 
 TEST(CollectorSampling, SetAfterStartIsIgnored) {

@@ -224,6 +224,50 @@ TEST_F(CuptiSourceTest, TheFirstWindowLastsUntilDeviceWorkHasBeenSeenForItsLengt
   EXPECT_GE(windows[1].first, run.work + 60'000'000) << "the period counts from the work too";
 }
 
+// Standby: CUDA (and CUPTI) started before any attach; each attach is one
+// trace whose end flushes without finishing collection, so the next attach
+// collects again. Work that completes between attaches is in neither trace.
+TEST_F(CuptiSourceTest, EachAttachGetsTheDeviceRecordsOfItsOwnWindow) {
+  using Hold = Collector::Hold;
+  const CuptiApi api = make_fake_api();
+  Collector collector;
+  ASSERT_TRUE(collector.hold(Hold::Window));  // standby: no window open
+  ASSERT_TRUE(collector.start(api, "/fake/libcupti.so.13"));
+  EXPECT_TRUE(fake().enabled.empty());
+  const auto attach = [&](uint64_t kernel_start) {
+    auto source = make_cupti_source(collector, "no driver", TraceEnd::FlushForNextTrace);
+    const std::string path = start(source.get());
+    EXPECT_TRUE(collector.release(Hold::Window));
+    EXPECT_FALSE(fake().enabled.empty()) << "collecting while attached";
+    ActivityBuffer work;
+    work.add(kernel(kernel_start, 0));
+    EXPECT_TRUE(fake().hand_out(bytes_of(work)));  // still being filled at the detach
+    capture::stop_session(fb::EndKind::Detached, 0);
+    EXPECT_TRUE(collector.hold(Hold::Window));
+    EXPECT_TRUE(fake().enabled.empty()) << "off between attaches";
+    return gpuscope::test::read_trace_file(path);
+  };
+  const uint64_t first_start = capture::monotonic_ns();
+  const auto first = attach(first_start);
+  ActivityBuffer between;
+  between.add(kernel(capture::monotonic_ns(), 0));
+  ASSERT_TRUE(fake().hand_out(bytes_of(between)));
+  fake().complete_all();  // CUPTI's periodic flush while detached
+  const uint64_t second_start = capture::monotonic_ns();
+  const auto second = attach(second_start);
+  EXPECT_EQ(collector.finished_ns(), 0u);
+  for (const auto* t : {&first, &second}) {
+    ASSERT_TRUE(t->opened) << t->error;
+    ASSERT_TRUE(t->summary.device_collection.has_value());
+    EXPECT_EQ(t->summary.device_collection->state, static_cast<uint8_t>(State::Active));
+  }
+  ASSERT_EQ(first.kernels.size(), 1u) << "the forced flush at the detach brought its kernel in";
+  EXPECT_EQ(first.kernels[0].start_ns(), first_start);
+  ASSERT_EQ(second.kernels.size(), 1u) << "the kernel completed between attaches is in neither";
+  EXPECT_EQ(second.kernels[0].start_ns(), second_start);
+  collector.finish();
+}
+
 TEST_F(CuptiSourceTest, WithoutInjectionTheTraceSaysWhy) {
   Collector collector;
   auto source = make_cupti_source(collector, "no driver");
