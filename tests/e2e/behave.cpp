@@ -21,6 +21,9 @@
 //   abort signal:N         die by abort() / raise(N)
 //   inject                 call InitializeInjection as the CUDA driver would
 //                          (when the process has one), print inject:RESULT
+//   profiler:start profiler:stop   cudaProfilerStart / cudaProfilerStop of
+//                          libcudart.so.13 (loaded RTLD_GLOBAL), print
+//                          profiler:start:RESULT
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +47,18 @@ void inject() {
   auto* init = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "InitializeInjection"));
   if (init == nullptr) std::printf("inject:absent\n");
   else std::printf("inject:%d\n", init());
+}
+
+// Through the global scope, as a program linked to the runtime would call
+// it: a preloaded definition comes first.
+void profiler(const std::string& what) {
+  if (dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    std::printf("profiler:%s:no-runtime\n", what.c_str());
+    return;
+  }
+  const char* name = what == "start" ? "cudaProfilerStart" : "cudaProfilerStop";
+  auto* call = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, name));
+  std::printf("profiler:%s:%d\n", what.c_str(), call != nullptr ? call() : -1);
 }
 
 std::string self_path() {
@@ -177,6 +192,7 @@ int main(int argc, char** argv) {
     else if (cmd == "atexit_returns") register_atexit(atexit_returns, 0);
     else if (cmd == "main_leaves") main_leaves(value(a));
     else if (cmd == "inject") inject();
+    else if (cmd == "profiler") profiler(text(a));
     else if (cmd == "abort") { std::fflush(stdout); std::abort(); }
     else if (cmd == "signal") { std::fflush(stdout); raise(value(a)); }
     else { std::fprintf(stderr, "behave: unknown command %s\n", a.c_str()); return 99; }

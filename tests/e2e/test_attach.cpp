@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -200,6 +201,47 @@ TEST_F(Attach, TwoAttachesGiveTwoValidTracesOfJustTheirWindows) {
   EXPECT_GT(w2->start_ns(), w1->start_ns() + w1->duration_ns());  // separate windows
   EXPECT_EQ(t1.summary.dropped_total(), 0u);
   EXPECT_EQ(t2.summary.dropped_total(), 0u);
+}
+
+// Device activity in standby: CUDA starts (the driver injects gpuscope)
+// long before anyone attaches. CUPTI is set up then and held off; each
+// attach switches it on for its window and flushes it into its own trace,
+// so the second attach collects too. Through a stand-in libcupti that logs
+// the switches (the real one needs a driver).
+TEST_F(Attach, EveryAttachCollectsDeviceActivityForItsWindowOnly) {
+  const std::string log = dir_.path() + "/cupti.log";
+  const Spawned s = spawn({bin("behave"), "inject", "sleep:2500", "out:done"},
+                          env({"LD_PRELOAD=" + capture_library(), "GPUSCOPE_MODE=standby",
+                               std::string("GPUSCOPE_CUPTI_PATH=") + GPUSCOPE_FAKE_CUPTI, "FAKE_CUPTI_LOG=" + log}));
+  const pid_t pid = wait_for_standby();
+  ASSERT_GT(pid, 0) << "no control socket in " << ctl_;
+  sleep_ms(200);
+  std::vector<std::string> traces;
+  for (int i = 0; i < 2; ++i) {
+    traces.push_back(dir_.path() + "/attach" + std::to_string(i) + ".gpuscope");
+    const ProcessResult a = cli({"attach", std::to_string(pid), "--duration", "0.3", "-o", traces.back()});
+    EXPECT_EQ(a.exit_code(), 0) << a.err;
+    sleep_ms(100);
+  }
+  const ProcessResult r = finish(s);
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(r.out, "inject:1\ndone\n");
+  std::vector<std::string> switches;
+  int flushes = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line == "on" || line == "off") switches.push_back(line);
+    flushes += line == "flush forced";
+  }
+  const std::vector<std::string> expected = {"on", "off", "on", "off", "on", "off"};
+  EXPECT_EQ(switches, expected) << "set up and held at injection, then on for each attach's window";
+  EXPECT_GE(flushes, 2) << "each attach's end flushed";
+  for (const std::string& path : traces) {
+    const TraceContents t = read_trace_file(path);
+    ASSERT_TRUE(t.opened) << path << ": " << t.error;
+    ASSERT_TRUE(t.summary.device_collection.has_value()) << path;
+    EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(fb::DeviceCollectionState::Active)) << path;
+  }
 }
 
 TEST_F(Attach, GarbageOnTheSocketLeavesTheProcessRunningAndAttachable) {

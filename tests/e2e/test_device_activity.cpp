@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "e2e_support.h"
 
@@ -128,6 +129,46 @@ TEST_F(DeviceActivityTest, DeviceActivityOffLoadsNoCuptiAndSaysSo) {
   const auto bad = gpuscope_run({"--device-activity", "some", "--", "true"});
   EXPECT_EQ(bad.exit_code(), 2) << "a usage error, named";
   EXPECT_NE(bad.err.find("--device-activity"), std::string::npos) << bad.err;
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// A capture range: the program starts CUDA (the driver injects gpuscope)
+// and only later calls cudaProfilerStart, as programs do. CUPTI is set up
+// at CUDA's start, off at once, on while each window is open, and flushed
+// at the end: here through a stand-in libcupti that logs those switches.
+TEST_F(DeviceActivityTest, DeviceCollectionFollowsTheCaptureWindows) {
+  if (!std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13")) GTEST_SKIP() << "simgpu not built";
+  const std::string log = dir_.path() + "/cupti.log";
+  const auto r = gpuscope_run({"--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat", "--", bin("behave"),
+                               "inject", "profiler:start", "profiler:stop", "profiler:start", "profiler:stop", "out:done"},
+                              {std::string("GPUSCOPE_CUPTI_PATH=") + GPUSCOPE_FAKE_CUPTI, "FAKE_CUPTI_LOG=" + log});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(r.out, "inject:1\nprofiler:start:0\nprofiler:stop:0\nprofiler:start:0\nprofiler:stop:0\ndone\n");
+  const std::vector<std::string> expected = {"subscribe", "on", "off", "on", "off", "on", "off", "flush forced"};
+  EXPECT_EQ(lines_of(log), expected) << "set up at injection, off until the first window, on in each";
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(State::Active));
+  EXPECT_EQ(t.summary.device_collection->cupti_path, GPUSCOPE_FAKE_CUPTI);
+}
+
+// After the last window ("stop") capture is over: the trace is finalized
+// and collection finished with it, so the program pays nothing for CUPTI.
+TEST_F(DeviceActivityTest, AfterTheLastWindowCollectionIsFinished) {
+  if (!std::filesystem::exists(std::string(GPUSCOPE_SIMGPU_LIB_DIR) + "/libcudart.so.13")) GTEST_SKIP() << "simgpu not built";
+  const std::string log = dir_.path() + "/cupti.log";
+  const auto r = gpuscope_run({"--capture-range", "cudaProfilerApi", "--", bin("behave"), "inject", "profiler:start",
+                               "profiler:stop", "profiler:start", "profiler:stop", "out:done"},
+                              {std::string("GPUSCOPE_CUPTI_PATH=") + GPUSCOPE_FAKE_CUPTI, "FAKE_CUPTI_LOG=" + log});
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const std::vector<std::string> expected = {"subscribe", "on", "off", "on", "off", "flush forced"};
+  EXPECT_EQ(lines_of(log), expected) << "the second range opens nothing";
 }
 
 #ifdef GPUSCOPE_TEST_CUPTI_LIBRARY
