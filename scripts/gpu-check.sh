@@ -61,8 +61,8 @@ run_timed() {
   echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')"
 }
 # want SECTION: whether GPU_CHECK_SECTIONS (comma-separated; unset = all)
-# names it. Sections: doctor samples cases other python imports conformance
-# overhead cupti_cost torch_cost.
+# names it. Sections: doctor samples cases windows other python imports
+# conformance overhead cupti_cost torch_cost.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ ,$GPU_CHECK_SECTIONS, == *,$1,* ]]; }
 median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
 py=$(command -v python3 || true)
@@ -143,6 +143,49 @@ for s in pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound 
     echo "| $label | $v | $want | $(matches "$v" "$want") | $c | $k | $y | $a | $d | $rc_p/$rc_t | $wall_p s | $wall_t s |"
   done
 done
+fi
+
+# window_row TRACE LABEL KERNELS: a capture window's or an attach's trace,
+# its device collection and kernels (hooks/CUPTI); "yes" when CUPTI was
+# active and saw every kernel the hooks recorded, and those were KERNELS
+# (empty: at least one).
+window_row() {
+  local coll k
+  coll=$("$gs" info "$1" 2>&1 | grep -m1 '^device:' | sed 's/.*collection: //')
+  read -r _ k _ < <(counts "$1")
+  local ok=NO hooks=${k%/*} dev=${k#*/}
+  [[ $coll == CUPTI* ]] && [ "$dev" = "$hooks" ] && [ "${hooks:-0}" -gt 0 ] &&
+    { [ -z "$3" ] || [ "$hooks" = "$3" ]; } && ok=yes
+  echo "| $2 | ${coll:-unreadable} | $k | $ok |"
+}
+
+if want windows; then
+# CUDA starts outside any window (set-up before cudaProfilerStart, a
+# service long before its attach), so CUPTI is set up then and held off:
+# each window, and each attach, must still get device records.
+echo
+echo "## Device activity in capture windows and attaches"
+echo
+echo "| run | device collection | kernels hooks/CUPTI | ok |"
+echo "|---|---|---|---|"
+w=$out/windows ctl=$out/windows/ctl
+mkdir -p "$w" && mkdir -m 700 -p "$ctl"
+timeout "$limit" "$gs" run -q -f -o "$w/range.gpuscope" --capture-range cudaProfilerApi --capture-range-end repeat \
+  -- "$bin/profiled_phases" --rounds 3 --loads 3 --kernels 5 --clears 4 >"$w/range.log" 2>&1
+window_row "$w/range.gpuscope" "cudaProfilerStart/Stop x3, repeat" 15
+GPUSCOPE_CONTROL_DIR=$ctl timeout "$limit" "$gs" run --standby -q -o "$w/run/" -- "$bin/service_loop" --seconds 6 \
+  >"$w/standby.log" 2>&1 &
+standby_pid=$!
+sock=
+for _ in $(seq 100); do sock=$(ls "$ctl"/*.sock 2>/dev/null | head -1); [ -n "$sock" ] && break; sleep 0.1; done
+sleep 1
+for i in 1 2; do
+  [ -n "$sock" ] && GPUSCOPE_CONTROL_DIR=$ctl timeout 30 "$gs" attach "$(basename "$sock" .sock)" --duration 1 \
+    -o "$w/attach$i.gpuscope" >>"$w/attach.log" 2>&1
+  sleep 0.5
+done
+wait $standby_pid
+for i in 1 2; do window_row "$w/attach$i.gpuscope" "standby, attach $i (1 s)" ""; done
 fi
 
 # process_samples TRACE: what the driver's per-process utilization samples
