@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "e2e_support.h"
 
@@ -169,6 +170,72 @@ TEST_F(DeviceActivityTest, AfterTheLastWindowCollectionIsFinished) {
   ASSERT_EQ(r.exit_code(), 0) << r.err;
   const std::vector<std::string> expected = {"subscribe", "on", "off", "on", "off", "flush forced"};
   EXPECT_EQ(lines_of(log), expected) << "the second range opens nothing";
+}
+
+// simgpu's simulated CUPTI: with SIMGPU_INJECTION=1 its driver calls
+// InitializeInjection at cuInit as a real driver does, and its
+// libcupti.so.13 records the device model's work.
+std::vector<std::string> simulated_cupti() {
+  return {"SIMGPU_INJECTION=1", std::string("GPUSCOPE_CUPTI_PATH=") + GPUSCOPE_SIMGPU_LIB_DIR + "/libcupti.so.13"};
+}
+
+const std::vector<std::string> kPhases = {"--rounds", "3", "--loads", "3", "--kernels", "5", "--clears", "4"};
+
+std::vector<std::string> phases_run(std::vector<std::string> run_options) {
+  run_options.push_back("--");
+  run_options.push_back(bin("profiled_phases"));
+  run_options.insert(run_options.end(), kPhases.begin(), kPhases.end());
+  return run_options;
+}
+
+template <class Records> size_t from_device(const Records& records) {
+  return static_cast<size_t>(std::count_if(records.begin(), records.end(),
+                                           [](const auto& r) { return r.source() == fb::Source::Device; }));
+}
+
+// Every device record names the hooked call that queued it.
+template <class Records> void expect_linked_to_calls(const TraceContents& t, const Records& records) {
+  std::set<uint64_t> calls;
+  for (const auto& c : t.api_calls) calls.insert(c.correlation_id());
+  for (const auto& r : records) {
+    if (r.source() != fb::Source::Device) continue;
+    EXPECT_NE(r.correlation_id(), 0u);
+    EXPECT_TRUE(calls.count(r.correlation_id())) << "device record with no call " << r.correlation_id();
+  }
+}
+
+TEST_F(DeviceActivityTest, OnTheSimulatedCuptiEveryDeviceOperationIsLinkedToItsCall) {
+  if (!std::filesystem::exists(bin("profiled_phases"))) GTEST_SKIP() << "samples not built";
+  const auto r = gpuscope_run(phases_run({}), simulated_cupti());
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(State::Active));
+  EXPECT_EQ(from_device(t.kernels), 15u) << "3 rounds of 5 kernels";
+  EXPECT_EQ(from_device(t.copies), 12u) << "3 rounds of 3 loads and 1 download";
+  EXPECT_EQ(from_device(t.memsets), 12u);
+  expect_linked_to_calls(t, t.kernels);
+  expect_linked_to_calls(t, t.copies);
+  expect_linked_to_calls(t, t.memsets);
+  const auto a = run({gpuscope_exe(), "analyze", trace_path_});
+  EXPECT_NE(a.out.find("(device timestamps)"), std::string::npos) << a.out;
+}
+
+// CUDA starts before the first cudaProfilerStart: each window's device work
+// is recorded, and nothing of what runs between windows.
+TEST_F(DeviceActivityTest, OnTheSimulatedCuptiACaptureRangeHoldsExactlyItsWindowsDeviceWork) {
+  if (!std::filesystem::exists(bin("profiled_phases"))) GTEST_SKIP() << "samples not built";
+  const auto r = gpuscope_run(phases_run({"--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat"}),
+                              simulated_cupti());
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const auto t = only_trace();
+  ASSERT_TRUE(t.summary.device_collection.has_value());
+  EXPECT_EQ(t.summary.device_collection->state, static_cast<uint8_t>(State::Active));
+  EXPECT_EQ(from_device(t.kernels), 15u) << "the profiled kernels";
+  EXPECT_EQ(from_device(t.copies), 3u) << "one download per window, none of the loads";
+  EXPECT_EQ(from_device(t.memsets), 0u) << "the clears run between windows";
+  expect_linked_to_calls(t, t.kernels);
+  expect_linked_to_calls(t, t.copies);
 }
 
 #ifdef GPUSCOPE_TEST_CUPTI_LIBRARY

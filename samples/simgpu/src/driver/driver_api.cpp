@@ -8,6 +8,7 @@
 
 #include "../common/errors.hpp"
 #include "driver_api.hpp"
+#include "activity.hpp"
 
 // cuda.h maps these names to their _v2 variants; the original exports exist
 // too (old binaries bind to them) and behave the same here.
@@ -174,7 +175,9 @@ extern "C" {
 
 CUresult CUDAAPI cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  return Model::init();
+  const CUresult r = Model::init();
+  if (r == CUDA_SUCCESS) simgpu::drv::inject_once();
+  return r;
 }
 
 CUresult CUDAAPI cuDriverGetVersion(int* version) {
@@ -202,7 +205,9 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** out) {
 // tells the user why the program's next CUDA call fails.
 CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
   if (!table || !id) return CUDA_ERROR_INVALID_VALUE;
-  *table = nullptr;
+  // simgpu's own table, for its simulated CUPTI (activity.hpp).
+  *table = simgpu::drv::activity_export_table(*id);
+  if (*table != nullptr) return CUDA_SUCCESS;
   simgpu::explain_once("cuGetExportTable",
                        "cuGetExportTable is not supported: simgpu cannot emulate the driver's private interface "
                        "tables that NVIDIA's own libraries use (a statically linked cudart -- nvcc's default --, "

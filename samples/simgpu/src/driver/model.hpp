@@ -245,6 +245,7 @@ class Model {
   int64_t device_idle_time(int dev) const;
   CUresult free_locked(void* p, bool host, Allocation* freed);
   bool find_locked(const void* p, size_t bytes, Allocation* out) const;
+  uint8_t memory_kind_at(const void* p, size_t len) const;
   enum class HostHold { None, Staging, UntilDone };
   CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);

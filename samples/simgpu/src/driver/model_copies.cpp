@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../common/clock.hpp"
+#include "activity.hpp"
 #include "model.hpp"
 
 namespace simgpu::drv {
@@ -88,7 +89,39 @@ CUDA_MEMCPY3D as_node(const CopyRequest& r) {
   return c;
 }
 
+// What the simulated CUPTI records of a copy (CUPTI's own kind values).
+DeviceRecord copy_record(const CopyRequest& req, size_t bytes, uint8_t dst_kind, uint8_t src_kind, bool peer) {
+  DeviceRecord r;
+  r.kind = DeviceRecord::Copy;
+  r.bytes = bytes;
+  r.async = req.async;
+  r.dst_kind = dst_kind;
+  r.src_kind = src_kind;
+  switch (req.dir) {
+    case CopyDir::HostToDevice: r.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD; break;
+    case CopyDir::DeviceToHost: r.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH; break;
+    case CopyDir::DeviceToDevice:
+      r.copy_kind = peer ? CUPTI_ACTIVITY_MEMCPY_KIND_PTOP : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+      break;
+    case CopyDir::HostToHost: r.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOH; break;
+  }
+  return r;
+}
+
 }  // namespace
+
+// CUPTI's memory kind of the allocation that holds [p, p + len) (under mu_).
+uint8_t Model::memory_kind_at(const void* p, size_t len) const {
+  Allocation a;
+  if (!find_locked(p, len, &a)) return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  switch (a.kind) {
+    case MemKind::Device: return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    case MemKind::Managed: return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+    case MemKind::HostPinned:
+    case MemKind::HostRegistered: return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  }
+  return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
+}
 
 CUresult Model::describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const {
   CopyRequest& r = *out;
@@ -166,6 +199,8 @@ CUresult Model::plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, H
     holds = !req.async || !pinned;
   }
   w.move = [req] { move_bytes(req); };
+  w.traced = copy_record(req, bytes, memory_kind_at(req.dst, dst_len), memory_kind_at(req.src, src_len),
+                         w.peer_src >= 0);
   *hold = staged ? HostHold::Staging : holds ? HostHold::UntilDone : HostHold::None;
   *work = std::move(w);
   return CUDA_SUCCESS;
@@ -201,6 +236,7 @@ CUresult Model::copy(const CopyRequest& req) {
     if (hold == HostHold::UntilDone)
       if (CUresult r = check_unsafe_call()) return r;
     duration = w.duration;
+    w.traced.correlation = activity_enter();
     scheduled = submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   }
   // An asynchronous copy from pinned memory returns at once: the byte mover
@@ -241,6 +277,10 @@ CUresult Model::plan_memset(const MemsetRequest& req, int device, Work* work, bo
   const double gbps = is_pinned_kind(a.kind) ? desc(device).pinned_gbps : desc(device).dram_gbps;
   *work = Work{Engine::Compute, Activity::Memset, static_cast<int64_t>(static_cast<double>(bytes) / gbps),
                us_to_ns(node_.costs.kernel_start_latency), bytes, 1.0, [req] { set_bytes(req); }};
+  work->traced.kind = DeviceRecord::Memset;
+  work->traced.bytes = bytes;
+  work->traced.async = req.async;
+  work->traced.dst_kind = memory_kind_at(req.dst, bytes);
   if (holds) *holds = !req.async && (is_pinned_kind(a.kind) || a.kind == MemKind::Managed);
   return CUDA_SUCCESS;
 }
@@ -266,6 +306,7 @@ CUresult Model::memset(const MemsetRequest& req) {
     }
     if (holds)
       if (CUresult r = check_unsafe_call()) return r;
+    w.traced.correlation = activity_enter();
     scheduled = submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, submitted});
   }
   if (!holds) return CUDA_SUCCESS;

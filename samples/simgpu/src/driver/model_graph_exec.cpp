@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "../common/clock.hpp"
+#include "activity.hpp"
 #include "model.hpp"
 
 namespace simgpu::drv {
@@ -258,6 +259,8 @@ CUresult Model::graph_launch(CUgraphExec e, CUstream s, bool per_thread) {
   };
   auto start = std::make_shared<Marker>();
   submit(*st, chain(StreamOp::Kind::Record, start));
+  // Every node's device record carries the graph launch's correlation id, as CUPTI's do.
+  const uint32_t correlation = activity_enter();
   std::vector<MarkerRef> done(n);
   for (size_t i = 0; i < n; ++i) {
     CUstream_st& node_stream = *e->streams[i];
@@ -265,6 +268,7 @@ CUresult Model::graph_launch(CUgraphExec e, CUstream s, bool per_thread) {
     for (size_t p : e->nodes[i].parents) submit(node_stream, chain(StreamOp::Kind::Wait, done[p]));
     for (StreamOp& op : ops[i]) {
       op.submit = now;
+      op.work.traced.correlation = correlation;
       if (op.kind == StreamOp::Kind::Record) {
         e->nodes[i].params.event->record = op.marker;
         e->nodes[i].params.event->captured.reset();

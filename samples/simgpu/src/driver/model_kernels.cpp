@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "activity.hpp"
 #include "../common/clock.hpp"
 #include "model.hpp"
 
@@ -182,6 +183,9 @@ CUresult Model::plan_kernel(const KernelNodeParams& k, int device, Work* work) {
   const KernelTiming t = kernel_timing(node_, desc(device), k.func->cost, blocks, threads_per_block);
   *work = Work{Engine::Compute, t.activity, t.duration_ns, us_to_ns(node_.costs.kernel_start_latency),
                t.dram_bytes, t.sm_fraction, nullptr};
+  work->traced.kind = DeviceRecord::Kernel;
+  work->traced.name = k.func->name.c_str();
+  for (int i = 0; i < 3; ++i) work->traced.grid[i] = k.grid[i], work->traced.block[i] = k.block[i];
   return CUDA_SUCCESS;
 }
 
@@ -202,6 +206,7 @@ CUresult Model::launch(const KernelNodeParams& k, CUstream s, bool per_thread) {
     p.kernel = k;
     return capture_node(*st, std::move(p));
   }
+  w.traced.correlation = activity_enter();
   submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, now_ns()});
   return CUDA_SUCCESS;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "../common/clock.hpp"
+#include "activity.hpp"
 #include "model.hpp"
 
 namespace simgpu::drv {
@@ -97,6 +98,8 @@ CUresult Model::peer_copy(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
     submit(*other, chain(StreamOp::Kind::Record, before));
     submit(*st, chain(StreamOp::Kind::Wait, before));
   }
+  w.traced.async = async;
+  w.traced.correlation = activity_enter();
   submit(*st, StreamOp{StreamOp::Kind::Work, std::move(w), {}, nullptr, nullptr, now});
   if (others.empty()) return CUDA_SUCCESS;
   auto after = std::make_shared<Marker>();

@@ -13,6 +13,7 @@
 #include <atomic>
 
 #include "../common/clock.hpp"
+#include "activity.hpp"
 #include "model.hpp"
 
 namespace simgpu::drv {
@@ -141,6 +142,14 @@ Slot Model::enqueue(CUstream_st& s, Work work, int64_t submit) {
   }
   advance_tail(s, slot.end);
   d.in_flight.insert(slot.end);
+  if (work.traced.kind != DeviceRecord::None) {
+    DeviceRecord r = work.traced;
+    r.device = static_cast<uint32_t>(s.device);
+    r.stream_id = s.id;
+    r.start_ns = slot.start;
+    r.end_ns = slot.end;
+    activity_record(r);
+  }
   // Queued under the lock, so byte tasks are ordered as the model scheduled them.
   if (work.move) slot.task = HostWorker::instance().push_bytes(slot.start, std::move(work.move));
   return slot;

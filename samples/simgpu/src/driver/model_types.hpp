@@ -13,9 +13,11 @@
 #include <vector>
 
 #include <cuda.h>
+#include <cupti_activity.h>
 
 #include "../common/node.hpp"
 #include "../common/shared_state.hpp"
+#include "../common/simgpu_activity.h"
 #include "host_worker.hpp"
 
 namespace simgpu::drv {
@@ -38,6 +40,9 @@ struct Work {
   // A copy between two GPUs runs on the source's outbound and the
   // destination's inbound copy engine instead of `engine` (-1: not one).
   int peer_src = -1, peer_dst = -1;
+  // What the simulated CUPTI records of it once scheduled (activity.hpp);
+  // kind None: nothing (internal work, or no CUPTI listening).
+  DeviceRecord traced;
 };
 
 // Where the model put an operation: its modeled start and end, and the
