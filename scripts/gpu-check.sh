@@ -9,7 +9,8 @@
 # (conformance/, when python3 is there), and the hooked-call and
 # launch-bound overhead. Raw logs and traces go to OUTDIR.
 # Usage: ./gpu-check.sh [--simgpu] [OUTDIR]
-#   --simgpu  run on samples/simgpu (to try the script on a CPU machine)
+#   --simgpu  run on samples/simgpu (to try the script on a CPU machine), its
+#             simulated CUPTI included
 #   GPU_CHECK_SECTIONS=a,b  only these sections (see want() below); unset = all
 #   GPU_CHECK_TIMEOUT=S     per-program time limit (default 120)
 set -uo pipefail
@@ -31,6 +32,10 @@ find_cudart() {
 }
 if [ $simgpu = 1 ]; then
   export LD_LIBRARY_PATH=$here/samples/simgpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # simgpu's driver injects gpuscope at cuInit as a real one does, and its
+  # simulated CUPTI records the model's work: the HOOKS/CUPTI columns and
+  # the windows section mean on simgpu what they mean on a GPU.
+  export SIMGPU_INJECTION=1 GPUSCOPE_CUPTI_PATH=$here/samples/simgpu/lib/libcupti.so.13
 else
   # sed reads to the end (head -1 would end find_cudart by SIGPIPE under pipefail).
   cudart_dir=$(find_cudart | sed -n 1p)

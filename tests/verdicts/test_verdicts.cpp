@@ -113,6 +113,27 @@ TEST_F(Verdicts, LaunchesBlockedByAFullQueueAreNotLaunchBound) {
   EXPECT_GE(j["metrics"]["gpu_util_during_launches"].get<double>(), 0.6);
 }
 
+// The same samples with CUPTI's device records, as on a real GPU: simgpu's
+// driver injects gpuscope at cuInit (SIMGPU_INJECTION=1) and its simulated
+// libcupti.so.13 records the model's kernels, copies and memsets. GPU busy
+// then comes from device timestamps; the verdicts must not change.
+TEST_F(Verdicts, DeviceRecordsFromCuptiKeepEverySamplesVerdict) {
+  const std::vector<std::string> cupti = {simgpu_path(), "SIMGPU_INJECTION=1",
+                                          std::string("GPUSCOPE_CUPTI_PATH=") + GPUSCOPE_SIMGPU_LIB_DIR +
+                                              "/libcupti.so.13"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"pcie_bound"}, "pcie_bound"},     {{"sync_bound"}, "sync_bound"},     {{"alloc_churn"}, "memory_bound"},
+      {{"memory_bound"}, "memory_bound"}, {{"cpu_bound"}, "cpu_bound"},       {{"compute_bound"}, "healthy"},
+      {{"sync_bound", "--fixed"}, "healthy"}};
+  for (const auto& [sample, expected] : cases) {
+    const json j = analyze_json(trace(sample, cupti));
+    ASSERT_FALSE(j.is_discarded());
+    EXPECT_EQ(j["verdict"]["class"], expected) << sample[0] << (sample.size() > 1 ? " --fixed" : "");
+    ASSERT_FALSE(j["coverage"].empty());
+    EXPECT_EQ(j["coverage"][0].get<std::string>().rfind("device activity: CUPTI (", 0), 0u) << j["coverage"].dump();
+  }
+}
+
 TEST_F(Verdicts, CpuBoundAndItsFix) {
   EXPECT_EQ(verdict_of({"cpu_bound"}), "cpu_bound");
   EXPECT_NE(verdict_of({"cpu_bound", "--fixed"}), "cpu_bound");
