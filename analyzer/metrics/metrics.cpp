@@ -144,6 +144,7 @@ void gpu_time_breakdown_metrics(const TraceModel& m, Metrics& x) {
     GpuTimeSplit t;
     t.device = d.device;
     t.span_s = d.span_ns / 1e9;
+    t.sampled_windows = d.sampled_windows;
     const double span = std::max<double>(1, static_cast<double>(d.span_ns));
     t.idle_share = d.idle_ns() / span;
     t.compute_share = d.compute_ns / span;

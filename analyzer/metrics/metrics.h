@@ -58,6 +58,7 @@ inline constexpr uint64_t kDrainSkewNs = 20'000;
 struct GpuTimeSplit {
   int device = -1;  // -1: operations whose device the trace does not say
   double span_s = 0;
+  uint32_t sampled_windows = 0;  // sampled device tracing: span_s is these windows' time
   double idle_share = 0, compute_share = 0, non_compute_share = 0;
   std::optional<double> host_wait_share, kernel_wait_share, other_wait_share;
 };

@@ -167,7 +167,20 @@ void GpuBreakdownBuilder::split_gap(const Op& op, const StreamState& s, std::opt
 
 // Operations whose device is unknown (synchronization records say none)
 // belong to the only device when there is one.
-GpuBreakdown GpuBreakdownBuilder::finish() {
+namespace {
+
+// The windows' parts between `from` and `to`.
+std::vector<std::pair<uint64_t, uint64_t>> clip(const std::vector<std::pair<uint64_t, uint64_t>>& windows,
+                                                uint64_t from, uint64_t to) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const auto& [s, e] : windows)
+    if (std::max(s, from) < std::min(e, to)) out.emplace_back(std::max(s, from), std::min(e, to));
+  return out;
+}
+
+}  // namespace
+
+GpuBreakdown GpuBreakdownBuilder::finish(const std::vector<std::pair<uint64_t, uint64_t>>& device_windows) {
   std::sort(window_.begin(), window_.end(), [](const Op& a, const Op& b) { return a.start < b.start; });
   for (const Op& op : window_) place(op);
   window_.clear();
@@ -189,6 +202,15 @@ GpuBreakdown GpuBreakdownBuilder::finish() {
     b.compute_ns = d.compute.length();
     b.idle = d.idle;
     b.operations = d.operations;
+    if (!device_windows.empty()) {
+      const auto windows = clip(device_windows, spans.front().first, spans.back().second);
+      b.span_ns = b.busy_ns = b.compute_ns = 0;
+      for (const auto& [s, e] : windows) b.span_ns += e - s;
+      b.busy_ns = d.all.length_within(windows);
+      b.compute_ns = d.compute.length_within(windows);
+      b.idle = {};
+      b.sampled_windows = static_cast<uint32_t>(windows.size());
+    }
     out_.devices.push_back(b);
   }
   out_.last_step_start_ns = last_step_start_ns_;

@@ -78,6 +78,10 @@ struct DeviceBreakdown {
   uint64_t span_ns = 0, busy_ns = 0, compute_ns = 0;
   IdleSplit idle;  // over the device's streams
   uint64_t operations = 0;
+  // Sampled device tracing: the span is only the windows' time (there are
+  // no records between them), and the idle split is not made: a stream's
+  // gap across two windows is nobody's idle time. 0: not sampled.
+  uint32_t sampled_windows = 0;
   uint64_t idle_ns() const { return span_ns - busy_ns; }
   uint64_t non_compute_ns() const { return busy_ns - compute_ns; }
 };
@@ -109,7 +113,9 @@ class GpuBreakdownBuilder {
   // `keep(start_ns)`: the operation is in the analyzed window. Launch calls
   // are always remembered (a window may start between a launch and its kernel).
   void add(const reader::ChunkView& v, const std::function<bool(uint64_t)>& keep);
-  GpuBreakdown finish();
+  // `device_windows`: sampled device tracing's windows, sorted and disjoint
+  // (empty: device records were collected all the time).
+  GpuBreakdown finish(const std::vector<std::pair<uint64_t, uint64_t>>& device_windows = {});
 
  private:
   enum class OpKind : uint8_t { Compute, NonCompute, DeviceSync };

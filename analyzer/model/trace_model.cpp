@@ -385,7 +385,7 @@ void ModelBuilder::add(const reader::ChunkView& v) {
 TraceModel ModelBuilder::finish(reader::TraceSummary summary) {
   m_.summary = std::move(summary);
   m_.implicit_syncs = implicit_.finish();
-  m_.gpu_breakdown = breakdown_.finish();
+  m_.gpu_breakdown = breakdown_.finish(device_windows_.spans());
   const reader::TraceSummary& s = m_.summary;
   functions_.for_each([&](uint32_t id, const FunctionTally& f) {
     TimeCount& out = m_.host_by_function[s.name_of(id)];

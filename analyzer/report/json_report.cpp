@@ -15,6 +15,7 @@ json gpu_time_breakdown_json(const Metrics& x) {
   for (const GpuTimeSplit& t : x.gpu_time_breakdown)
     devices.push_back({{"device", t.device},
                        {"span_s", t.span_s},
+                       {"sampled_windows", t.sampled_windows},
                        {"idle_share", t.idle_share},
                        {"compute_share", t.compute_share},
                        {"non_compute_share", t.non_compute_share},

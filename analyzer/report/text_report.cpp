@@ -83,9 +83,14 @@ void gpu_time_breakdown(std::string& out, const Metrics& x) {
     const std::string which = x.gpu_time_breakdown.size() == 1 ? ""
                               : t.device < 0                   ? " of operations on no known device"
                                                                : fmt::format(" of device {}", t.device);
-    out += fmt::format("    GPU time breakdown{} (as HTA computes it, over the {:.3f} s from the first GPU operation to "
-                       "the last): idle {}, compute {}, non-compute {}\n",
-                       which, t.span_s, share(t.idle_share), share(t.compute_share), share(t.non_compute_share));
+    const std::string over =
+        t.sampled_windows == 0
+            ? fmt::format("over the {:.3f} s from the first GPU operation to the last", t.span_s)
+            : fmt::format("over the {:.3f} s of the {} sampled window(s) from the first GPU operation to the last; "
+                          "no idle split: a stream's gaps cross windows",
+                          t.span_s, t.sampled_windows);
+    out += fmt::format("    GPU time breakdown{} (as HTA computes it, {}): idle {}, compute {}, non-compute {}\n", which,
+                       over, share(t.idle_share), share(t.compute_share), share(t.non_compute_share));
     if (t.host_wait_share)
       out += fmt::format("      idle: host wait {}, kernel wait {}, other {} (gaps between operations on each stream)\n",
                          share(*t.host_wait_share), share(*t.kernel_wait_share), share(*t.other_wait_share));

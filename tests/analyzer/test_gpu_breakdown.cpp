@@ -115,6 +115,28 @@ TEST(GpuBreakdown, ReportsShowTheSplit) {
   EXPECT_NEAR(device["compute_share"].get<double>(), 300.0 / 710, 1e-9);
 }
 
+// Sampled device tracing, windows [0,200) and [480,720) us over the two
+// streams above: records exist only inside them, so the span is their 430
+// us up to the last operation's end (200 + 230), not the 710 from first to
+// last. Busy in them: [0,200) + [500,600) + [700,710) = 310; compute: gemm
+// [0,100) and gemm [500,600) = 200. No idle split: stream 1's gap from the
+// copy to the relu runs across the gap between windows.
+TEST(GpuBreakdown, SampledTracingCountsOnlyTheWindowsTime) {
+  const Metrics x = metrics_of(trace_bytes([](capture::ChunkBuilder& b) {
+    two_streams(b);
+    for (const auto& [from, to] : {std::pair<int64_t, int64_t>{0, 200}, {480, 720}})
+      b.add(fb::Marker(at(from), (to - from) * kUs, 0, 0, 0, 0, fb::MarkerKind::DeviceWindow, 0, 0));
+  }));
+  ASSERT_EQ(x.gpu_time_breakdown.size(), 1u);
+  const GpuTimeSplit& t = x.gpu_time_breakdown[0];
+  EXPECT_EQ(t.sampled_windows, 2u);
+  EXPECT_NEAR(t.span_s, 430e-6, 1e-12);
+  EXPECT_NEAR(t.idle_share, 120.0 / 430, 1e-9);
+  EXPECT_NEAR(t.compute_share, 200.0 / 430, 1e-9);
+  EXPECT_NEAR(t.non_compute_share, 110.0 / 430, 1e-9);
+  EXPECT_FALSE(t.host_wait_share.has_value());
+}
+
 TEST(GpuBreakdown, WithoutDeviceRecordsThereIsNone) {
   const Metrics x = metrics_of(trace_bytes([](capture::ChunkBuilder& b) { b.add(launch(0, 1)); }));
   EXPECT_TRUE(x.gpu_time_breakdown.empty());
