@@ -261,6 +261,7 @@ void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
   x.launches = m.host_by_kind[static_cast<size_t>(CallKind::Launch)].count;
   x.graph_launches = m.graph_launches;
   x.graph_kernels = m.graph_work.kernels;
+  x.graph_copies = m.graph_work.copies;
   x.kernels = m.kernels + m.graph_work.kernels;
   for (uint64_t n : m.captured_by_kind) x.captured_calls += n;
   if (m.kernels) x.fusion_share = static_cast<double>(m.same_shape_chain_links) / m.kernels;

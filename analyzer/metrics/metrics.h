@@ -193,6 +193,7 @@ struct Metrics {
   uint64_t syncs = 0, launches = 0;  // launch calls (kernels and graphs), captured ones included
   uint64_t kernels = 0;               // kernels that ran: launched one by one, or by a graph launch
   uint64_t graph_launches = 0, graph_kernels = 0;
+  uint64_t graph_copies = 0;  // memcpy nodes the graph launches ran
   uint64_t captured_calls = 0;        // calls a stream capture turned into graph nodes (nothing ran)
   double sync_host_s = 0;
   std::optional<double> syncs_per_launch;

@@ -217,10 +217,11 @@ std::string calls_text(const TraceModel& m) {
   return fmt::format("{} CUDA call(s) made ({}{})", total, fmt::join(names, ", "), calls.size() > 3 ? ", ..." : "");
 }
 
-// What the trace saw, for the verdicts that are not a class of bottleneck.
+// What the trace saw, for the verdicts that are not a class of bottleneck;
+// kernels and copies include what CUDA graph launches ran.
 std::string seen_text(const Metrics& x) {
   return fmt::format("{} kernel(s), {} copies, {} synchronization(s), {} allocation(s)", x.kernels,
-                     x.h2d_count + x.d2h_count + x.d2d_count, x.syncs, x.allocs);
+                     x.h2d_count + x.d2h_count + x.d2d_count + x.peer_count + x.graph_copies, x.syncs, x.allocs);
 }
 
 // Nothing ran on a GPU and nothing says it should have: no verdict class,

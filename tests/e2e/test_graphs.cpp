@@ -241,6 +241,9 @@ TEST_F(Graphs, AnalyzeCountsTheKernelsGraphLaunchesRan) {
   EXPECT_EQ(metrics["graph_kernels"], 4 * 3);
   EXPECT_EQ(metrics["kernels"], 1 + 4 * 3);
   EXPECT_EQ(metrics["captured_calls"], 5);
+  // The verdict's "seen" line counts the graphs' copies with their kernels.
+  const ProcessResult text = run({gpuscope_exe(), "analyze", trace}, clean_env());
+  EXPECT_NE(text.out.find("seen 13 kernel(s), 4 copies"), std::string::npos) << text.out;
 }
 
 }  // namespace
