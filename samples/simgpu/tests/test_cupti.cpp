@@ -4,6 +4,7 @@
 // model's times, handed over in the profiler's buffers.
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -21,6 +22,7 @@ struct Seen {
   std::vector<CUpti_ActivityMemset4> memsets;
 };
 Seen g_seen;
+std::atomic<bool> g_refuse_buffers{false};  // a profiler at its buffer cap
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -28,6 +30,10 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
 }
 
 void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  if (g_refuse_buffers) {
+    *buffer = nullptr, *size = 0, *max_records = 0;
+    return;
+  }
   *size = 64 * 1024;
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
   *max_records = 0;
@@ -94,6 +100,22 @@ TEST(SimulatedCupti, RecordsTheModelsWorkWithTheCorrelationOfItsCall) {
     EXPECT_EQ(entered[id], 1) << "correlation " << id;
   }
   EXPECT_EQ(g_seen.entered.size(), 4u) << "one entry per call that queued device work";
+  size_t dropped = 99;
+  ASSERT_EQ(CUPTI_SUCCESS, cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
+  EXPECT_EQ(dropped, 0u);
+
+  // A profiler that gives no buffer loses the records, counted.
+  g_refuse_buffers = true;
+  CUDA_OK(cudaMemset(d, 1, 4096));
+  CUDA_OK(cudaMemset(d, 2, 4096));
+  CUDA_OK(cudaDeviceSynchronize());
+  ASSERT_EQ(CUPTI_SUCCESS, cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  g_refuse_buffers = false;
+  EXPECT_EQ(g_seen.memsets.size(), 1u);
+  ASSERT_EQ(CUPTI_SUCCESS, cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
+  EXPECT_EQ(dropped, 2u);
+  ASSERT_EQ(CUPTI_SUCCESS, cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
+  EXPECT_EQ(dropped, 0u) << "counted since the last question";
   cuptiUnsubscribe(subscriber);
   cudaFree(d);
 }

@@ -10,7 +10,8 @@
 // device work); CONCURRENT_KERNEL, MEMCPY and MEMSET records with the
 // model's start and end; buffers requested from and completed to the
 // profiler, on a flush thread every flush period for records whose end has
-// passed, and all of them at a forced flush. Everything else a profiler
+// passed, and all of them at a forced flush; records no buffer took are
+// counted as dropped. Everything else a profiler
 // may call answers CUPTI_SUCCESS without effect (timestamp callback, thread
 // id type) or is not exported.
 #include <cupti.h>
@@ -33,6 +34,9 @@ using simgpu::DeviceRecord;
 
 struct State {
   std::mutex mu;
+  // One delivery at a time: a forced flush returns only once every record
+  // taken before it (by the flush thread too) is in the profiler's hands.
+  std::mutex deliver_mu;
   CUpti_CallbackFunc callback = nullptr;
   void* userdata = nullptr;
   bool subscribed = false;
@@ -44,6 +48,7 @@ struct State {
   std::unordered_set<std::string> names;  // under mu; never shrinks: records point into it
   std::atomic<uint32_t> period_ms{100};
   std::atomic<uint32_t> next_correlation{0};
+  std::atomic<uint64_t> dropped{0};  // records no buffer took, since the profiler last asked
   std::once_flag flusher;
 };
 
@@ -156,9 +161,9 @@ size_t write_record(const DeviceRecord& r, uint8_t* at) {
   }
 }
 
-// Hands `records` to the profiler in as many buffers as it takes; a
-// profiler that gives no buffer loses them (real CUPTI counts those drops;
-// here they are simply gone).
+// Hands `records` to the profiler in as many buffers as it takes. Those no
+// buffer takes (the profiler gave none, or one too small for a record) are
+// dropped and counted, as CUPTI counts them.
 void deliver(const std::vector<DeviceRecord>& records) {
   State& s = state();
   size_t i = 0;
@@ -166,7 +171,7 @@ void deliver(const std::vector<DeviceRecord>& records) {
     uint8_t* buffer = nullptr;
     size_t size = 0, max_records = 0;
     s.request(&buffer, &size, &max_records);
-    if (buffer == nullptr) return;
+    if (buffer == nullptr) break;
     size_t used = 0;
     for (; i < records.size(); ++i) {
       constexpr size_t kLargest = sizeof(CUpti_ActivityKernel10);
@@ -175,7 +180,9 @@ void deliver(const std::vector<DeviceRecord>& records) {
       used += write_record(records[i], buffer + used);
     }
     s.complete(nullptr, 0, buffer, size, used);
+    if (used == 0) break;
   }
+  s.dropped.fetch_add(records.size() - i, std::memory_order_relaxed);
 }
 
 // The records whose operation has ended (all of them when forced), taken
@@ -183,6 +190,7 @@ void deliver(const std::vector<DeviceRecord>& records) {
 // handler takes its own locks.
 void flush(bool forced) {
   State& s = state();
+  std::lock_guard delivering(s.deliver_mu);
   std::vector<DeviceRecord> due;
   {
     std::lock_guard lock(s.mu);
@@ -326,7 +334,7 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, C
 
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
   if (dropped == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  *dropped = 0;
+  *dropped = state().dropped.exchange(0, std::memory_order_relaxed);
   return CUPTI_SUCCESS;
 }
 
