@@ -65,13 +65,29 @@ TEST(HotStrings, ThreadsInterningTheSameTextsAgreeOnTheIds) {
       for (int i = 0; i < kTexts; ++i) ids[th][i] = t->intern_hot("range " + std::to_string((i * 7 + th) % kTexts));
     });
   for (auto& th : threads) th.join();
+  // A thread that finds a slot another is filling waits a bounded number of
+  // spins and then answers 0 (its caller counts a drop): on a loaded
+  // machine the filler may be descheduled that long. Every other answer
+  // agrees, and once the threads are done every text has its one id.
   std::map<std::string, uint32_t> by_text;
+  int gave_up = 0;
   for (int th = 0; th < kThreads; ++th)
     for (int i = 0; i < kTexts; ++i) {
-      ASSERT_NE(ids[th][i], 0u);
+      if (ids[th][i] == 0) {
+        ++gave_up;
+        continue;
+      }
       auto [it, fresh] = by_text.emplace("range " + std::to_string((i * 7 + th) % kTexts), ids[th][i]);
       EXPECT_EQ(it->second, ids[th][i]) << it->first;
     }
+  EXPECT_LT(gave_up, kThreads * kTexts / 10);
+  for (int i = 0; i < kTexts; ++i) {
+    const std::string text = "range " + std::to_string(i);
+    const uint32_t id = t->intern_hot(text);
+    ASSERT_NE(id, 0u) << text;
+    if (auto it = by_text.find(text); it != by_text.end()) EXPECT_EQ(it->second, id) << text;
+    by_text[text] = id;
+  }
   const auto got = pending(*t);
   EXPECT_EQ(got.size(), static_cast<size_t>(kTexts));
   for (const auto& [text, id] : by_text) EXPECT_EQ(got.at(id), text);
