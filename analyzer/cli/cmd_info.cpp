@@ -121,17 +121,31 @@ void print_device(const container::DeviceDescription& d) {
   }
 }
 
+std::string load_line(const container::LibraryLoadEvent& l) {
+  const char* what = l.unload ? (l.ok ? "unloaded" : "UNLOAD FAILED") : (l.ok ? "loaded" : "LOAD FAILED");
+  std::string detail = !l.ok ? (l.error.empty() ? "(dlerror text not captured)" : l.error)
+                       : l.resolved_path.empty() || l.resolved_path == l.path ? ""
+                                                                              : "-> " + l.resolved_path;
+  if (l.deepbind_stripped) detail += (detail.empty() ? "" : " ") + std::string("(RTLD_DEEPBIND removed)");
+  return fmt::format("{} {}{}{}", what, l.path, detail.empty() ? "" : l.ok ? " " : ": ", detail);
+}
+
+// Runtimes open libcuda.so.1 more than once (a probe, then the real open): a repeat of the line before is
+// folded into it with a count, so the list shows distinct loads.
 void print_loads(const std::vector<container::LibraryLoadEvent>& loads) {
   constexpr size_t kShown = 20;
-  for (size_t i = 0; i < loads.size() && i < kShown; ++i) {
-    const auto& l = loads[i];
-    const char* what = l.unload ? (l.ok ? "unloaded" : "UNLOAD FAILED") : (l.ok ? "loaded" : "LOAD FAILED");
-    std::string detail = !l.ok ? (l.error.empty() ? "(dlerror text not captured)" : l.error) : l.resolved_path.empty() || l.resolved_path == l.path ? "" : "-> " + l.resolved_path;
-    if (l.deepbind_stripped) detail += (detail.empty() ? "" : " ") + std::string("(RTLD_DEEPBIND removed)");
-    fmt::print("{}{} {}{}{}\n", i == 0 ? "gpu libs:    " : "             ", what, l.path,
-               detail.empty() ? "" : l.ok ? " " : ": ", detail);
+  std::vector<std::pair<std::string, size_t>> lines;
+  for (const auto& l : loads) {
+    std::string line = load_line(l);
+    if (!lines.empty() && lines.back().first == line) ++lines.back().second;
+    else lines.emplace_back(std::move(line), 1);
   }
-  if (loads.size() > kShown) fmt::print("             ... {} more\n", loads.size() - kShown);
+  for (size_t i = 0; i < lines.size() && i < kShown; ++i) {
+    const auto& [line, times] = lines[i];
+    fmt::print("{}{}{}\n", i == 0 ? "gpu libs:    " : "             ", line,
+               times > 1 ? fmt::format(" ({} times)", times) : "");
+  }
+  if (lines.size() > kShown) fmt::print("             ... {} more\n", lines.size() - kShown);
 }
 
 // Where an imported trace came from and what its source could not see.
