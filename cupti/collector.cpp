@@ -117,7 +117,6 @@ bool Collector::start(const CuptiApi& api, const std::string& path) {
   {
     // A hold taken before start() (no capture window open yet) applies now.
     std::lock_guard toggle(toggle_mutex_);
-    switched_on_ = true;
     active_.store(true, std::memory_order_release);
     if (held_ != 0) switch_off();
   }
@@ -226,8 +225,9 @@ bool Collector::hold(Hold why) {
   std::lock_guard toggle(toggle_mutex_);
   const auto bit = static_cast<uint8_t>(why);
   if ((held_ & bit) != 0 || finished_ns_.load(std::memory_order_acquire) != 0) return false;
+  const bool was_on = switched_on();
   held_ |= bit;
-  if (active_.load(std::memory_order_acquire) && switched_on_) switch_off();
+  if (was_on) switch_off();
   return true;
 }
 
@@ -236,13 +236,13 @@ bool Collector::release(Hold why) {
   const auto bit = static_cast<uint8_t>(why);
   if ((held_ & bit) == 0 || finished_ns_.load(std::memory_order_acquire) != 0) return false;
   held_ &= static_cast<uint8_t>(~bit);
-  if (held_ == 0 && active_.load(std::memory_order_acquire) && !switched_on_) switch_on();
+  if (switched_on()) switch_on();  // the bit just cleared held it off
   return true;
 }
 
 bool Collector::collecting() const {
   std::lock_guard toggle(toggle_mutex_);
-  return active_.load(std::memory_order_acquire) && switched_on_;
+  return switched_on();
 }
 
 void Collector::flush() {
@@ -254,14 +254,12 @@ void Collector::flush() {
 void Collector::switch_off() {
   for (CUpti_ActivityKind k : enabled_) api_.disable(k);
   for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(0, subscriber_, d);
-  switched_on_ = false;
 }
 
 void Collector::switch_on() {
   for (CUpti_ActivityKind k : enabled_) api_.enable(k);
   for (CUpti_CallbackDomain d : whole_domains_) api_.enable_domain(1, subscriber_, d);
   for (const EnabledCallback& c : callbacks_) api_.enable_callback(1, subscriber_, c.domain, c.cbid);
-  switched_on_ = true;
 }
 
 // Back to how the program was before start(): nothing enabled, no
@@ -310,7 +308,7 @@ void Collector::finish() {
     // Forced: buffers still being filled are completed too (their records
     // are final); the completion callbacks run on this thread.
     api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (switched_on_) switch_off();
+    if (switched_on()) switch_off();
     active_.store(false, std::memory_order_release);
   }
   {

@@ -135,6 +135,9 @@ class Collector {
   uint32_t enable_device_work_callbacks(CUpti_CallbackDomain domain);
   void switch_off();
   void switch_on();
+  // Under toggle_mutex_: the kinds and callbacks are enabled exactly while
+  // the collector is active and nothing holds it.
+  bool switched_on() const { return active_.load(std::memory_order_acquire) && held_ == 0; }
   void undo();
   void fail(uint8_t state, std::string reason);
   void bump() { status_serial_.fetch_add(1, std::memory_order_acq_rel); }
@@ -155,7 +158,6 @@ class Collector {
   // under it.
   mutable std::mutex toggle_mutex_;
   uint8_t held_ = 0;         // Hold bits, under toggle_mutex_
-  bool switched_on_ = false;  // under toggle_mutex_: the kinds and callbacks are enabled
   std::atomic<uint64_t> started_ns_{0}, finished_ns_{0};
   CorrelationTable correlations_;
   std::atomic<bool> started_{false};
