@@ -45,9 +45,13 @@ std::string_view HotStrings::truncate(std::string_view text) noexcept {
   return text.substr(0, n);
 }
 
-uint32_t HotStrings::intern(std::string_view text, std::atomic<uint32_t>& next_id) noexcept {
+uint32_t HotStrings::intern(std::string_view text, std::atomic<uint32_t>& next_id, Miss* miss) noexcept {
   text = truncate(text);
-  if (text.empty() || slots_ == nullptr) return 0;
+  if (text.empty()) return 0;
+  Miss ignored;
+  if (miss == nullptr) miss = &ignored;
+  *miss = Miss::TableFull;
+  if (slots_ == nullptr) return 0;
   const uint64_t h = hash_text(text);
   for (uint32_t probe = 0; probe < kProbeLimit; ++probe) {
     Slot& slot = slots_[(h + probe) & (kSlots - 1)];
@@ -58,6 +62,7 @@ uint32_t HotStrings::intern(std::string_view text, std::atomic<uint32_t>& next_i
     }
     if (seen != h) continue;
     const uint32_t id = await_published(slot);
+    if (id == kFilling) *miss = Miss::SlotBusy;
     if (id == kFilling || id == kUnusable) return 0;
     if (holds(slot, text)) return id;
   }

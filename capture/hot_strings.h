@@ -3,8 +3,9 @@
 // lock-free and fixed-size: open addressing over kSlots slots keyed by a
 // 64-bit hash of the (truncated) text, the text copied once into a bump
 // arena. A thread that finds a slot being filled by another waits a bounded
-// number of spins, then gives up; a full table or arena answers 0 (the
-// caller counts a StringTableFull drop and keeps the record unnamed).
+// number of spins, then gives up (Miss::SlotBusy); a full table or arena
+// answers 0 too (Miss::TableFull). The caller counts the drop under its
+// reason and keeps the record unnamed.
 //
 // Ids come from the StringTable's id space (one counter for both), and the
 // writer collects newly published strings through StringTable::take_pending,
@@ -38,10 +39,14 @@ class HotStrings {
   HotStrings(const HotStrings&) = delete;
   HotStrings& operator=(const HotStrings&) = delete;
 
+  // Why a non-empty text got 0.
+  enum class Miss : uint8_t { TableFull, SlotBusy };
+
   // Id of `text` (truncated to kMaxTextBytes on a UTF-8 boundary), taking a
   // new id from `next_id` when the text is new. 0 for an empty text or when
-  // the table cannot take it. Lock-free, allocation-free.
-  uint32_t intern(std::string_view text, std::atomic<uint32_t>& next_id) noexcept;
+  // the table cannot take it (then *miss says why, if given). Lock-free,
+  // allocation-free.
+  uint32_t intern(std::string_view text, std::atomic<uint32_t>& next_id, Miss* miss = nullptr) noexcept;
 
   // Writer side (one caller at a time): strings published since the last
   // call, or every published string when `all`.

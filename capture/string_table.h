@@ -29,7 +29,9 @@ class StringTable {
 
   // Same, from the hot path: never blocks, never allocates; 0 when the
   // bounded hot table is full (the caller counts the loss).
-  uint32_t intern_hot(std::string_view text) noexcept { return hot_.intern(text, next_id_); }
+  uint32_t intern_hot(std::string_view text, HotStrings::Miss* miss = nullptr) noexcept {
+    return hot_.intern(text, next_id_, miss);
+  }
 
   // Moves out the strings interned since the last call (writer thread).
   std::vector<std::pair<uint32_t, std::string>> take_pending();

@@ -19,7 +19,7 @@
 
 namespace gpuscope::capture {
 
-inline constexpr size_t kDropReasonCount = 5;  // fb::DropReason values
+inline constexpr size_t kDropReasonCount = 6;  // fb::DropReason values
 static_assert(kDropReasonCount == static_cast<size_t>(fb::DropReason::MAX) + 1);
 
 // A counter written by exactly one thread and read by the writer: a relaxed

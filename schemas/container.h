@@ -35,7 +35,8 @@ inline constexpr uint16_t kFormatMajor = 2;
 // 2.2: ProcessMetadata.host_clock (how the hooks stamped calls).
 // 2.3: Totals.tick_rate_restarts (the TSC's rate changed mid-run).
 // 2.4: Alloc.flags kAllocPhysical (cuMemCreate / cuMemRelease, keyed by handle).
-inline constexpr uint16_t kFormatMinor = 4;
+// 2.5: DropReason.StringSlotBusy (an NVTX message's slot still being filled by another thread).
+inline constexpr uint16_t kFormatMinor = 5;
 
 inline constexpr std::array<char, 8> kFileMagic = {'G', 'P', 'U', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr std::array<char, 4> kFrameMagic = {'G', 'S', 'F', 'R'};

@@ -25,7 +25,8 @@ void read_drops(const flatbuffers::Vector<flatbuffers::Offset<fb::DropCount>>* v
   out->fill(0);
   for (const fb::DropCount* d : *v) {
     const auto r = static_cast<size_t>(d->reason());
-    if (r < kDropReasons) (*out)[r] = d->count();
+    if (r < kUnknownDropReason) (*out)[r] = d->count();
+    else (*out)[kUnknownDropReason] += d->count();
   }
 }
 
@@ -396,8 +397,10 @@ const char* drop_reason_text(fb::DropReason reason) {
     case fb::DropReason::NotRecording: return "after capture stopped";
     case fb::DropReason::RecordTooLarge: return "record too large";
     case fb::DropReason::StringTableFull: return "NVTX message not interned (string table full; record kept unnamed)";
+    case fb::DropReason::StringSlotBusy:
+      return "NVTX message not interned (another thread was still storing the same text; record kept unnamed)";
   }
-  return "unknown";
+  return "a reason this gpuscope does not know (written by a newer one)";
 }
 
 }  // namespace gpuscope::reader

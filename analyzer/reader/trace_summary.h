@@ -37,7 +37,10 @@ struct EndInfo {
   uint32_t tick_rate_restarts = 0;  // format 2.3
 };
 
-inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) + 1;
+// One count per DropReason this reader knows, then one for reasons a newer
+// writer added: they are still drops, and the total must say so.
+inline constexpr size_t kDropReasons = static_cast<size_t>(fb::DropReason::MAX) + 2;
+inline constexpr size_t kUnknownDropReason = kDropReasons - 1;
 
 struct RecordCounts {
   uint64_t api_calls = 0, copies = 0, memsets = 0, kernels = 0, syncs = 0, allocs = 0,

@@ -55,8 +55,13 @@ size_t wide_to_utf8(const wchar_t* text, char* out, size_t capacity) noexcept {
 
 uint32_t intern_message(capture::ThreadSlot* slot, std::string_view text) noexcept {
   if (text.empty()) return 0;
-  const uint32_t id = capture::session_strings().intern_hot(text);
-  if (id == 0) slot->drops[static_cast<size_t>(fb::DropReason::StringTableFull)].add();
+  capture::HotStrings::Miss miss;
+  const uint32_t id = capture::session_strings().intern_hot(text, &miss);
+  if (id == 0) {
+    const auto reason = miss == capture::HotStrings::Miss::SlotBusy ? fb::DropReason::StringSlotBusy
+                                                                     : fb::DropReason::StringTableFull;
+    slot->drops[static_cast<size_t>(reason)].add();
+  }
   return id;
 }
 

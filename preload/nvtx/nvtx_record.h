@@ -12,8 +12,9 @@
 
 namespace gpuscope::nvtx {
 
-// Interned id of a message; on a full table 0, counted as a StringTableFull
-// drop on `slot` (the record is kept, unnamed).
+// Interned id of a message; 0 when the table could not take it, counted on
+// `slot` as a StringTableFull or StringSlotBusy drop (the record is kept,
+// unnamed).
 uint32_t intern_message(capture::ThreadSlot* slot, std::string_view text) noexcept;
 // Wide-character text (UTF-32 on Linux) converted to UTF-8, then interned.
 uint32_t intern_wide_message(capture::ThreadSlot* slot, const wchar_t* text) noexcept;

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <string>
 #include <thread>
@@ -59,10 +60,16 @@ TEST(HotStrings, ThreadsInterningTheSameTextsAgreeOnTheIds) {
   auto t = std::make_unique<StringTable>();
   constexpr int kThreads = 4, kTexts = 300;
   std::vector<std::vector<uint32_t>> ids(kThreads, std::vector<uint32_t>(kTexts));
+  std::vector<int> busy_misses(kThreads);
   std::vector<std::thread> threads;
   for (int th = 0; th < kThreads; ++th)
     threads.emplace_back([&, th] {
-      for (int i = 0; i < kTexts; ++i) ids[th][i] = t->intern_hot("range " + std::to_string((i * 7 + th) % kTexts));
+      for (int i = 0; i < kTexts; ++i) {
+        HotStrings::Miss miss = HotStrings::Miss::TableFull;
+        ids[th][i] = t->intern_hot("range " + std::to_string((i * 7 + th) % kTexts), &miss);
+        // 300 short texts never fill the table: a 0 can only be a wait that ran out.
+        if (ids[th][i] == 0) busy_misses[th] += miss == HotStrings::Miss::SlotBusy;
+      }
     });
   for (auto& th : threads) th.join();
   // A thread that finds a slot another is filling waits a bounded number of
@@ -81,6 +88,7 @@ TEST(HotStrings, ThreadsInterningTheSameTextsAgreeOnTheIds) {
       EXPECT_EQ(it->second, ids[th][i]) << it->first;
     }
   EXPECT_LT(gave_up, kThreads * kTexts / 10);
+  EXPECT_EQ(std::accumulate(busy_misses.begin(), busy_misses.end(), 0), gave_up);
   for (int i = 0; i < kTexts; ++i) {
     const std::string text = "range " + std::to_string(i);
     const uint32_t id = t->intern_hot(text);
@@ -101,9 +109,14 @@ TEST(HotStrings, AFullTableAnswersZeroAndKeepsWhatItHas) {
   for (int i = 0; i < 4096; ++i) {
     std::string text = std::to_string(i);
     text.resize(HotStrings::kMaxTextBytes, 'x');
-    const uint32_t id = t->intern_hot(text);
-    if (id == 0) ++refused;
-    else ids.insert(id);
+    HotStrings::Miss miss = HotStrings::Miss::SlotBusy;
+    const uint32_t id = t->intern_hot(text, &miss);
+    if (id == 0) {
+      ++refused;
+      EXPECT_EQ(miss, HotStrings::Miss::TableFull) << i;  // one thread: no slot is ever being filled by another
+    } else {
+      ids.insert(id);
+    }
   }
   EXPECT_GT(refused, 0u);
   EXPECT_GE(ids.size(), 2000u);

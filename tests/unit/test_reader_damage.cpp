@@ -584,5 +584,28 @@ TEST(ReaderDamage, AHalfFrameCutOffAndWrittenOverReadsAsTheFinishedFile) {
   EXPECT_EQ(r.sequences.back(), t.frame_offsets.size() - 1);
 }
 
+// A reason added by a newer writer (a minor version this reader only notes)
+// is still a drop: the total counts it, under a reason of its own.
+TEST(ReaderDamage, DropsOfAReasonFromANewerWriterStillCount) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto drops = fbb.CreateVector(std::vector<flatbuffers::Offset<fb::DropCount>>{
+      fb::CreateDropCount(fbb, fb::DropReason::StringSlotBusy, 3),
+      fb::CreateDropCount(fbb, static_cast<fb::DropReason>(200), 5),
+      fb::CreateDropCount(fbb, static_cast<fb::DropReason>(201), 2)});
+  fb::ChunkBuilder chunk(fbb);
+  chunk.add_drops(drops);
+  fbb.Finish(chunk.Finish());
+  ChunkView view;
+  view.chunk = flatbuffers::GetRoot<fb::Chunk>(fbb.GetBufferPointer());
+  SummaryBuilder builder(FileInfo{});
+  builder.add_tables(view);
+  const TraceSummary& s = builder.current();
+  EXPECT_EQ(s.drops[static_cast<size_t>(fb::DropReason::StringSlotBusy)], 3u);
+  EXPECT_EQ(s.drops[kUnknownDropReason], 7u);
+  EXPECT_EQ(s.dropped_total(), 10u);
+  EXPECT_STREQ(drop_reason_text(static_cast<fb::DropReason>(kUnknownDropReason)),
+               "a reason this gpuscope does not know (written by a newer one)");
+}
+
 }  // namespace
 }  // namespace gpuscope::reader
