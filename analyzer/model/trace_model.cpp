@@ -361,6 +361,14 @@ void ModelBuilder::add(const reader::ChunkView& v) {
     if (keep(s)) add_sync(s);
   for (const auto& a : v.allocs) {
     if (!keep(a)) continue;
+    // CUPTI's MEMORY2 records repeat what the allocation hooks recorded (every
+    // runtime and driver allocation call is hooked), later and in another
+    // order: counted twice they doubled the churn, and a late copy of a
+    // freed address would have kept it live. The hooks are the record.
+    if (a.source() == fb::Source::Device) {
+      ++m_.device_records;
+      continue;
+    }
     add_alloc(a);
     if (m_.device_memory.live_at_quarter < 0 && m_.device_memory.allocations * 4 >= m_.allocs.count &&
         m_.allocs.count >= 8)

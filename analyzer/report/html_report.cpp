@@ -278,7 +278,8 @@ void TimelinePass::add(const reader::ChunkView& v) {
   for (const auto& k : v.kernels) add_device_record(k, SpanCategory::Kernel, k.name_id(), 0);
   for (const auto& c : v.copies) add_device_record(c, copy_category(c.direction()), 0, c.bytes());
   for (const auto& s : v.memsets) add_device_record(s, SpanCategory::Memset, 0, s.bytes());
-  for (const auto& a : v.allocs) memory_.add(buckets_.index(a.start_ns()), a);
+  for (const auto& a : v.allocs)  // CUPTI's copies of hooked allocations: the model's rule (trace_model.cpp)
+    if (a.source() != fb::Source::Device) memory_.add(buckets_.index(a.start_ns()), a);
   for (const auto& s : v.gpu_samples)
     if (gpu_.size() < kMaxStreamLanes || gpu_.count(s.device())) gpu_[s.device()].add(buckets_.index(s.start_ns()), s);
   for (const auto& mk : v.markers)

@@ -83,5 +83,31 @@ TEST(DeviceTimeline, ADeviceBusyGpuMakesLongSyncsHealthy) {
   EXPECT_EQ(analyze(empty, x).verdict.cls, Bottleneck::Healthy);
 }
 
+fb::Alloc allocation(uint64_t at_ms, uint64_t address, fb::AllocOp op, fb::Source source) {
+  return fb::Alloc(kStart + at_ms * kMs, source == fb::Source::Host ? kMs / 10 : 0, 0, address, 1 << 20, op,
+                   fb::MemoryKind::Device, source, 0, 0, 0);
+}
+
+// CUPTI's MEMORY2 records repeat every hooked allocation, and arrive later:
+// on the real H200 trace of alloc_churn the model counted 16002
+// allocations for the program's 8001 cudaMalloc calls. A late copy of an
+// allocation whose address was already freed and reused must not keep
+// memory live either.
+TEST(DeviceTimeline, CuptisCopiesOfAllocationsCountNeitherTwiceNorAsLive) {
+  const Metrics x = metrics_of(trace_bytes([](capture::ChunkBuilder& b) {
+    for (uint64_t i = 0; i < 3; ++i) {  // the same address allocated and freed three times
+      b.add(allocation(10 * i + 1, 0x7000, fb::AllocOp::Alloc, fb::Source::Host));
+      b.add(allocation(10 * i + 5, 0x7000, fb::AllocOp::Free, fb::Source::Host));
+    }
+    for (uint64_t i = 0; i < 3; ++i) {  // CUPTI's copies, delivered after all of it, the last free missing
+      b.add(allocation(10 * i + 1, 0x7000, fb::AllocOp::Alloc, fb::Source::Device));
+      if (i < 2) b.add(allocation(10 * i + 5, 0x7000, fb::AllocOp::Free, fb::Source::Device));
+    }
+  }));
+  EXPECT_EQ(x.allocs, 3u);
+  EXPECT_EQ(x.frees, 3u);
+  EXPECT_EQ(x.live_end_bytes, 0) << "a copy's alloc after the last free left memory live";
+}
+
 }  // namespace
 }  // namespace gpuscope::analyzer

@@ -2,8 +2,10 @@
 """Verdicts on traces recorded on real GPUs (docs/gpu-validation.md): each
 directory holds the traces of one run and expected.json, which says per
 trace the verdict class it must get ("class") or must not ("not_class"),
-the findings that must fail ("fail") or must be absent ("absent"), and
-text a failing finding's title must hold ("title_has"). The traces are the
+the findings that must fail ("fail") or must be absent ("absent"),
+text a failing finding's title must hold ("title_has"), and figures of the
+analysis's "metrics" that must be exactly so ("metrics": counts the
+program's own source fixes, such as its allocations). The traces are the
 project's own recordings, kept so that a rule change is checked against
 real hardware's numbers, not only simgpu's model.
 
@@ -40,6 +42,9 @@ def problems(doc, want):
         out.append(f"verdict {got}, which it must not be")
     out += [f"finding {i} does not fail" for i in want.get("fail", []) if i not in failing]
     out += [f"finding {i} is present" for i in want.get("absent", []) if i in ids]
+    for name, value in want.get("metrics", {}).items():
+        if doc["metrics"].get(name) != value:
+            out.append(f"metrics.{name} is {doc['metrics'].get(name)}, expected {value}")
     text = want.get("title_has")
     if text and not any(text in f["title"] for f in failing.values()):
         out.append(f"no failing finding's title names {text!r}")
