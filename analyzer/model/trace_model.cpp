@@ -194,6 +194,14 @@ void ModelBuilder::add_copy(const fb::Copy& c) {
 }
 
 void ModelBuilder::add_alloc(const fb::Alloc& a) {
+  // CUPTI's MEMORY2 records repeat what the allocation hooks recorded (every
+  // runtime and driver allocation call is hooked), later and in another
+  // order: counted twice they doubled the churn, and a late copy of a
+  // freed address would have kept it live. The hooks are the record.
+  if (a.source() == fb::Source::Device) {
+    ++m_.device_records;
+    return;
+  }
   const bool physical = (a.flags() & container::kAllocPhysical) != 0;
   if (a.op() == fb::AllocOp::Alloc) {
     m_.allocs.add(a.duration_ns());
@@ -209,6 +217,8 @@ void ModelBuilder::add_alloc(const fb::Alloc& a) {
   mem.peak_bytes = live_.peak_bytes();
   mem.allocations = live_.allocations();
   mem.untracked = live_.untracked();
+  if (mem.live_at_quarter < 0 && mem.allocations * 4 >= m_.allocs.count && m_.allocs.count >= 8)
+    mem.live_at_quarter = mem.live_bytes;
 }
 
 void ModelBuilder::attribute_to_range(const fb::ApiCall& c, CallKind kind, uint64_t calls) {
@@ -359,21 +369,8 @@ void ModelBuilder::add(const reader::ChunkView& v) {
   }
   for (const auto& s : v.syncs)
     if (keep(s)) add_sync(s);
-  for (const auto& a : v.allocs) {
-    if (!keep(a)) continue;
-    // CUPTI's MEMORY2 records repeat what the allocation hooks recorded (every
-    // runtime and driver allocation call is hooked), later and in another
-    // order: counted twice they doubled the churn, and a late copy of a
-    // freed address would have kept it live. The hooks are the record.
-    if (a.source() == fb::Source::Device) {
-      ++m_.device_records;
-      continue;
-    }
-    add_alloc(a);
-    if (m_.device_memory.live_at_quarter < 0 && m_.device_memory.allocations * 4 >= m_.allocs.count &&
-        m_.allocs.count >= 8)
-      m_.device_memory.live_at_quarter = m_.device_memory.live_bytes;
-  }
+  for (const auto& a : v.allocs)
+    if (keep(a)) add_alloc(a);
   add_samples(v);
   for (const auto& mk : v.markers) {
     // Provisional markers of a window still open overlap the final one:

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e_support.h"
 
 namespace gpuscope::test {
@@ -219,6 +221,39 @@ TEST_F(DeviceActivityTest, OnTheSimulatedCuptiEveryDeviceOperationIsLinkedToItsC
   expect_linked_to_calls(t, t.memsets);
   const auto a = run({gpuscope_exe(), "analyze", trace_path_});
   EXPECT_NE(a.out.find("(device timestamps)"), std::string::npos) << a.out;
+}
+
+// CUPTI's MEMORY2 and SYNCHRONIZATION records repeat the allocations,
+// frees and waits the hooks record. Each names its call, and the analysis
+// counts the program's allocations once (the real H200 trace of
+// alloc_churn read twice its cudaMalloc calls before the model dropped
+// CUPTI's copies).
+TEST_F(DeviceActivityTest, OnTheSimulatedCuptiAllocationsAndWaitsAreLinkedAndCountedOnce) {
+  if (!std::filesystem::exists(bin("alloc_churn"))) GTEST_SKIP() << "samples not built";
+  const auto r = gpuscope_run({bin("alloc_churn"), "--iters", "40"}, simulated_cupti());
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const auto t = only_trace();
+  EXPECT_EQ(from_device(t.allocs), 82u) << "40 buffers and the summary, each allocated and freed";
+  EXPECT_GE(from_device(t.syncs), 1u) << "the final cudaDeviceSynchronize";
+  expect_linked_to_calls(t, t.allocs);
+  expect_linked_to_calls(t, t.syncs);
+  const auto a = run({gpuscope_exe(), "analyze", "--json", trace_path_}, clean_env());
+  const auto json = nlohmann::json::parse(a.out, nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << a.out << a.err;
+  EXPECT_EQ(json["metrics"]["allocs"], 41) << "one per cudaMalloc";
+  EXPECT_EQ(json["metrics"]["frees"], 41) << "one per cudaFree";
+}
+
+TEST_F(DeviceActivityTest, OnTheSimulatedCuptiEachEventWaitIsADeviceSyncRecordOfItsCall) {
+  if (!std::filesystem::exists(bin("cpu_bound"))) GTEST_SKIP() << "samples not built";
+  const auto r = gpuscope_run({bin("cpu_bound"), "--batches", "20", "--items", "4096", "--fixed"}, simulated_cupti());
+  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  const auto t = only_trace();
+  size_t event_waits = 0;
+  for (const auto& s : t.syncs)
+    if (s.source() == fb::Source::Device && s.kind() == fb::SyncKind::Event) ++event_waits;
+  EXPECT_EQ(event_waits, 20u) << "one cudaEventSynchronize per batch";
+  expect_linked_to_calls(t, t.syncs);
 }
 
 // CUDA starts before the first cudaProfilerStart: each window's device work

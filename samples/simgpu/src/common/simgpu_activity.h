@@ -12,17 +12,22 @@
 
 namespace simgpu {
 
-// One operation the device model scheduled.
+// One operation the device model scheduled, an allocation or free it made,
+// or a host wait it ended (start and end of the wait).
 struct DeviceRecord {
-  enum Kind : uint32_t { None = 0, Kernel = 1, Copy = 2, Memset = 3 };
+  enum Kind : uint32_t { None = 0, Kernel = 1, Copy = 2, Memset = 3, Alloc = 4, Free = 5, Sync = 6 };
   uint32_t kind = None;
   uint32_t device = 0;
   uint32_t correlation = 0;  // from `enter` in the API call that queued it
   uint64_t stream_id = 0;
   int64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC; the end may be in the future
   uint64_t bytes = 0;
-  // Copies: CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind values.
+  // Copies: CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind values;
+  // memsets, allocations and frees: dst_kind is the memory's kind.
   uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;
+  uint8_t sync_type = 0;  // Sync: a CUpti_ActivitySynchronizationType value
+  uint32_t event_id = 0;  // Sync on or for an event: the event's id
+  uint64_t address = 0;   // Alloc, Free
   bool async = false;
   uint32_t grid[3] = {}, block[3] = {};
   const char* name = nullptr;  // kernels; valid during the call only

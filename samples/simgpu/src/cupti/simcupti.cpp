@@ -8,7 +8,11 @@
 // Modeled: one subscriber; the runtime and driver callback domains (API
 // entry and exit, with the call's correlation id, in every call that queues
 // device work); CONCURRENT_KERNEL, MEMCPY and MEMSET records with the
-// model's start and end; buffers requested from and completed to the
+// model's start and end; MEMORY2 records of cuMemAlloc/cuMemAllocHost/
+// cuMemAllocManaged and their frees (not stream-ordered pools, graphs or
+// the virtual memory API); SYNCHRONIZATION records of stream, event and
+// context synchronizes (the host's wait) and of cuStreamWaitEvent; buffers
+// requested from and completed to the
 // profiler, on a flush thread every flush period for records whose end has
 // passed, and all of them at a forced flush; records no buffer took are
 // counted as dropped. Everything else a profiler
@@ -17,6 +21,7 @@
 #include <cupti.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -41,7 +46,7 @@ struct State {
   void* userdata = nullptr;
   bool subscribed = false;
   std::atomic<bool> callbacks_on{false};
-  std::atomic<uint32_t> kinds{0};  // bits: 1 kernel, 2 memcpy, 4 memset
+  std::atomic<uint32_t> kinds{0};  // bits: 1 kernel, 2 memcpy, 4 memset, 8 memory, 16 synchronization
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   std::vector<DeviceRecord> pending;       // under mu, names interned
@@ -62,6 +67,9 @@ uint32_t kind_bit(uint32_t record_kind) {
     case DeviceRecord::Kernel: return 1;
     case DeviceRecord::Copy: return 2;
     case DeviceRecord::Memset: return 4;
+    case DeviceRecord::Alloc:
+    case DeviceRecord::Free: return 8;
+    case DeviceRecord::Sync: return 16;
     default: return 0;
   }
 }
@@ -71,6 +79,8 @@ uint32_t activity_bit(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return 1;
     case CUPTI_ACTIVITY_KIND_MEMCPY: return 2;
     case CUPTI_ACTIVITY_KIND_MEMSET: return 4;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return 8;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return 16;
     default: return 0;
   }
 }
@@ -80,11 +90,17 @@ size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
     default: return 0;
   }
 }
 
 size_t aligned(size_t n) { return (n + 7) & ~size_t{7}; }
+
+constexpr size_t kLargestRecord = std::max({sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityMemcpy6),
+                                            sizeof(CUpti_ActivityMemset4), sizeof(CUpti_ActivityMemory4),
+                                            sizeof(CUpti_ActivitySynchronization2)});
 
 int64_t monotonic_now() {
   timespec ts{};
@@ -119,45 +135,81 @@ void on_record(const DeviceRecord& r) {
 
 // --- records into buffers -------------------------------------------------------
 
+template <typename Record>
+size_t put(const Record& record, uint8_t* at) {
+  std::memcpy(at, &record, sizeof record);
+  return sizeof record;
+}
+
+CUpti_ActivityKernel10 kernel_record(const DeviceRecord& r) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = static_cast<uint64_t>(r.start_ns), k.end = static_cast<uint64_t>(r.end_ns);
+  k.deviceId = r.device, k.contextId = 1, k.streamId = static_cast<uint32_t>(r.stream_id);
+  k.correlationId = r.correlation;
+  k.gridX = static_cast<int32_t>(r.grid[0]), k.gridY = static_cast<int32_t>(r.grid[1]);
+  k.gridZ = static_cast<int32_t>(r.grid[2]);
+  k.blockX = static_cast<int32_t>(r.block[0]), k.blockY = static_cast<int32_t>(r.block[1]);
+  k.blockZ = static_cast<int32_t>(r.block[2]);
+  k.name = r.name;
+  return k;
+}
+
+CUpti_ActivityMemcpy6 copy_record(const DeviceRecord& r) {
+  CUpti_ActivityMemcpy6 c{};
+  c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  c.copyKind = r.copy_kind, c.srcKind = r.src_kind, c.dstKind = r.dst_kind;
+  c.flags = r.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : CUPTI_ACTIVITY_FLAG_NONE;
+  c.bytes = r.bytes;
+  c.start = static_cast<uint64_t>(r.start_ns), c.end = static_cast<uint64_t>(r.end_ns);
+  c.deviceId = r.device, c.contextId = 1, c.streamId = static_cast<uint32_t>(r.stream_id);
+  c.correlationId = r.correlation;
+  return c;
+}
+
+CUpti_ActivityMemset4 memset_record(const DeviceRecord& r) {
+  CUpti_ActivityMemset4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.bytes = r.bytes;
+  m.memoryKind = r.dst_kind;
+  m.start = static_cast<uint64_t>(r.start_ns), m.end = static_cast<uint64_t>(r.end_ns);
+  m.deviceId = r.device, m.contextId = 1, m.streamId = static_cast<uint32_t>(r.stream_id);
+  m.correlationId = r.correlation;
+  return m;
+}
+
+CUpti_ActivityMemory4 memory_record(const DeviceRecord& r) {
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = r.kind == DeviceRecord::Alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                                        : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  m.memoryKind = static_cast<CUpti_ActivityMemoryKind>(r.dst_kind);
+  m.correlationId = r.correlation;
+  m.address = r.address, m.bytes = r.bytes;
+  m.timestamp = static_cast<uint64_t>(r.start_ns);
+  m.deviceId = r.device, m.contextId = 1, m.streamId = 0xFFFFFFFFu;  // synchronous calls: no stream
+  return m;
+}
+
+CUpti_ActivitySynchronization2 sync_record(const DeviceRecord& r) {
+  CUpti_ActivitySynchronization2 s{};
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = static_cast<CUpti_ActivitySynchronizationType>(r.sync_type);
+  s.start = static_cast<uint64_t>(r.start_ns), s.end = static_cast<uint64_t>(r.end_ns);
+  s.correlationId = r.correlation;
+  s.contextId = 1, s.streamId = static_cast<uint32_t>(r.stream_id);
+  s.cudaEventId = r.event_id != 0 ? r.event_id : 0xFFFFFFFFu;
+  return s;
+}
+
 size_t write_record(const DeviceRecord& r, uint8_t* at) {
   switch (r.kind) {
-    case DeviceRecord::Kernel: {
-      CUpti_ActivityKernel10 k{};
-      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-      k.start = static_cast<uint64_t>(r.start_ns), k.end = static_cast<uint64_t>(r.end_ns);
-      k.deviceId = r.device, k.contextId = 1, k.streamId = static_cast<uint32_t>(r.stream_id);
-      k.correlationId = r.correlation;
-      k.gridX = static_cast<int32_t>(r.grid[0]), k.gridY = static_cast<int32_t>(r.grid[1]);
-      k.gridZ = static_cast<int32_t>(r.grid[2]);
-      k.blockX = static_cast<int32_t>(r.block[0]), k.blockY = static_cast<int32_t>(r.block[1]);
-      k.blockZ = static_cast<int32_t>(r.block[2]);
-      k.name = r.name;
-      std::memcpy(at, &k, sizeof k);
-      return sizeof k;
-    }
-    case DeviceRecord::Copy: {
-      CUpti_ActivityMemcpy6 c{};
-      c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-      c.copyKind = r.copy_kind, c.srcKind = r.src_kind, c.dstKind = r.dst_kind;
-      c.flags = r.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : CUPTI_ACTIVITY_FLAG_NONE;
-      c.bytes = r.bytes;
-      c.start = static_cast<uint64_t>(r.start_ns), c.end = static_cast<uint64_t>(r.end_ns);
-      c.deviceId = r.device, c.contextId = 1, c.streamId = static_cast<uint32_t>(r.stream_id);
-      c.correlationId = r.correlation;
-      std::memcpy(at, &c, sizeof c);
-      return sizeof c;
-    }
-    default: {
-      CUpti_ActivityMemset4 m{};
-      m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-      m.bytes = r.bytes;
-      m.memoryKind = r.dst_kind;
-      m.start = static_cast<uint64_t>(r.start_ns), m.end = static_cast<uint64_t>(r.end_ns);
-      m.deviceId = r.device, m.contextId = 1, m.streamId = static_cast<uint32_t>(r.stream_id);
-      m.correlationId = r.correlation;
-      std::memcpy(at, &m, sizeof m);
-      return sizeof m;
-    }
+    case DeviceRecord::Kernel: return put(kernel_record(r), at);
+    case DeviceRecord::Copy: return put(copy_record(r), at);
+    case DeviceRecord::Memset: return put(memset_record(r), at);
+    case DeviceRecord::Alloc:
+    case DeviceRecord::Free: return put(memory_record(r), at);
+    default: return put(sync_record(r), at);
   }
 }
 
@@ -174,8 +226,7 @@ void deliver(const std::vector<DeviceRecord>& records) {
     if (buffer == nullptr) break;
     size_t used = 0;
     for (; i < records.size(); ++i) {
-      constexpr size_t kLargest = sizeof(CUpti_ActivityKernel10);
-      if (aligned(used) + kLargest > size) break;
+      if (aligned(used) + kLargestRecord > size) break;
       used = aligned(used);
       used += write_record(records[i], buffer + used);
     }

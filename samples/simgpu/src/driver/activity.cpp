@@ -7,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "../common/clock.hpp"
+
 namespace simgpu::drv {
 namespace {
 
@@ -33,6 +35,35 @@ uint32_t activity_enter() {
 
 void activity_record(const DeviceRecord& record) {
   if (const ActivityRecordFn fn = g_record.load(std::memory_order_acquire)) fn(record);
+}
+
+bool activity_wanted() { return g_record.load(std::memory_order_acquire) != nullptr; }
+
+void activity_memory(DeviceRecord::Kind op, int device, uint64_t address, uint64_t bytes, uint8_t memory_kind) {
+  if (!activity_wanted()) return;
+  DeviceRecord r;
+  r.kind = op;
+  r.device = static_cast<uint32_t>(device);
+  r.correlation = activity_enter();
+  r.start_ns = r.end_ns = now_ns();
+  r.address = address;
+  r.bytes = bytes;
+  r.dst_kind = memory_kind;
+  activity_record(r);
+}
+
+void activity_sync(uint8_t sync_type, int device, uint64_t stream_id, uint32_t event_id, int64_t start_ns) {
+  if (!activity_wanted()) return;
+  DeviceRecord r;
+  r.kind = DeviceRecord::Sync;
+  r.device = static_cast<uint32_t>(device);
+  r.correlation = activity_enter();
+  r.stream_id = stream_id;
+  r.event_id = event_id;
+  r.sync_type = sync_type;
+  r.start_ns = start_ns;
+  r.end_ns = now_ns();
+  activity_record(r);
 }
 
 void inject_once() {

@@ -17,6 +17,16 @@ const void* activity_export_table(const CUuuid& id);
 uint32_t activity_enter();
 // An operation the model scheduled (under the model's lock).
 void activity_record(const DeviceRecord& record);
+// CUPTI's "not applicable" stream id (a context's or an event's wait).
+inline constexpr uint64_t kNoStream = 0xFFFFFFFFu;
+// Whether anyone takes records: callers skip building them otherwise.
+bool activity_wanted();
+// What CUPTI's MEMORY2 and SYNCHRONIZATION kinds report, each inside its
+// API call: an allocation or free the model just made (an instant), and a
+// host wait from `start_ns` to now. `sync_type` is a
+// CUpti_ActivitySynchronizationType value.
+void activity_memory(DeviceRecord::Kind op, int device, uint64_t address, uint64_t bytes, uint8_t memory_kind);
+void activity_sync(uint8_t sync_type, int device, uint64_t stream_id, uint32_t event_id, int64_t start_ns);
 
 // At cuInit's success, once: with SIMGPU_INJECTION=1, dlopens
 // CUDA_INJECTION64_PATH and calls its InitializeInjection on this thread,

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "../common/clock.hpp"
+#include "activity.hpp"
 
 namespace simgpu::drv {
 namespace {
@@ -176,7 +177,9 @@ int64_t Model::max_idle_time() const {
 }
 
 CUresult Model::ctx_synchronize(CUcontext ctx) {
+  const int64_t start = now_ns();
   int64_t until = 0;
+  int device = 0;
   {
     std::unique_lock lock(mu_);
     if (!ctx) ctx = t_current;
@@ -186,10 +189,12 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
     const DeviceState& d = devices_[ctx->device];
     resolved_.wait(lock, [&] { return d.unresolved.empty(); });
     until = device_idle_time(ctx->device);
+    device = ctx->device;
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
+  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, device, kNoStream, 0, start);
   return CUDA_SUCCESS;
 }
 

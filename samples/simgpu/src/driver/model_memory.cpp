@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../common/clock.hpp"
+#include "activity.hpp"
 #include "model.hpp"
 
 namespace simgpu::drv {
@@ -33,6 +34,17 @@ void unmap_memory(const Allocation& a) {
 
 namespace {
 
+
+// MEMORY2's kind for memory cuMemAlloc* made.
+uint8_t cupti_memory_kind(MemKind kind) {
+  switch (kind) {
+    case MemKind::Device: return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    case MemKind::Managed: return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+    case MemKind::HostPinned:
+    case MemKind::HostRegistered: return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  }
+  return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
+}
 
 int64_t alloc_cost(const HostCosts& c, MemKind kind, size_t bytes) {
   const double mib = static_cast<double>(bytes) / kMiB;
@@ -83,19 +95,22 @@ CUresult Model::mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out
   void* p = map_memory(bytes, kind == MemKind::HostPinned);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   wait_until(start + alloc_cost(node_.costs, kind, bytes));
-  std::lock_guard lock(mu_);
-  Allocation a{reinterpret_cast<uintptr_t>(p), bytes, dev, kind, flags, true};
-  if (kind == MemKind::Managed) {
-    // Assumed on the host at first: the program usually fills it there.
-    a.managed = std::make_shared<ManagedState>();
-    a.managed->where.assign((bytes + ManagedState::kChunk - 1) / ManagedState::kChunk, CU_DEVICE_CPU);
-    a.managed->attach = flags;
+  {
+    std::lock_guard lock(mu_);
+    Allocation a{reinterpret_cast<uintptr_t>(p), bytes, dev, kind, flags, true};
+    if (kind == MemKind::Managed) {
+      // Assumed on the host at first: the program usually fills it there.
+      a.managed = std::make_shared<ManagedState>();
+      a.managed->where.assign((bytes + ManagedState::kChunk - 1) / ManagedState::kChunk, CU_DEVICE_CPU);
+      a.managed->attach = flags;
+    }
+    allocations_[a.base] = a;
+    if (is_device_kind(kind)) {
+      devices_[dev].memory_used += bytes;
+      shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
+    }
   }
-  allocations_[a.base] = a;
-  if (is_device_kind(kind)) {
-    devices_[dev].memory_used += bytes;
-    shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
-  }
+  activity_memory(DeviceRecord::Alloc, dev, reinterpret_cast<uintptr_t>(p), bytes, cupti_memory_kind(kind));
   *out = p;
   return CUDA_SUCCESS;
 }
@@ -178,7 +193,10 @@ CUresult Model::mem_free(void* p, bool host) {
   }
   const double mib = static_cast<double>(freed.size) / kMiB;
   spend_host_time(us_to_ns(node_.costs.free + node_.costs.free_per_mib * mib));
-  if (!freed.graph && !freed.pool) unmap_memory(freed);
+  if (!freed.graph && !freed.pool) {
+    unmap_memory(freed);
+    activity_memory(DeviceRecord::Free, freed.device, freed.base, freed.size, cupti_memory_kind(freed.kind));
+  }
   return CUDA_SUCCESS;
 }
 

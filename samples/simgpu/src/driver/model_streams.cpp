@@ -22,6 +22,7 @@ namespace {
 
 // Stream ids: 1 and 2 like a GPU's legacy and per-thread streams, then up.
 std::atomic<unsigned long long> g_stream_ids{2};
+std::atomic<uint32_t> g_event_ids{1};
 
 }  // namespace
 
@@ -306,7 +307,10 @@ CUresult Model::stream_query(CUstream s, bool per_thread) {
 }
 
 CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
+  const int64_t start = now_ns();
   int64_t until = 0;
+  int device = 0;
+  uint64_t stream_id = 0;
   {
     std::unique_lock lock(mu_);
     CUstream_st* st = nullptr;
@@ -314,10 +318,12 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
     if (CUresult r = check_not_capturing(*st)) return r;
     wait_until_ready_known(lock, *st);
     until = stream_ready(*st, 0);
+    device = st->device, stream_id = st->id;
   }
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
+  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device, stream_id, 0, start);
   return CUDA_SUCCESS;
 }
 
@@ -332,13 +338,22 @@ void Model::synchronized() {
 }
 
 CUresult Model::stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags) {
-  std::lock_guard lock(mu_);
-  CUstream_st* st = nullptr;
-  if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
-  if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
-  if (e->captured || st->capture) return capture_wait_event(*st, e, flags);
-  if (!e->record) return CUDA_SUCCESS;  // waiting on a never-recorded event is a no-op
-  submit(*st, StreamOp{StreamOp::Kind::Wait, {}, {}, e->record, nullptr, now_ns()});
+  const int64_t start = now_ns();
+  int device = 0;
+  uint64_t stream_id = 0;
+  uint32_t event_id = 0;
+  {
+    std::lock_guard lock(mu_);
+    CUstream_st* st = nullptr;
+    if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
+    if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->captured || st->capture) return capture_wait_event(*st, e, flags);
+    if (!e->record) return CUDA_SUCCESS;  // waiting on a never-recorded event is a no-op
+    submit(*st, StreamOp{StreamOp::Kind::Wait, {}, {}, e->record, nullptr, now_ns()});
+    device = st->device, stream_id = st->id, event_id = e->id;
+  }
+  // The host does not wait: the record spans the call.
+  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device, stream_id, event_id, start);
   return CUDA_SUCCESS;
 }
 
@@ -387,6 +402,7 @@ CUresult Model::event_create(unsigned flags, CUevent* out) {
   std::lock_guard lock(mu_);
   auto* e = new CUevent_st;
   e->device = dev;
+  e->id = g_event_ids.fetch_add(1, std::memory_order_relaxed);
   e->flags = flags;
   events_.insert(e);
   *out = e;
@@ -428,10 +444,14 @@ CUresult Model::event_query(CUevent e) {
 }
 
 CUresult Model::event_synchronize(CUevent e) {
+  const int64_t start = now_ns();
   int64_t until = 0;
+  int device = 0;
+  uint32_t event_id = 0;
   {
     std::unique_lock lock(mu_);
     if (!events_.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+    device = e->device, event_id = e->id;
     if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
     if (MarkerRef record = e->record) {
       resolved_.wait(lock, [&] { return record->resolved; });
@@ -441,6 +461,7 @@ CUresult Model::event_synchronize(CUevent e) {
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
+  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, device, kNoStream, event_id, start);
   return CUDA_SUCCESS;
 }
 

@@ -119,6 +119,7 @@ struct CUstream_st {
 struct CUgraphNode_st;
 struct CUevent_st {
   int device = 0;
+  uint32_t id = 0;  // unique in the process: CUPTI's cudaEventId
   unsigned flags = 0;
   simgpu::drv::MarkerRef record;  // the latest record; null: never recorded
   // Last recorded in a capturing stream: the capture and the nodes it follows.
