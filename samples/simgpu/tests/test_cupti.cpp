@@ -154,6 +154,8 @@ TEST(SimulatedCupti, RecordsAllocationsAndWaitsWithTheirCalls) {
   CUDA_OK(cudaEventSynchronize(done));
   CUDA_OK(cudaStreamSynchronize(stream));
   CUDA_OK(cudaDeviceSynchronize());
+  char from[64] = "x", to[64] = {};
+  CUDA_OK(cudaMemcpy(to, from, sizeof from, cudaMemcpyHostToHost));  // waits for the stream inside: no sync record
   CUDA_OK(cudaFree(d));
   ASSERT_EQ(CUPTI_SUCCESS, cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
 

@@ -93,7 +93,9 @@ class Model {
   CUresult stream_create(unsigned flags, int priority, CUstream* out);
   CUresult stream_destroy(CUstream s);
   CUresult stream_query(CUstream s, bool per_thread);
-  CUresult stream_synchronize(CUstream s, bool per_thread);
+  // `traced`: a program's synchronize, which CUPTI reports; the model's own
+  // waits (a host-to-host copy's) are not.
+  CUresult stream_synchronize(CUstream s, bool per_thread, bool traced = true);
   CUresult stream_wait_event(CUstream s, CUevent e, bool per_thread, unsigned flags = 0);
   CUresult stream_get(CUstream s, bool per_thread, unsigned* flags, int* priority);
   CUresult event_create(unsigned flags, CUevent* out);

@@ -211,7 +211,7 @@ CUresult Model::copy(const CopyRequest& req) {
   if (!req.dst || !req.src) return CUDA_ERROR_INVALID_VALUE;
   if (req.dir == CopyDir::HostToHost) {
     // Fully synchronous: waits for the stream, then the CPU copies.
-    CUresult r = stream_synchronize(req.stream, req.per_thread);
+    CUresult r = stream_synchronize(req.stream, req.per_thread, /*traced=*/false);
     if (r == CUDA_SUCCESS) move_bytes(req);
     return r;
   }

@@ -306,7 +306,7 @@ CUresult Model::stream_query(CUstream s, bool per_thread) {
   return now_ns() >= ready && HostWorker::instance().bytes_done_through(ready) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
+CUresult Model::stream_synchronize(CUstream s, bool per_thread, bool traced) {
   const int64_t start = now_ns();
   int64_t until = 0;
   int device = 0;
@@ -323,7 +323,7 @@ CUresult Model::stream_synchronize(CUstream s, bool per_thread) {
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
-  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device, stream_id, 0, start);
+  if (traced) activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device, stream_id, 0, start);
   return CUDA_SUCCESS;
 }
 
