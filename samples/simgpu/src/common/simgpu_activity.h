@@ -12,6 +12,10 @@
 
 namespace simgpu {
 
+// CUPTI's "not applicable" for a 32-bit id (the stream of a context's or an
+// event's wait, the event of a stream's).
+inline constexpr uint32_t kNotApplicable = 0xFFFFFFFFu;
+
 // One operation the device model scheduled, an allocation or free it made,
 // or a host wait it ended (start and end of the wait).
 struct DeviceRecord {

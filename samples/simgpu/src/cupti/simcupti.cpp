@@ -187,7 +187,7 @@ CUpti_ActivityMemory4 memory_record(const DeviceRecord& r) {
   m.correlationId = r.correlation;
   m.address = r.address, m.bytes = r.bytes;
   m.timestamp = static_cast<uint64_t>(r.start_ns);
-  m.deviceId = r.device, m.contextId = 1, m.streamId = 0xFFFFFFFFu;  // synchronous calls: no stream
+  m.deviceId = r.device, m.contextId = 1, m.streamId = simgpu::kNotApplicable;  // synchronous calls: no stream
   return m;
 }
 
@@ -198,7 +198,7 @@ CUpti_ActivitySynchronization2 sync_record(const DeviceRecord& r) {
   s.start = static_cast<uint64_t>(r.start_ns), s.end = static_cast<uint64_t>(r.end_ns);
   s.correlationId = r.correlation;
   s.contextId = 1, s.streamId = static_cast<uint32_t>(r.stream_id);
-  s.cudaEventId = r.event_id != 0 ? r.event_id : 0xFFFFFFFFu;
+  s.cudaEventId = r.event_id != 0 ? r.event_id : simgpu::kNotApplicable;
   return s;
 }
 

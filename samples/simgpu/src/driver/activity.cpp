@@ -22,6 +22,9 @@ void set_sink(ActivityEnterFn enter, ActivityRecordFn record) {
 
 const ActivityTable kTable{sizeof(ActivityTable), set_sink};
 
+// Whether anyone takes records: nothing is built otherwise.
+bool activity_wanted() { return g_record.load(std::memory_order_acquire) != nullptr; }
+
 }  // namespace
 
 const void* activity_export_table(const CUuuid& id) {
@@ -36,8 +39,6 @@ uint32_t activity_enter() {
 void activity_record(const DeviceRecord& record) {
   if (const ActivityRecordFn fn = g_record.load(std::memory_order_acquire)) fn(record);
 }
-
-bool activity_wanted() { return g_record.load(std::memory_order_acquire) != nullptr; }
 
 void activity_memory(DeviceRecord::Kind op, int device, uint64_t address, uint64_t bytes, uint8_t memory_kind) {
   if (!activity_wanted()) return;

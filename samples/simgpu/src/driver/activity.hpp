@@ -17,10 +17,6 @@ const void* activity_export_table(const CUuuid& id);
 uint32_t activity_enter();
 // An operation the model scheduled (under the model's lock).
 void activity_record(const DeviceRecord& record);
-// CUPTI's "not applicable" stream id (a context's or an event's wait).
-inline constexpr uint64_t kNoStream = 0xFFFFFFFFu;
-// Whether anyone takes records: callers skip building them otherwise.
-bool activity_wanted();
 // What CUPTI's MEMORY2 and SYNCHRONIZATION kinds report, each inside its
 // API call: an allocation or free the model just made (an instant), and a
 // host wait from `start_ns` to now. `sync_type` is a

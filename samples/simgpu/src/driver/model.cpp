@@ -194,7 +194,7 @@ CUresult Model::ctx_synchronize(CUcontext ctx) {
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
-  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, device, kNoStream, 0, start);
+  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, device, kNotApplicable, 0, start);
   return CUDA_SUCCESS;
 }
 

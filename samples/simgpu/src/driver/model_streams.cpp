@@ -461,7 +461,7 @@ CUresult Model::event_synchronize(CUevent e) {
   wait_until(until);
   HostWorker::instance().wait_bytes_through(until);
   synchronized();
-  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, device, kNoStream, event_id, start);
+  activity_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, device, kNotApplicable, event_id, start);
   return CUDA_SUCCESS;
 }
 
