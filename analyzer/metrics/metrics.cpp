@@ -12,26 +12,6 @@
 namespace gpuscope::analyzer {
 namespace {
 
-struct ErrorName {
-  int code;
-  const char* runtime;
-  const char* driver;
-};
-constexpr ErrorName kErrors[] = {
-#include "cuda_error_names.inc"
-};
-
-// "No usable GPU here": not initialized, stub library, driver too old,
-// devices unavailable, no device, driver/runtime mismatch, no compat support.
-constexpr int kNoGpuCodes[] = {3, 34, 35, 46, 100, 803, 804};
-
-const ErrorName* find_error(int code) {
-  const auto* it = std::lower_bound(std::begin(kErrors), std::end(kErrors), code,
-                                    [](const ErrorName& e, int c) { return e.code < c; });
-  return it != std::end(kErrors) && it->code == code ? it : nullptr;
-}
-
-bool is_driver_function(const std::string& name) { return name.starts_with("cu") && !name.starts_with("cuda"); }
 
 bool is_gpu_library(const std::string& path) {
   const std::string base = path.substr(path.rfind('/') + 1);
@@ -292,33 +272,6 @@ void sync_and_memory_metrics(const TraceModel& m, Metrics& x) {
   x.oom_errors = m.oom_errors;
 }
 
-// Every failing outermost call is evidence; the work calls that succeeded
-// say whether the GPU did anything at all.
-void call_outcome_metrics(const TraceModel& m, Metrics& x) {
-  std::array<uint64_t, kCallKinds> failed{};
-  for (const auto& [key, n] : m.summary.nonzero_results) {
-    CudaError err{key.first, key.second, cuda_error_name(key.second, is_driver_function(key.first)), n};
-    failed[static_cast<size_t>(classify_function(key.first))] += n;
-    if (is_no_gpu_error(key.second)) x.no_gpu_errors.push_back(err);
-    if (!is_answer_not_failure(key.second)) x.failures.push_back(err);
-    x.errors.push_back(std::move(err));
-  }
-  const auto succeeded = [&](CallKind k) {
-    const uint64_t calls = m.host_by_kind[static_cast<size_t>(k)].count, bad = failed[static_cast<size_t>(k)];
-    return calls > bad ? calls - bad : 0;
-  };
-  x.successful_launches = x.launches > failed[static_cast<size_t>(CallKind::Launch)]
-                              ? x.launches - failed[static_cast<size_t>(CallKind::Launch)]
-                              : 0;
-  x.successful_copies = succeeded(CallKind::Copy);
-  x.successful_memsets = succeeded(CallKind::Memset);
-  x.successful_allocs = succeeded(CallKind::Alloc);
-  // Device records are work the GPU did, whatever API queued it (a HIP
-  // trace's kernels, graph kernels).
-  x.gpu_work_done = x.successful_launches + x.successful_copies + x.successful_memsets + x.successful_allocs > 0 ||
-                    m.device_records > 0;
-}
-
 // How the process ended: a known exit status, or nothing when the trace
 // has no end record or the process was detached or replaced by exec.
 void end_metrics(const TraceModel& m, Metrics& x) {
@@ -457,17 +410,6 @@ std::optional<std::string> device_collection_text(const reader::TraceSummary& s)
   }
 }
 
-std::string cuda_error_name(int code, bool driver) {
-  const ErrorName* e = find_error(code);
-  if (e == nullptr) return "";
-  // A code only one API defines is still named (cudaErrorInsufficientDriver from a runtime wrapper).
-  return driver ? (*e->driver != '\0' ? e->driver : e->runtime) : (*e->runtime != '\0' ? e->runtime : e->driver);
-}
-
-bool is_no_gpu_error(int code) { return std::find(std::begin(kNoGpuCodes), std::end(kNoGpuCodes), code) != std::end(kNoGpuCodes); }
-
-bool is_answer_not_failure(int code) { return code == kNotReady; }
-
 Metrics compute_metrics(const TraceModel& m) {
   Metrics x;
   x.wall_s = m.wall_ns() / 1e9;
@@ -489,6 +431,7 @@ Metrics compute_metrics(const TraceModel& m) {
   sync_and_memory_metrics(m, x);
   call_outcome_metrics(m, x);
   end_metrics(m, x);
+  stopped_on_error_metrics(m, x);
   library_metrics(m, x);
   environment_metrics(m, x);
   coverage_metrics(m, x);

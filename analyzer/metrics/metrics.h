@@ -27,6 +27,12 @@ std::string cuda_error_name(int code, bool driver);
 // Codes meaning "no usable GPU here" (missing driver, no device, stub
 // library, driver mismatch, ...).
 bool is_no_gpu_error(int code);
+// What a failing call says about the GPU (docs/rules.md, "What a CUDA error
+// says"): none usable here, one this program has no code for, or a working
+// CUDA that refused the program's request (a bad argument, a limit, memory,
+// a fault in a kernel).
+enum class ErrorMeaning { NoGpu, WrongBuild, ProgramError };
+ErrorMeaning error_meaning(const std::string& function, int code);
 // cudaErrorNotReady / CUDA_ERROR_NOT_READY (600): a query's answer, not a failure.
 inline constexpr int kNotReady = 600;
 bool is_answer_not_failure(int code);
@@ -212,6 +218,15 @@ struct Metrics {
   std::vector<CudaError> errors;        // outermost calls that returned non-zero
   std::vector<CudaError> failures;      // of those, all but "not ready" answers to queries
   std::vector<CudaError> no_gpu_errors; // of those, "no usable GPU" ones
+  std::vector<CudaError> wrong_build_errors;  // of the failures, "no code for this GPU" ones
+  std::vector<CudaError> program_errors;      // of the failures, requests a working CUDA refused
+  // A sign CUDA worked although nothing succeeded: "cudaGetDeviceCount
+  // succeeded", or the error a device raises ("cudaErrorMemoryAllocation
+  // comes from a device that exists"); unset without one.
+  std::optional<std::string> cuda_answered;
+  // The process exited non-zero after GPU work, and its last failing CUDA
+  // call came after the last work that succeeded: what it stopped at.
+  std::optional<CudaError> stopped_on_error;
   std::vector<std::string> failed_loads;  // "libcuda.so.1: <dlerror>"
   std::vector<std::string> loaded_gpu_libraries;
   bool cuda_attempted = false;  // a GPU library loaded or a CUDA call made
@@ -262,6 +277,11 @@ void range_idle_metrics(const TraceModel& model, Metrics& x);
 // The GPUs' links as the trace describes them at the start of capture
 // (node_link_metrics.cpp): the PCIe link of device 0, NVLinks down.
 void node_link_metrics(const TraceModel& model, Metrics& x);
+// The error fields above (errors, failures and their meanings,
+// cuda_answered) and the successful work counts, once the launch count is
+// set; then, once the exit status is, stopped_on_error (error_metrics.cpp).
+void call_outcome_metrics(const TraceModel& model, Metrics& x);
+void stopped_on_error_metrics(const TraceModel& model, Metrics& x);
 // Other processes' share of this process's GPUs, from the driver's
 // per-process samples (other_processes_metrics.cpp); after the NVML figures.
 void other_processes_metrics(const TraceModel& model, Metrics& x);

@@ -35,7 +35,18 @@ void QueuedWaits::keep_kernel_wait(const KernelWait& w) {
   kernel_waits.push_back(w);
 }
 
+void CallSequence::add_outcome(CallKind kind, uint64_t start_ns, uint32_t function_id, int32_t result) {
+  if (result == 0) {
+    if (kind == CallKind::Launch || kind == CallKind::Copy || kind == CallKind::Memset || kind == CallKind::Alloc)
+      last_work_ns_ = std::max(last_work_ns_, start_ns);
+  } else if (result != TraceModel::kNotReadyResult && (!last_failure_ || start_ns >= last_failure_->start_ns)) {
+    last_failure_ = TraceModel::Failure{start_ns, function_id, result};
+  }
+}
+
 void CallSequence::finish(TraceModel& m) const {
+  m.last_failure = last_failure_;
+  m.last_work_ns = last_work_ns_;
   for (const auto& [tid, q] : queues_)
     if (q.waits.waits != 0) m.waits_on_queued[tid] = q.waits;
   if (first_.start_ns == UINT64_MAX) return;

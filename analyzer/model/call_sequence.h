@@ -2,11 +2,13 @@
 // sums: which call created the CUDA context (its time is initialization,
 // not allocation or copying), and how long threads waited in
 // synchronizations that followed queued GPU work (the host's view of GPU
-// busy when the trace has no device timestamps and too few NVML samples).
+// busy when the trace has no device timestamps and too few NVML samples),
+// and whether the last failing call came after the last work that succeeded.
 // Fed every outermost call in each thread's order; aggregates only.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "trace_summary.h"
@@ -32,6 +34,9 @@ class CallSequence {
   // (whose function id `names` names).
   void add(const reader::TraceSummary& names, CallKind kind, uint32_t tid, uint64_t start_ns, uint64_t duration_ns,
            SiteKey site);
+  // Its outcome: keeps the last failure and the last work that succeeded
+  // (TraceModel::last_failure, last_work_ns).
+  void add_outcome(CallKind kind, uint64_t start_ns, uint32_t function_id, int32_t result);
   // Moves the context-creating call's time to Init and records what was
   // learnt in the model (context_init_*, waits_on_queued_*).
   void finish(TraceModel& m) const;
@@ -51,6 +56,8 @@ class CallSequence {
     bool kernels = false, transfers = false;  // queued since the thread's last synchronization
     QueuedWaits waits;
   };
+  std::optional<TraceModel::Failure> last_failure_;
+  uint64_t last_work_ns_ = 0;
   std::unordered_map<uint32_t, Queue> queues_;  // by thread
   NodeCache<decltype(queues_), 64> queue_of_{queues_};
 };

@@ -152,11 +152,14 @@ void ModelBuilder::add_call(const fb::ApiCall& c) {
   auto& site = site_of_[SiteKey{c.function_id(), c.stack_id()}];
   site.calls.add(c.duration_ns(), calls);
   site.kind = kind;
+  if (c.result() != 0 && c.result() != TraceModel::kNotReadyResult) site.failed += calls;
   sequence_.add(names_, kind, c.tid(), c.start_ns(), c.duration_ns(),
                 SiteKey{c.function_id(), c.stack_id()});
   // cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2.
   if (kind == CallKind::Alloc && c.result() == 2) ++m_.oom_errors;
+  sequence_.add_outcome(kind, c.start_ns(), c.function_id(), c.result());
 }
+
 
 void ModelBuilder::add_copy(const fb::Copy& c) {
   if (c.source() == fb::Source::Device) {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -193,6 +194,19 @@ struct TraceModel {
   uint64_t physical_allocs = 0, physical_frees = 0;
   uint64_t alloc_bytes = 0;
   uint64_t oom_errors = 0;
+  // The failing outermost call that started last (not a "not ready"
+  // answer), and the start of the last work call that succeeded (launch,
+  // copy, memset, allocation): whether a process that exited non-zero
+  // stopped at its error.
+  // cudaErrorNotReady / CUDA_ERROR_NOT_READY: a query's answer, not a failure.
+  static constexpr int32_t kNotReadyResult = 600;
+  struct Failure {
+    uint64_t start_ns = 0;
+    uint32_t function_id = 0;
+    int32_t result = 0;
+  };
+  std::optional<Failure> last_failure;
+  uint64_t last_work_ns = 0;
   MemoryCurve device_memory;
   std::map<uint16_t, GpuSampleStats> gpu;                   // by device
   // The driver's per-process samples (format 1.8): busy time it charged to
@@ -205,6 +219,7 @@ struct TraceModel {
   struct Site {
     TimeCount calls;
     CallKind kind = CallKind::Other;
+    uint64_t failed = 0;  // calls that returned an error (not "not ready")
   };
   std::unordered_map<SiteKey, Site, SiteKeyHash> sites;
   RangeModel ranges;                 // every NVTX range of the trace (not only the window's)

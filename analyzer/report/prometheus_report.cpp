@@ -57,7 +57,8 @@ constexpr Family kFamilies[] = {
 // none of them, so that a fleet query's count of classes counts GPU processes.
 constexpr Bottleneck kClasses[] = {Bottleneck::PcieBound,    Bottleneck::MemoryBound,     Bottleneck::SyncBound,
                                    Bottleneck::CpuBound,     Bottleneck::CpuFallback,     Bottleneck::Healthy,
-                                   Bottleneck::Inconclusive, Bottleneck::CudaUnavailable, Bottleneck::TooShort};
+                                   Bottleneck::Inconclusive, Bottleneck::CudaUnavailable, Bottleneck::TooShort,
+                                   Bottleneck::CudaError};
 
 class Collector {
  public:

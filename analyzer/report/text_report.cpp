@@ -46,7 +46,7 @@ void verdict(std::string& out, const ReportInput& in) {
   out += fmt::format("VERDICT: {}\n", v.headline);
   for (const Finding& f : in.analysis.findings)
     if (f.cls == v.cls && f.severity == Status::Fail) {
-      out += fmt::format("         {}\n", f.title);
+      if (v.headline.find(f.title) == std::string::npos) out += fmt::format("         {}\n", f.title);
       break;
     }
   out += fmt::format("         confidence {}: {}\n\n", v.confidence, v.confidence_reason);
@@ -183,6 +183,8 @@ void findings(std::string& out, const ReportInput& in) {
     if (++n > in.top) break;
     if (f.node_condition)
       out += fmt::format("  {}. [{}] node: {}\n", n, status_label(f.severity), f.title);
+    else if (is_cuda_failure(f.cls))
+      out += fmt::format("  {}. [{}] {}\n", n, status_label(f.severity), finding_heading(f));
     else
       out += fmt::format("  {}. [{}] {}: {} ({} of wall time)\n", n, status_label(f.severity), bottleneck_label(f.cls),
                          f.title, pct(f.share));

@@ -1,5 +1,5 @@
-// Host-side causes: a CPU that starves the GPU, a launch-bound loop, and a
-// process whose work silently ran on the CPU because CUDA did not work.
+// Host-side causes: a CPU that starves the GPU and a launch-bound loop;
+// with them, the fallback findings of fallback_rules.cpp.
 #include <algorithm>
 #include <optional>
 
@@ -19,13 +19,6 @@ bool host_cores_saturated(const Metrics& x) {
   return x.process_cpu_cores && x.online_cpus > 1 && *x.process_cpu_cores >= kCoresUsed * x.online_cpus;
 }
 
-std::string cpu_evidence(const Metrics& x) {
-  std::string s = "host CPU:";
-  if (x.process_cpu_cores) s += fmt::format(" the process used {:.2f} cores on average", *x.process_cpu_cores);
-  if (x.feeder_cpu_util) s += fmt::format("; the feeding thread was on CPU {} of its time", pct(*x.feeder_cpu_util));
-  if (x.feeder_cpu_share) s += fmt::format(" and did {} of the process's CPU work", pct(*x.feeder_cpu_share));
-  return s;
-}
 
 // The feeding thread's range that held most of the GPU's idle time, when it
 // held at least kRangeIdleShare of it: the host stage the GPU waited for
@@ -220,76 +213,19 @@ std::optional<Finding> launch_finding(const TraceModel& m, const Metrics& x) {
   return f;
 }
 
-// What says CUDA did not work here, one line each: every failing outermost
-// call (name, code, error name), failed GPU library loads, hidden devices,
-// and the driver and device nodes as the environment probe found them.
-std::vector<std::string> fallback_evidence(const Metrics& x) {
-  std::vector<std::string> ev;
-  for (const auto& e : x.failures)
-    ev.push_back(fmt::format("{} returned {} ({}), {} time(s)", e.function, e.name.empty() ? "an unnamed error" : e.name,
-                             e.code, e.count));
-  for (const auto& l : x.failed_loads) ev.push_back("failed to load " + l);
-  if (x.devices_hidden) ev.push_back(fmt::format("CUDA_VISIBLE_DEVICES='{}' hides every GPU", *x.visible_devices));
-  if (x.driver_problem) ev.push_back("driver: " + *x.driver_problem);
-  for (const auto& n : x.missing_nodes) ev.push_back("device node " + n);
-  return ev;
-}
-
-std::string fallback_fix(const Metrics& x, bool program_failed) {
-  std::vector<std::string> fixes;
-  if (x.devices_hidden) fixes.push_back("set CUDA_VISIBLE_DEVICES to the GPUs this process should use");
-  if (x.driver_problem || !x.failed_loads.empty() || !x.no_gpu_errors.empty())
-    fixes.push_back("make the NVIDIA driver visible to the process (container: run with the NVIDIA container "
-                    "runtime / --gpus; host: install a driver new enough for this CUDA runtime)");
-  if (!x.missing_nodes.empty()) fixes.push_back("grant the process access to /dev/nvidia*");
-  if (fixes.empty()) fixes.push_back("look up the failing calls' error codes above: the first one is the cause");
-  if (!program_failed)
-    fixes.push_back("make the service fail at start when no GPU is usable instead of falling back silently "
-                    "(check cudaGetDeviceCount's result), and do not scale out CPU-fallback replicas");
-  return fmt::format("{}.", fmt::join(fixes, "; "));
-}
-
-// Positive evidence that GPU work was attempted or expected and did not
-// happen: a failing CUDA call, a GPU library that failed to load, or
-// devices hidden from a process that touched CUDA. A missing /dev/nvidia*
-// node or driver alone is not: the program may never have wanted a GPU.
-bool cuda_failed(const Metrics& x) {
-  return !x.failures.empty() || !x.failed_loads.empty() || (x.devices_hidden && x.cuda_attempted);
-}
-
-std::optional<Finding> fallback_finding(const TraceModel& m, const Metrics& x) {
-  if (x.gpu_work_done || !cuda_failed(x)) return std::nullopt;
-  // Capture windows without a CUDA call in them say nothing about CUDA:
-  // the program may use the GPU outside them. Only an error is evidence.
-  const bool windowed = !m.capture_windows.empty() || !m.capture_trigger.empty();
-  if (windowed && m.host_by_function.empty() && x.failures.empty()) return std::nullopt;
-  // Loud or silent: a program that exits non-zero told its user; one that
-  // exits 0 (or keeps running) carried on without the GPU.
-  const bool program_failed = x.exit_status && *x.exit_status != 0;
-  Finding f;
-  f.severity = Status::Fail;
-  f.share = 1.0;
-  if (program_failed) {
-    f.id = "fallback.cuda_unavailable_program_failed";
-    f.cls = Bottleneck::CudaUnavailable;
-    f.title = fmt::format("CUDA unavailable; the program failed (exit status {})", *x.exit_status);
-  } else {
-    f.id = "fallback.cpu_fallback";
-    f.cls = Bottleneck::CpuFallback;
-    f.title = x.exit_status ? "CUDA unavailable; the program carried on on the CPU and exited 0"
-                            : "CUDA unavailable; the program carried on on the CPU (its exit is not in the trace)";
-  }
-  f.evidence = fallback_evidence(x);
-  f.evidence.push_back(fmt::format("0 kernels launched, 0 copies, memsets or allocations made; {}", cpu_evidence(x)));
-  f.fix = fallback_fix(x, program_failed);
-  return f;
-}
-
 }  // namespace
+
+std::string cpu_evidence(const Metrics& x) {
+  std::string s = "host CPU:";
+  if (x.process_cpu_cores) s += fmt::format(" the process used {:.2f} cores on average", *x.process_cpu_cores);
+  if (x.feeder_cpu_util) s += fmt::format("; the feeding thread was on CPU {} of its time", pct(*x.feeder_cpu_util));
+  if (x.feeder_cpu_share) s += fmt::format(" and did {} of the process's CPU work", pct(*x.feeder_cpu_share));
+  return s;
+}
 
 std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x) {
   std::vector<Finding> out;
-  for (auto f : {fallback_finding(m, x), cpu_finding(m, x), launch_finding(m, x)})
+  for (auto f : {fallback_finding(m, x), stopped_on_error_finding(m, x), cpu_finding(m, x), launch_finding(m, x)})
     if (f) out.push_back(std::move(*f));
   return out;
 }

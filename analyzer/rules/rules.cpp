@@ -178,6 +178,23 @@ std::optional<Finding> sync_finding(const TraceModel& m, const Metrics& x) {
   return f;
 }
 
+// Allocations that failed for want of memory, in a run without churn: a
+// rate of a handful of calls is no churn, and "allocate once and reuse"
+// is no answer to a GPU that is too small. Without GPU work the failing
+// calls are the fallback finding's (fallback_rules.cpp).
+std::optional<Finding> oom_finding(const TraceModel& m, const Metrics& x) {
+  if (x.oom_errors == 0 || !x.gpu_work_done) return std::nullopt;
+  if (x.stopped_on_error && x.stopped_on_error->code == kOutOfMemory) return std::nullopt;  // what it died of
+  Finding f{"memory.out_of_memory", Bottleneck::MemoryBound, Status::Warn, 0.0,
+            fmt::format("out of device memory: {} allocation call(s) failed", x.oom_errors), {}, {}, {}};
+  f.evidence.push_back(fmt::format("{} allocations succeeded, {} frees", x.allocs, x.frees));
+  f.evidence.push_back(fmt::format("live device memory peak {}, {} at the end (this process's allocations)",
+                                   mib(x.live_peak_bytes), mib(x.live_end_bytes)));
+  f.fix = std::string(kOutOfMemoryFix) + ".";
+  f.sites = top_sites(m, {CallKind::Alloc});
+  return f;
+}
+
 std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
   const double share = x.alloc_free_share;
   Status st = share_status(share, kAllocFailShare, kAllocWarnShare);
@@ -185,8 +202,7 @@ std::optional<Finding> alloc_finding(const TraceModel& m, const Metrics& x) {
   const bool enough_calls = x.allocs + x.frees >= kMinAllocCallsForRate;
   if (!enough_calls) st = Status::Pass;  // a few slow allocations are not churn
   if (st == Status::Pass && enough_calls && x.alloc_rate_per_s >= kAllocWarnRate) st = Status::Warn;
-  if (st == Status::Pass && x.oom_errors == 0) return std::nullopt;
-  if (x.oom_errors > 0 && st == Status::Pass) st = Status::Warn;
+  if (st == Status::Pass) return oom_finding(m, x);
   Finding f{"memory.allocator_churn", Bottleneck::MemoryBound, st, share,
             fmt::format("allocator churn: {:.0f} allocations+frees per second, {} of the feeding thread's time",
                         x.alloc_rate_per_s, pct(share)),
@@ -299,6 +315,7 @@ const char* bottleneck_label(Bottleneck b) {
     case Bottleneck::CudaUnavailable: return "CUDA unavailable; the program failed";
     case Bottleneck::TooShort: return "too short to judge";
     case Bottleneck::NoCudaWork: return "no CUDA work";
+    case Bottleneck::CudaError: return "failed on a CUDA error";
   }
   return "?";
 }
@@ -315,11 +332,21 @@ const char* bottleneck_id(Bottleneck b) {
     case Bottleneck::CudaUnavailable: return "cuda_unavailable";
     case Bottleneck::TooShort: return "too_short";
     case Bottleneck::NoCudaWork: return "no_cuda_work";
+    case Bottleneck::CudaError: return "cuda_error";
   }
   return "?";
 }
 
 bool is_cuda_verdict(Bottleneck b) { return b != Bottleneck::NoCudaWork; }
+
+bool is_cuda_failure(Bottleneck b) {
+  return b == Bottleneck::CpuFallback || b == Bottleneck::CudaUnavailable || b == Bottleneck::CudaError;
+}
+
+std::string finding_heading(const Finding& f) {
+  const std::string label = bottleneck_label(f.cls);
+  return f.title.starts_with(label) ? f.title : label + ": " + f.title;
+}
 
 const char* status_label(Status s) {
   switch (s) {

@@ -14,18 +14,23 @@
 
 namespace gpuscope::analyzer {
 
-// The verdict classes. The last three are not bottlenecks: a process that
-// did no CUDA work (nothing to judge), one too short to judge, and one whose
-// CUDA failed and which then failed itself (loud, unlike CpuFallback).
+// The verdict classes. The last four are not bottlenecks: a process whose
+// CUDA failed and which then failed itself (loud, unlike CpuFallback), one
+// too short to judge, one that did no CUDA work (nothing to judge), and one
+// that failed on errors of a CUDA that worked.
 enum class Bottleneck {
   PcieBound, MemoryBound, SyncBound, CpuBound, CpuFallback, Healthy, Inconclusive,
-  CudaUnavailable, TooShort, NoCudaWork
+  CudaUnavailable, TooShort, NoCudaWork,
+  CudaError  // nothing reached the GPU: a working CUDA refused the program's calls, and it failed
 };
 const char* bottleneck_label(Bottleneck b);  // "PCIe-bound", ..., "healthy: GPU-bound"
 const char* bottleneck_id(Bottleneck b);     // "pcie_bound", ... (JSON)
 // Whether the class is a judgement of a process that did CUDA work (every
 // class but NoCudaWork): the classes Prometheus sets one of per process.
 bool is_cuda_verdict(Bottleneck b);
+// Whether the class says CUDA failed the process (CUDA unavailable, a silent
+// CPU fallback, a CUDA error it stopped at): no share of time to weigh.
+bool is_cuda_failure(Bottleneck b);
 
 enum class Status { Pass, Warn, Fail, Unknown };
 const char* status_label(Status s);  // "pass", "warn", "fail", "n/a"
@@ -111,6 +116,9 @@ struct Finding {
   // never decides the verdict and explains no share of wall time.
   bool node_condition = false;
 };
+// "label: title", or the title alone where it begins with the label
+// ("CUDA unavailable; the program failed (exit status 1)").
+std::string finding_heading(const Finding& f);
 
 struct Check {
   int number = 0;

@@ -1,6 +1,6 @@
 // Helpers shared by the rule files (rules.cpp: data movement, sync and
-// memory; host_rules.cpp: CPU, launch and fallback; verdict.cpp: checks,
-// verdict and coverage).
+// memory; host_rules.cpp: CPU and launch; fallback_rules.cpp: CUDA that did
+// not work; verdict.cpp: checks, verdict and coverage).
 #pragma once
 
 #include <initializer_list>
@@ -20,6 +20,15 @@ inline Status share_status(double share, double fail, double warn) {
   return share >= fail ? Status::Fail : share >= warn ? Status::Warn : Status::Pass;
 }
 
+// cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY.
+inline constexpr int kOutOfMemory = 2;
+// What to do when the GPU ran out of memory (an allocation failed with
+// cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY).
+inline constexpr const char* kOutOfMemoryFix =
+    "the GPU ran out of memory: lower the peak (smaller batches or shards, reuse buffers instead of allocating "
+    "more, free cached memory before a large allocation), check with nvidia-smi that no other process holds the "
+    "GPU's memory, or use a GPU with more memory";
+
 // The call sites of the given kinds of call that cost the most host time.
 std::vector<CallSite> top_sites(const TraceModel& m, std::initializer_list<CallKind> kinds, size_t n = 3);
 
@@ -30,6 +39,15 @@ bool cite_host_samples(const TraceModel& m, Finding* f);
 
 std::vector<Finding> data_movement_findings(const TraceModel& m, const Metrics& x);
 std::vector<Finding> host_findings(const TraceModel& m, const Metrics& x);
+// "host CPU: the process used N cores on average; the feeding thread ...".
+std::string cpu_evidence(const Metrics& x);
+// fallback_rules.cpp: nothing reached the GPU and a CUDA call failed: CUDA
+// unavailable (a silent CPU fallback, or a program that failed), or a
+// working CUDA that refused the program's requests.
+std::optional<Finding> fallback_finding(const TraceModel& m, const Metrics& x);
+// ... and a process that did GPU work, then stopped at a CUDA error and
+// exited non-zero.
+std::optional<Finding> stopped_on_error_finding(const TraceModel& m, const Metrics& x);
 // sync_rules.cpp: calls that synchronized without saying so.
 std::optional<Finding> implicit_sync_finding(const TraceModel& m, const Metrics& x);
 

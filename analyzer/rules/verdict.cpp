@@ -284,7 +284,7 @@ Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
     v.cls = Bottleneck::Healthy;
     v.share = *x.gpu_util;
   }
-  const bool direct = (v.cls == Bottleneck::CpuFallback || v.cls == Bottleneck::CudaUnavailable) && !x.failures.empty();
+  const bool direct = is_cuda_failure(v.cls) && !x.failures.empty();
   int level = x.device_timestamps || direct ? 2 : x.gpu_samples ? 1 : 0;
   std::vector<std::string> why;
   if (!x.device_timestamps) why.push_back("host-side timing only");
@@ -302,10 +302,13 @@ Verdict make_verdict(const Metrics& x, const std::vector<Finding>& findings) {
   v.confidence = kLevels[level];
   if (direct) why.insert(why.begin(), "direct evidence (CUDA error codes, environment probe)");
   v.confidence_reason = why.empty() ? "device timestamps, complete trace" : fmt::format("{}", fmt::join(why, "; "));
-  v.headline = v.cls == Bottleneck::Inconclusive
-                   ? fmt::format("{} (confidence {})", bottleneck_label(v.cls), v.confidence)
-                   : fmt::format("{} ({} of wall time), confidence {}", bottleneck_label(v.cls), pct(v.share),
-                                 v.confidence);
+  if (is_cuda_failure(v.cls))  // what failed, not a share of time
+    v.headline = fmt::format("{}, confidence {}", finding_heading(*top), v.confidence);
+  else if (v.cls == Bottleneck::Inconclusive)
+    v.headline = fmt::format("{} (confidence {})", bottleneck_label(v.cls), v.confidence);
+  else
+    v.headline = fmt::format("{} ({} of wall time), confidence {}", bottleneck_label(v.cls), pct(v.share),
+                             v.confidence);
   return v;
 }
 
@@ -323,7 +326,7 @@ Analysis analyze(const TraceModel& model, const Metrics& metrics) {
               memory_check(metrics, a.findings), topology_check(model, metrics, a.findings),
               environment_check(metrics, a.findings)};
   a.verdict = make_verdict(metrics, a.findings);
-  const bool cuda_failed = a.verdict.cls == Bottleneck::CpuFallback || a.verdict.cls == Bottleneck::CudaUnavailable;
+  const bool cuda_failed = is_cuda_failure(a.verdict.cls);
   if (!metrics.gpu_work_done && !cuda_failed) no_cuda_work(model, metrics, &a);
   else if (!cuda_failed && !enough_evidence(metrics)) too_short(model, metrics, &a);
   a.coverage = coverage_lines(model, metrics);

@@ -214,8 +214,13 @@ TEST(AllocatorRule, ChurnByTimeShareOrRate) {
   EXPECT_EQ(severity(churn(kAllocWarnShare - kJustBelow, kAllocWarnRate - 1), id), std::nullopt);
   EXPECT_EQ(severity(churn(kAllocWarnShare - kJustBelow, kAllocWarnRate), id), Status::Warn);
   Metrics oom = churn(0, 0);
-  oom.oom_errors = 1;
-  EXPECT_EQ(severity(oom, id), Status::Warn);
+  oom.oom_errors = 1;  // no churn: "allocate once and reuse" is no answer to a GPU too small
+  EXPECT_EQ(severity(oom, id), std::nullopt);
+  EXPECT_EQ(severity(oom, "memory.out_of_memory"), Status::Warn);
+  Metrics churn_and_oom = churn(kAllocFailShare, 10);
+  churn_and_oom.oom_errors = 1;  // churn that also ran out: one finding, the error in its evidence
+  EXPECT_EQ(severity(churn_and_oom, id), Status::Fail);
+  EXPECT_EQ(severity(churn_and_oom, "memory.out_of_memory"), std::nullopt);
   EXPECT_EQ(verdict(churn(0.5, 5000)), Bottleneck::MemoryBound);
 }
 
@@ -498,11 +503,86 @@ TEST(FallbackRule, LoudIsNotSilent) {
   const Finding* f = find(a, "fallback.cuda_unavailable_program_failed");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "CUDA unavailable; the program failed (exit status 1)");
+  EXPECT_EQ(a.verdict.headline, "CUDA unavailable; the program failed (exit status 1), confidence high");
   EXPECT_EQ(f->fix.find("falling back silently"), std::string::npos) << f->fix;
   x.exit_status.reset();  // still running when the capture ended (attach): it carried on
   EXPECT_EQ(verdict(x), Bottleneck::CpuFallback);
   x.exit_status = 0;
-  EXPECT_EQ(verdict(x), Bottleneck::CpuFallback);
+  a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::CpuFallback);
+  EXPECT_EQ(a.verdict.headline,
+            "silent CPU fallback: CUDA unavailable; the program carried on on the CPU and exited 0, confidence high");
+}
+
+// The first allocation asked for more than the GPU has: CUDA worked and
+// said no. "CUDA unavailable" would send the user to a driver that is fine.
+Metrics refused(const CudaError& e) {
+  Metrics x = fallback();
+  x.no_gpu_errors.clear();
+  x.errors = x.failures = x.program_errors = {e};
+  x.exit_status = 1;
+  return x;
+}
+
+TEST(FallbackRule, ARequestAWorkingCudaRefusedIsTheProgramsError) {
+  Metrics x = refused(CudaError{"cudaMalloc", 2, "cudaErrorMemoryAllocation", 1});
+  x.cuda_answered = "cudaGetDeviceCount succeeded";
+  x.missing_nodes = {"/dev/nvidia0 (missing)"};  // cannot explain an answer from the GPU
+  const TraceModel model;
+  Analysis a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::CudaError);
+  EXPECT_EQ(a.verdict.confidence, "high");
+  EXPECT_STREQ(bottleneck_id(a.verdict.cls), "cuda_error");
+  EXPECT_TRUE(is_cuda_verdict(a.verdict.cls));
+  const Finding* f = find(a, "cuda.program_failed_on_error");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "failed on a CUDA error (exit status 1): cudaMalloc returned cudaErrorMemoryAllocation (2)");
+  EXPECT_EQ(a.verdict.headline, f->title + ", confidence high");  // what failed, not "100% of wall time"
+  EXPECT_EQ(f->evidence[1], "CUDA found the GPU: cudaGetDeviceCount succeeded");
+  EXPECT_NE(f->fix.find("ran out of memory"), std::string::npos) << f->fix;
+  for (const std::string& e : f->evidence) EXPECT_EQ(e.find("/dev/nvidia"), std::string::npos) << e;
+  EXPECT_EQ(f->fix.find("driver"), std::string::npos) << f->fix;
+  EXPECT_EQ(find(a, "fallback.cuda_unavailable_program_failed"), nullptr);
+  x.exit_status = 0;  // caught it and computed on the CPU: silent, but not "CUDA unavailable"
+  a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::CpuFallback);
+  ASSERT_NE(find(a, "fallback.cpu_fallback"), nullptr);
+  EXPECT_EQ(find(a, "fallback.cpu_fallback")->title.find("CUDA unavailable"), std::string::npos);
+  EXPECT_NE(find(a, "fallback.cpu_fallback")->fix.find("fail at start"), std::string::npos);
+}
+
+TEST(FallbackRule, AnyErrorThatMeansNoGpuMakesItUnavailable) {
+  Metrics x = refused(CudaError{"cudaMalloc", 1, "cudaErrorInvalidValue", 1});
+  EXPECT_EQ(verdict(x), Bottleneck::CudaError);
+  x.failures.push_back(CudaError{"cudaGetDeviceCount", 100, "cudaErrorNoDevice", 1});
+  EXPECT_EQ(verdict(x), Bottleneck::CudaUnavailable);
+  x.failures.pop_back();
+  x.failed_loads = {"libcuda.so.1: cannot open shared object file"};
+  EXPECT_EQ(verdict(x), Bottleneck::CudaUnavailable);
+}
+
+TEST(FallbackRule, KernelsBuiltForAnotherGpuAreUnavailabilityWithTheBuildFix) {
+  Metrics x = refused(CudaError{"cudaLaunchKernel", 209, "cudaErrorNoKernelImageForDevice", 1});
+  x.program_errors.clear();
+  x.wrong_build_errors = x.failures;
+  const TraceModel model;
+  const Analysis a = analyze(model, x);
+  EXPECT_EQ(a.verdict.cls, Bottleneck::CudaUnavailable);
+  EXPECT_NE(find(a, "fallback.cuda_unavailable_program_failed")->fix.find("-gencode"), std::string::npos);
+}
+
+TEST(ErrorMeaning, TheCodeAndTheCallSayWhetherTheGpuWasThere) {
+  EXPECT_EQ(error_meaning("cudaMalloc", 35), ErrorMeaning::NoGpu);
+  EXPECT_EQ(error_meaning("cudaMalloc", 100), ErrorMeaning::NoGpu);
+  EXPECT_EQ(error_meaning("cudaMalloc", 999), ErrorMeaning::NoGpu);  // a half-set-up container's first call
+  EXPECT_EQ(error_meaning("cudaGetDeviceCount", 801), ErrorMeaning::NoGpu);  // initialization that cannot
+  EXPECT_EQ(error_meaning("cudaSetDevice", 101), ErrorMeaning::NoGpu);       // the GPU it asked for is not there
+  EXPECT_EQ(error_meaning("__cudaLaunchKernel", 209), ErrorMeaning::WrongBuild);
+  EXPECT_EQ(error_meaning("cuLaunchKernel", 222), ErrorMeaning::WrongBuild);
+  EXPECT_EQ(error_meaning("cudaMalloc", 2), ErrorMeaning::ProgramError);
+  EXPECT_EQ(error_meaning("__cudaLaunchKernel", 9), ErrorMeaning::ProgramError);
+  EXPECT_EQ(error_meaning("cudaMallocArray", 801), ErrorMeaning::ProgramError);  // a feature, not the GPU
+  EXPECT_EQ(error_meaning("cudaMemcpy", 700), ErrorMeaning::ProgramError);
 }
 
 TEST(CopyKinds, DeviceToDeviceCopiesAreNotPcie) {

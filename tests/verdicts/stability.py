@@ -51,6 +51,9 @@ EXPECTED = {
     "alloc_churn --fixed": "too_short", "cpu_bound": "cpu_bound", "memory_bound": "memory_bound",
     "memory_bound --fixed": "healthy", "compute_bound": "healthy", "compute_bound --fixed": "healthy", "cpu_fallback (no device)": "cpu_fallback",
     "d2d_copies": "memory_bound", "device_query": "no_cuda_work",
+    # Each worker's 1 PiB cudaMalloc fails and the process exits 1 with no
+    # GPU work after it: what it stopped at, however short the run.
+    "worker_errors": "cuda_error",
 }
 EXPECTED.update({name: "too_short" for name in expectations.PROGRAMS if name not in EXPECTED})
 

@@ -85,6 +85,32 @@ const std::vector<Case>& cases() {
        "cuda_unavailable", {"cudaErrorNotSupported (801)"}},
       {"gpu_probe_no_device", {"@gpu_probe"}, Runtime::Simgpu, {"NODE=no-device.json"}, "cuda_unavailable",
        {"the program failed (exit status"}},
+      // 4b. A working CUDA that refused the program's request is not "CUDA unavailable": the fix is in the
+      // program, not the driver.
+      {"oversized_allocation", {"@cuda_errors", "--oversized"}, Runtime::Simgpu, {}, "cuda_error",
+       {"VERDICT: failed on a CUDA error (exit status 1): cudaMalloc returned cudaErrorMemoryAllocation (2), "
+        "confidence high",
+        "CUDA found the GPU: cudaGetDeviceCount succeeded", "the GPU ran out of memory", "at main"},
+       {"CUDA unavailable", "grant the process access", "allocator churn"}},
+      {"launch_over_the_limit", {"@cuda_errors", "--too-many-threads"}, Runtime::Simgpu, {}, "cuda_error",
+       {"cudaErrorInvalidConfiguration (9)", "at most 1024 threads per block"}, {"CUDA unavailable"}},
+      {"oversized_allocation_then_cpu", {"@cuda_errors", "--oversized", "--cpu-fallback"}, Runtime::Simgpu, {},
+       "cpu_fallback",
+       {"VERDICT: silent CPU fallback: cudaMalloc returned cudaErrorMemoryAllocation (2), and the program carried on "
+        "without the GPU and exited 0"},
+       {"CUDA unavailable"}},
+      // A run that worked, then stopped at its error: what it died of, before how it used the GPU.
+      {"oversized_allocation_after_work", {"@cuda_errors", "--after-work", "--oversized"}, Runtime::Simgpu, {},
+       "cuda_error",
+       {"failed on a CUDA error: the program exited with status 1 after cudaMalloc returned "
+        "cudaErrorMemoryAllocation (2)",
+        "before it: 10 launches, 2 copies, 0 memsets and 1 allocations succeeded", "the GPU ran out of memory"},
+       {"too short to judge"}},
+      // ... while the same program where CUDA cannot start is.
+      {"oversized_allocation_no_device", {"@cuda_errors", "--oversized"}, Runtime::Simgpu, {"NODE=no-device.json"},
+       "cuda_unavailable", {"cudaErrorNoDevice (100)"}},
+      {"oversized_allocation_real_runtime_no_driver", {"@cuda_errors", "--oversized"}, Runtime::RealNoDriver, {},
+       "cuda_unavailable", {"cudaErrorInsufficientDriver (35)"}},
       // 5. Device-to-device copies are not PCIe.
       {"d2d_copies", {"@d2d_copies"}, Runtime::Simgpu, {}, "memory_bound",
        {"200 device-to-device copies (6400.0 MiB)", "none crossed the host's PCIe link"}, {"PCIe-bound"}},

@@ -1,0 +1,107 @@
+// CUDA errors in the analysis, on hand-built traces: which failing calls
+// say there was no GPU and which are requests a working CUDA refused
+// (metrics), and a process that did GPU work, stopped at an error and
+// exited non-zero, told apart from one that got past its error.
+#include <gtest/gtest.h>
+
+#include "../support/model_of.h"
+#include "../support/sample_trace.h"
+#include "metrics.h"
+#include "rules.h"
+
+namespace gpuscope::test {
+namespace {
+
+using analyzer::Bottleneck;
+
+constexpr uint64_t kT0 = 5'000'000'000, kMs = 1'000'000;
+constexpr uint32_t kDeviceCount = 1, kMalloc = 2, kLaunch = 3, kMemcpy = 4, kFree = 5, kTid = 7;
+constexpr int32_t kOutOfMemory = 2, kCudartUnloading = 4, kNoDevice = 100;
+
+struct Call {
+  uint32_t function;
+  uint64_t at_ms;
+  int32_t result;
+};
+
+// One thread's calls, 1 ms each, then the exit with `exit_status`.
+std::vector<uint8_t> trace_of(const std::vector<Call>& calls, int exit_status) {
+  capture::ProcessMetadata meta;
+  meta.pid = 11;
+  meta.exe = "/app/train";
+  meta.start_monotonic_ns = kT0;
+  capture::TotalsInfo totals;
+  totals.end.kind = fb::EndKind::Exit;
+  totals.end.exit_status = exit_status;
+  totals.end_monotonic_ns = kT0 + 100 * kMs;
+  return one_frame_trace(meta, totals, [&](capture::ChunkBuilder& b) {
+    b.add_strings({{kDeviceCount, "cudaGetDeviceCount"}, {kMalloc, "cudaMalloc"}, {kLaunch, "cudaLaunchKernel"},
+                   {kMemcpy, "cudaMemcpy"}, {kFree, "cudaFree"}});
+    uint64_t corr = 0;
+    for (const Call& c : calls)
+      b.add(fb::ApiCall(kT0 + c.at_ms * kMs, kMs, ++corr, 0, kTid, 0, c.result, c.function, 0, 0, 0, 0));
+  });
+}
+
+analyzer::Metrics metrics_of(const std::vector<Call>& calls, int exit_status) {
+  return analyzer::compute_metrics(model_of(trace_of(calls, exit_status)));
+}
+
+Bottleneck verdict_of(const std::vector<Call>& calls, int exit_status) {
+  const analyzer::TraceModel m = model_of(trace_of(calls, exit_status));
+  return analyzer::analyze(m, analyzer::compute_metrics(m)).verdict.cls;
+}
+
+const std::vector<Call> kWorkThenOom = {
+    {kDeviceCount, 1, 0}, {kMalloc, 2, 0}, {kMemcpy, 3, 0}, {kLaunch, 4, 0}, {kMalloc, 5, kOutOfMemory}};
+
+TEST(CudaErrors, AFirstRequestTheGpuRefusedIsTheProgramsErrorWithWhatShowedCudaWorked) {
+  const auto x = metrics_of({{kDeviceCount, 1, 0}, {kMalloc, 2, kOutOfMemory}}, 1);
+  ASSERT_EQ(x.program_errors.size(), 1u);
+  EXPECT_EQ(x.program_errors[0].name, "cudaErrorMemoryAllocation");
+  EXPECT_EQ(x.cuda_answered, "cudaGetDeviceCount succeeded");
+  EXPECT_FALSE(x.gpu_work_done);
+  EXPECT_EQ(verdict_of({{kDeviceCount, 1, 0}, {kMalloc, 2, kOutOfMemory}}, 1), Bottleneck::CudaError);
+  // The error itself says a device answered when nothing else does.
+  EXPECT_EQ(metrics_of({{kMalloc, 2, kOutOfMemory}}, 1).cuda_answered,
+            "cudaErrorMemoryAllocation is raised by a device that exists");
+  // No device: the same allocation is no request of the program's at all.
+  const auto none = metrics_of({{kDeviceCount, 1, kNoDevice}, {kMalloc, 2, kNoDevice}}, 1);
+  EXPECT_TRUE(none.program_errors.empty());
+  EXPECT_FALSE(none.cuda_answered);
+  EXPECT_EQ(verdict_of({{kDeviceCount, 1, kNoDevice}, {kMalloc, 2, kNoDevice}}, 1), Bottleneck::CudaUnavailable);
+}
+
+TEST(CudaErrors, WorkThenAnErrorItStoppedAtThenExitNonZeroIsWhatItDiedOf) {
+  const auto x = metrics_of(kWorkThenOom, 1);
+  ASSERT_TRUE(x.stopped_on_error);
+  EXPECT_EQ(x.stopped_on_error->function, "cudaMalloc");
+  EXPECT_EQ(x.stopped_on_error->code, kOutOfMemory);
+  const analyzer::TraceModel m = model_of(trace_of(kWorkThenOom, 1));
+  const analyzer::Analysis a = analyzer::analyze(m, analyzer::compute_metrics(m));
+  EXPECT_EQ(a.verdict.cls, Bottleneck::CudaError);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings.front().id, "cuda.program_failed_on_error");
+  EXPECT_EQ(a.findings.front().title,
+            "failed on a CUDA error: the program exited with status 1 after cudaMalloc returned "
+            "cudaErrorMemoryAllocation (2)");
+}
+
+TEST(CudaErrors, AnErrorTheProgramGotPastOrAZeroExitIsNotWhatItDiedOf) {
+  std::vector<Call> recovered = kWorkThenOom;
+  recovered.push_back({kMalloc, 6, 0});  // retried smaller, and went on
+  recovered.push_back({kLaunch, 7, 0});
+  EXPECT_FALSE(metrics_of(recovered, 1).stopped_on_error);
+  EXPECT_NE(verdict_of(recovered, 1), Bottleneck::CudaError);
+  EXPECT_FALSE(metrics_of(kWorkThenOom, 0).stopped_on_error);
+  // Frees that fail while the runtime unloads at exit are no cause.
+  std::vector<Call> unloading = {{kMalloc, 1, 0}, {kLaunch, 2, 0}, {kFree, 3, kCudartUnloading}};
+  EXPECT_FALSE(metrics_of(unloading, 1).stopped_on_error);
+  // A free that fails after the work is not work: the process still stopped there.
+  std::vector<Call> bad_free = {{kMalloc, 1, 0}, {kLaunch, 2, 0}, {kFree, 3, 1}};
+  ASSERT_TRUE(metrics_of(bad_free, 1).stopped_on_error);
+  EXPECT_EQ(metrics_of(bad_free, 1).stopped_on_error->name, "cudaErrorInvalidValue");
+}
+
+}  // namespace
+}  // namespace gpuscope::test
