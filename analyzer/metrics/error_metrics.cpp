@@ -106,13 +106,20 @@ void call_outcome_metrics(const TraceModel& m, Metrics& x) {
 // after it, and exited non-zero, most likely died of that error (a kernel's
 // fault makes every later call fail; an allocation too large ends a run).
 // Errors of a runtime already unloading at exit (4) are not a cause.
+namespace {
+CudaError error_of(const TraceModel& m, const TraceModel::Failure& f) {
+  const std::string function = m.summary.name_of(f.function_id);
+  return CudaError{function, f.result, cuda_error_name(f.result, is_driver_function(function)), 1};
+}
+}  // namespace
+
 void stopped_on_error_metrics(const TraceModel& m, Metrics& x) {
   constexpr int kCudartUnloading = 4;
+  if (m.first_failure) x.first_error = error_of(m, *m.first_failure);
   if (!m.last_failure || !x.gpu_work_done || !x.exit_status || *x.exit_status == 0) return;
   const TraceModel::Failure& f = *m.last_failure;
   if (f.start_ns < m.last_work_ns || f.result == kCudartUnloading) return;
-  const std::string function = m.summary.name_of(f.function_id);
-  x.stopped_on_error = CudaError{function, f.result, cuda_error_name(f.result, is_driver_function(function)), 1};
+  x.stopped_on_error = error_of(m, f);
 }
 
 std::string cuda_error_name(int code, bool driver) {

@@ -227,6 +227,7 @@ struct Metrics {
   // The process exited non-zero after GPU work, and its last failing CUDA
   // call came after the last work that succeeded: what it stopped at.
   std::optional<CudaError> stopped_on_error;
+  std::optional<CudaError> first_error;  // the failing call that started first: later ones may follow from it
   std::vector<std::string> failed_loads;  // "libcuda.so.1: <dlerror>"
   std::vector<std::string> loaded_gpu_libraries;
   bool cuda_attempted = false;  // a GPU library loaded or a CUDA call made
@@ -279,7 +280,8 @@ void range_idle_metrics(const TraceModel& model, Metrics& x);
 void node_link_metrics(const TraceModel& model, Metrics& x);
 // The error fields above (errors, failures and their meanings,
 // cuda_answered) and the successful work counts, once the launch count is
-// set; then, once the exit status is, stopped_on_error (error_metrics.cpp).
+// set; then, once the exit status is, first_error and stopped_on_error
+// (error_metrics.cpp).
 void call_outcome_metrics(const TraceModel& model, Metrics& x);
 void stopped_on_error_metrics(const TraceModel& model, Metrics& x);
 // Other processes' share of this process's GPUs, from the driver's

@@ -39,12 +39,15 @@ void CallSequence::add_outcome(CallKind kind, uint64_t start_ns, uint32_t functi
   if (result == 0) {
     if (kind == CallKind::Launch || kind == CallKind::Copy || kind == CallKind::Memset || kind == CallKind::Alloc)
       last_work_ns_ = std::max(last_work_ns_, start_ns);
-  } else if (result != TraceModel::kNotReadyResult && (!last_failure_ || start_ns >= last_failure_->start_ns)) {
-    last_failure_ = TraceModel::Failure{start_ns, function_id, result};
+  } else if (result != TraceModel::kNotReadyResult) {
+    const TraceModel::Failure failure{start_ns, function_id, result};
+    if (!first_failure_ || start_ns < first_failure_->start_ns) first_failure_ = failure;
+    if (!last_failure_ || start_ns >= last_failure_->start_ns) last_failure_ = failure;
   }
 }
 
 void CallSequence::finish(TraceModel& m) const {
+  m.first_failure = first_failure_;
   m.last_failure = last_failure_;
   m.last_work_ns = last_work_ns_;
   for (const auto& [tid, q] : queues_)

@@ -34,8 +34,8 @@ class CallSequence {
   // (whose function id `names` names).
   void add(const reader::TraceSummary& names, CallKind kind, uint32_t tid, uint64_t start_ns, uint64_t duration_ns,
            SiteKey site);
-  // Its outcome: keeps the last failure and the last work that succeeded
-  // (TraceModel::last_failure, last_work_ns).
+  // Its outcome: keeps the first and last failures and the last work that
+  // succeeded (TraceModel::first_failure, last_failure, last_work_ns).
   void add_outcome(CallKind kind, uint64_t start_ns, uint32_t function_id, int32_t result);
   // Moves the context-creating call's time to Init and records what was
   // learnt in the model (context_init_*, waits_on_queued_*).
@@ -56,7 +56,7 @@ class CallSequence {
     bool kernels = false, transfers = false;  // queued since the thread's last synchronization
     QueuedWaits waits;
   };
-  std::optional<TraceModel::Failure> last_failure_;
+  std::optional<TraceModel::Failure> first_failure_, last_failure_;
   uint64_t last_work_ns_ = 0;
   std::unordered_map<uint32_t, Queue> queues_;  // by thread
   NodeCache<decltype(queues_), 64> queue_of_{queues_};

@@ -194,8 +194,8 @@ struct TraceModel {
   uint64_t physical_allocs = 0, physical_frees = 0;
   uint64_t alloc_bytes = 0;
   uint64_t oom_errors = 0;
-  // The failing outermost call that started last (not a "not ready"
-  // answer), and the start of the last work call that succeeded (launch,
+  // The failing outermost calls that started first and last (not "not
+  // ready" answers), and the start of the last work call that succeeded (launch,
   // copy, memset, allocation): whether a process that exited non-zero
   // stopped at its error.
   // cudaErrorNotReady / CUDA_ERROR_NOT_READY: a query's answer, not a failure.
@@ -205,7 +205,7 @@ struct TraceModel {
     uint32_t function_id = 0;
     int32_t result = 0;
   };
-  std::optional<Failure> last_failure;
+  std::optional<Failure> first_failure, last_failure;
   uint64_t last_work_ns = 0;
   MemoryCurve device_memory;
   std::map<uint16_t, GpuSampleStats> gpu;                   // by device

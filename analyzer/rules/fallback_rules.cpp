@@ -85,10 +85,13 @@ Finding unavailable_finding(const Metrics& x, bool program_failed) {
   return f;
 }
 
-// The error the finding is about: the most frequent one (a fault repeats
-// in every later call; the first failing call is not in the summary).
-const CudaError& main_error(const std::vector<CudaError>& errors) {
-  return *std::max_element(errors.begin(), errors.end(),
+// The error the finding is about: the first failing call where the trace
+// says which came first (later errors often follow from it: a fault
+// repeats in every later call), else the most frequent one.
+const CudaError& main_error(const Metrics& x) {
+  for (const CudaError& e : x.program_errors)
+    if (x.first_error && e.function == x.first_error->function && e.code == x.first_error->code) return e;
+  return *std::max_element(x.program_errors.begin(), x.program_errors.end(),
                            [](const CudaError& a, const CudaError& b) { return a.count < b.count; });
 }
 
@@ -118,7 +121,8 @@ std::vector<CallSite> failing_sites(const TraceModel& m, const std::vector<CudaE
   for (const auto& [key, site] : m.sites)
     if (site.failed != 0 && failing.contains(m.summary.name_of(key.function_id)))
       out.push_back(CallSite{m.summary.name_of(key.function_id), key.stack_id, site.failed,
-                             site.calls.count ? site.calls.ns * site.failed / site.calls.count : 0});
+                             static_cast<uint64_t>(static_cast<double>(site.calls.ns) * site.failed /
+                                                   std::max<uint64_t>(site.calls.count, 1))});
   std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) { return a.count > b.count; });
   if (out.size() > 3) out.resize(3);
   return out;
@@ -141,7 +145,7 @@ std::string stopped_error_fix(const CudaError& e) {
 
 // CUDA answered and said no: the fix is in the program, not the driver.
 Finding program_error_finding(const TraceModel& m, const Metrics& x, bool program_failed) {
-  const CudaError& e = main_error(x.program_errors);
+  const CudaError& e = main_error(x);
   const std::string error = fmt::format("{} returned {} ({})", e.function, e.name.empty() ? "an error" : e.name, e.code);
   Finding f;
   f.severity = Status::Fail;

@@ -62,11 +62,8 @@ gpuscope::hooks::CopyCall batch(const CUdeviceptr* dsts, const CUdeviceptr* srcs
 }
 
 gpuscope::hooks::CopyCall batch_3d(size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops, CUstream s) {
-  uint64_t bytes = 0;
-  for (size_t i = 0; ops != nullptr && i < n; ++i)
-    bytes += uint64_t{ops[i].extent.width} * ops[i].extent.height * ops[i].extent.depth;
   if (ops == nullptr || n == 0) return copy(nullptr, nullptr, 0, kUnified, s, true);
-  return copy(operand(ops[0].dst), operand(ops[0].src), bytes, kUnified, s, true);
+  return copy(operand(ops[0].dst), operand(ops[0].src), gpuscope::hooks::batch_3d_bytes(ops, n), kUnified, s, true);
 }
 
 const void* array(CUarray a) { return static_cast<const void*>(a); }

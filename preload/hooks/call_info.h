@@ -213,6 +213,15 @@ inline uint64_t batch_bytes(const size_t* sizes, size_t count) noexcept {
   return total;
 }
 
+// The bytes of a batch of 3D copies, runtime or driver operations (ops may be null).
+template <class Op>
+uint64_t batch_3d_bytes(const Op* ops, size_t count) noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; ops != nullptr && i < count; ++i)
+    total += uint64_t{ops[i].extent.width} * ops[i].extent.height * ops[i].extent.depth;
+  return total;
+}
+
 inline CallInfo plain(const void* stream = nullptr) noexcept {
   CallInfo c;
   c.stream = stream_id(stream);

@@ -41,6 +41,19 @@ AllocCall array(cudaArray_t* out, uint64_t bytes) {
   return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
 }
 
+uint64_t array_3d_bytes(const cudaChannelFormatDesc* d, cudaExtent e) {
+  return array_bytes(d, e.width, e.height) * (e.depth == 0 ? 1 : e.depth);
+}
+
+// Every level of a mipmapped array, each half the last in every dimension.
+uint64_t mipmapped_bytes(const cudaChannelFormatDesc* d, cudaExtent e, unsigned levels) {
+  uint64_t bytes = 0;
+  for (unsigned l = 0; l < std::max(levels, 1u) && l < 32; ++l)
+    bytes += array_3d_bytes(d, {std::max<size_t>(e.width >> l, 1), e.height == 0 ? 0 : std::max<size_t>(e.height >> l, 1),
+                                e.depth == 0 ? 0 : std::max<size_t>(e.depth >> l, 1)});
+  return bytes;
+}
+
 }  // namespace
 
 #define GPUSCOPE_RUNTIME_ALLOC(X)                                                                                    \
@@ -69,6 +82,13 @@ AllocCall array(cudaArray_t* out, uint64_t bytes) {
   X(cudaError_t, cudaMallocArray, 0,                                                                                 \
     (cudaArray_t* a, const cudaChannelFormatDesc* d, size_t w, size_t h, unsigned f), (a, d, w, h, f),               \
     (array(a, array_bytes(d, w, h))))                                                                                \
-  X(cudaError_t, cudaFreeArray, 0, (cudaArray_t a), (a), (release(a, MemoryKind::Array)))
+  X(cudaError_t, cudaFreeArray, 0, (cudaArray_t a), (a), (release(a, MemoryKind::Array)))                         \
+  X(cudaError_t, cudaMalloc3DArray, 0, (cudaArray_t* a, const cudaChannelFormatDesc* d, cudaExtent e, unsigned f),   \
+    (a, d, e, f), (array(a, array_3d_bytes(d, e))))                                                                  \
+  X(cudaError_t, cudaMallocMipmappedArray, 0,                                                                        \
+    (cudaMipmappedArray_t* m, const cudaChannelFormatDesc* d, cudaExtent e, unsigned levels, unsigned f),            \
+    (m, d, e, levels, f),                                                                                            \
+    (allocation(reinterpret_cast<void* const*>(m), mipmapped_bytes(d, e, levels), MemoryKind::Array)))               \
+  X(cudaError_t, cudaFreeMipmappedArray, 0, (cudaMipmappedArray_t m), (m), (release(m, MemoryKind::Array)))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_ALLOC, runtime_alloc_hooks)

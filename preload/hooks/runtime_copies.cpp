@@ -29,7 +29,31 @@ gpuscope::hooks::CopyCall peer_3d(const cudaMemcpy3DPeerParms* p, cudaStream_t s
   return copy(dst, src, uint64_t{p->extent.width} * p->extent.height * p->extent.depth, 5, s, async);
 }
 
+// A batch is one call: its bytes together, its sides the first copy's.
+const void* operand(const cudaMemcpy3DOperand& o) {
+  return o.type == cudaMemcpyOperandTypeArray ? static_cast<const void*>(o.op.array.array) : o.op.ptr.ptr;
+}
+gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, cudaStream_t s) {
+  if (ops == nullptr || n == 0) return copy(nullptr, nullptr, 0, cudaMemcpyDefault, s, true);
+  return copy(operand(ops[0].dst), operand(ops[0].src), gpuscope::hooks::batch_3d_bytes(ops, n), cudaMemcpyDefault, s,
+              true);
+}
+
 }  // namespace
+
+// The 1D array copies are deprecated, but still exported and still in
+// older samples (simpleTexture's generation of code): hooking them names
+// them, which the header warns about.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#define GPUSCOPE_TO_ARRAY (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t n, cudaMemcpyKind k)
+#define GPUSCOPE_FROM_ARRAY (void* dst, ConstArray a, size_t wo, size_t ho, size_t n, cudaMemcpyKind k)
+#define GPUSCOPE_ARRAY_TO_ARRAY \
+  (cudaArray_t d, size_t dwo, size_t dho, ConstArray a, size_t wo, size_t ho, size_t n, cudaMemcpyKind k)
+#define GPUSCOPE_TO_ARRAY_ASYNC \
+  (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s)
+#define GPUSCOPE_FROM_ARRAY_ASYNC \
+  (void* dst, ConstArray a, size_t wo, size_t ho, size_t n, cudaMemcpyKind k, cudaStream_t s)
+#define GPUSCOPE_BATCH_3D (size_t n, cudaMemcpy3DBatchOp* ops, unsigned long long f, cudaStream_t s)
 
 // Ret, name, flags, (parameters), (arguments), CallInfo
 #define GPUSCOPE_RUNTIME_COPIES(X)                                                                                   \
@@ -140,6 +164,27 @@ gpuscope::hooks::CopyCall peer_3d(const cudaMemcpy3DPeerParms* p, cudaStream_t s
     (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,     \
      size_t* idxs, size_t nattrs, cudaStream_t s),                                                                   \
     (dsts, srcs, sizes, count, attrs, idxs, nattrs, s),                                                              \
-    (copy(count ? dsts[0] : nullptr, count ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true)))
+    (copy(count ? dsts[0] : nullptr, count ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true))) \
+  X(cudaError_t, cudaMemcpy3DBatchAsync, 0, GPUSCOPE_BATCH_3D, (n, ops, f, s), (batch_3d(n, ops, s)))                 \
+  X(cudaError_t, cudaMemcpy3DBatchAsync_ptsz, P, GPUSCOPE_BATCH_3D, (n, ops, f, s), (batch_3d(n, ops, s)))            \
+  X(cudaError_t, cudaMemcpyToArray, 0, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k), (copy(a, src, n, k, nullptr, false))) \
+  X(cudaError_t, cudaMemcpyToArray_ptds, P, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k),                                \
+    (copy(a, src, n, k, nullptr, false)))                                                                            \
+  X(cudaError_t, cudaMemcpyFromArray, 0, GPUSCOPE_FROM_ARRAY, (dst, a, wo, ho, n, k),                                 \
+    (copy(dst, a, n, k, nullptr, false)))                                                                            \
+  X(cudaError_t, cudaMemcpyFromArray_ptds, P, GPUSCOPE_FROM_ARRAY, (dst, a, wo, ho, n, k),                            \
+    (copy(dst, a, n, k, nullptr, false)))                                                                            \
+  X(cudaError_t, cudaMemcpyArrayToArray, 0, GPUSCOPE_ARRAY_TO_ARRAY, (d, dwo, dho, a, wo, ho, n, k),                  \
+    (copy(d, a, n, k, nullptr, false)))                                                                              \
+  X(cudaError_t, cudaMemcpyArrayToArray_ptds, P, GPUSCOPE_ARRAY_TO_ARRAY, (d, dwo, dho, a, wo, ho, n, k),             \
+    (copy(d, a, n, k, nullptr, false)))                                                                              \
+  X(cudaError_t, cudaMemcpyToArrayAsync, 0, GPUSCOPE_TO_ARRAY_ASYNC, (a, wo, ho, src, n, k, s),                       \
+    (copy(a, src, n, k, s, true)))                                                                                   \
+  X(cudaError_t, cudaMemcpyToArrayAsync_ptsz, P, GPUSCOPE_TO_ARRAY_ASYNC, (a, wo, ho, src, n, k, s),                  \
+    (copy(a, src, n, k, s, true)))                                                                                   \
+  X(cudaError_t, cudaMemcpyFromArrayAsync, 0, GPUSCOPE_FROM_ARRAY_ASYNC, (dst, a, wo, ho, n, k, s),                   \
+    (copy(dst, a, n, k, s, true)))                                                                                   \
+  X(cudaError_t, cudaMemcpyFromArrayAsync_ptsz, P, GPUSCOPE_FROM_ARRAY_ASYNC, (dst, a, wo, ho, n, k, s),              \
+    (copy(dst, a, n, k, s, true)))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_COPIES, runtime_copy_hooks)

@@ -68,6 +68,9 @@ StreamCreateCall stream_create(cudaStream_t* out, unsigned flags) {
   X(cudaError_t, cudaEventCreateWithFlags, 0, (cudaEvent_t* e, unsigned f), (e, f), (plain()))                  \
   X(cudaError_t, cudaEventRecord, 0, (cudaEvent_t e, cudaStream_t s), (e, s), (plain(s)))                       \
   X(cudaError_t, cudaEventRecord_ptsz, P, (cudaEvent_t e, cudaStream_t s), (e, s), (plain(s)))                  \
+  X(cudaError_t, cudaEventRecordWithFlags, 0, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f), (plain(s)))\
+  X(cudaError_t, cudaEventRecordWithFlags_ptsz, P, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f),       \
+    (plain(s)))                                                                                                 \
   X(cudaError_t, cudaEventDestroy, 0, (cudaEvent_t e), (e), (plain()))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_DEVICE, runtime_device_hooks)

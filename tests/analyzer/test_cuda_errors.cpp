@@ -72,6 +72,20 @@ TEST(CudaErrors, AFirstRequestTheGpuRefusedIsTheProgramsErrorWithWhatShowedCudaW
   EXPECT_EQ(verdict_of({{kDeviceCount, 1, kNoDevice}, {kMalloc, 2, kNoDevice}}, 1), Bottleneck::CudaUnavailable);
 }
 
+TEST(CudaErrors, TheFirstFailingCallNamesTheFindingNotTheMostFrequentOne) {
+  // A failed allocation, then three frees of what was never allocated.
+  const std::vector<Call> calls = {
+      {kMalloc, 1, kOutOfMemory}, {kFree, 2, 1}, {kFree, 3, 1}, {kFree, 4, 1}};
+  const auto x = metrics_of(calls, 1);
+  ASSERT_TRUE(x.first_error);
+  EXPECT_EQ(x.first_error->function, "cudaMalloc");
+  const analyzer::TraceModel m = model_of(trace_of(calls, 1));
+  const analyzer::Analysis a = analyzer::analyze(m, analyzer::compute_metrics(m));
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings.front().title, "failed on a CUDA error (exit status 1): cudaMalloc returned "
+                                      "cudaErrorMemoryAllocation (2)");
+}
+
 TEST(CudaErrors, WorkThenAnErrorItStoppedAtThenExitNonZeroIsWhatItDiedOf) {
   const auto x = metrics_of(kWorkThenOom, 1);
   ASSERT_TRUE(x.stopped_on_error);

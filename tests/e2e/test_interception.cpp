@@ -174,6 +174,35 @@ TEST_F(Interception, SamplesBehaveExactlyAsWithoutGpuscope) {
   }
 }
 
+// Arrays, mipmapped arrays, batched 3D copies and flagged event records:
+// each call is in the trace once, with the result the runtime gave, and the
+// program's output is its own. simgpu refuses arrays (801); the real
+// runtime without a driver answers 35 to everything.
+TEST_F(Interception, ArrayAndBatchCallsAreRecordedWithTheRuntimesResults) {
+  const std::map<std::string, uint64_t> made = {
+      {"cudaEventRecordWithFlags", 1}, {"cudaMallocArray", 2}, {"cudaMalloc3DArray", 1},
+      {"cudaMallocMipmappedArray", 1}, {"cudaMemcpyToArray", 1}, {"cudaMemcpyArrayToArray", 1},
+      {"cudaMemcpyFromArray", 1}, {"cudaMemcpyToArrayAsync", 1}, {"cudaMemcpyFromArrayAsync", 1},
+      {"cudaMemcpy3DBatchAsync", 1}, {"cudaFreeMipmappedArray", 1}, {"cudaFreeArray", 3}};
+  for (const auto& [runtime, refused] : {std::pair<std::string, int>{GPUSCOPE_SIMGPU_LIB_DIR, 801},
+                                         std::pair<std::string, int>{"/usr/local/cuda/lib64", 35}}) {
+    const auto env = environment_with({"LD_LIBRARY_PATH=" + runtime}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT"});
+    const auto plain = run({bin("array_user")}, env);
+    TempDir dir;
+    const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("array_user")}, env);
+    EXPECT_EQ(traced.out, plain.out) << runtime;
+    EXPECT_EQ(traced.exit_code(), 0) << runtime;
+    const auto t = read_trace_file(traces_in(dir.path()).at(0));
+    for (const auto& [function, n] : made) {
+      EXPECT_EQ(calls(t, function), n) << function << " on " << runtime;
+      const bool fails = refused == 35 || function != "cudaEventRecordWithFlags";
+      const auto failed = t.summary.nonzero_results.find({function, refused});
+      EXPECT_EQ(failed == t.summary.nonzero_results.end() ? 0 : failed->second, fails ? n : 0)
+          << function << " on " << runtime << ": the runtime's own result";
+    }
+  }
+}
+
 TEST(InterceptionNoDriver, RealRuntimeRecordsInsufficientDriver) {
   if (!std::filesystem::exists(bin("minimal_cuda"))) GTEST_SKIP() << "samples not built";
   TempDir dir;
