@@ -251,6 +251,10 @@ verdict_case alloc_churn_expandable "memory-bound" -- "$bin/alloc_churn" --expan
 verdict_case alloc_churn_expandable_fixed "not memory-bound" -- "$bin/alloc_churn" --expandable --fixed --iters 800
 verdict_case vector_add_hidden "CUDA unavailable; the program failed" CUDA_VISIBLE_DEVICES= -- \
   "$here/conformance/bin/vector_add" --n=50000
+# A working CUDA that refused the program's request: the program's error, not the driver's.
+verdict_case cuda_errors_oversized "failed on a CUDA error" -- "$bin/cuda_errors" --oversized
+verdict_case cuda_errors_too_many_threads "failed on a CUDA error" -- "$bin/cuda_errors" --too-many-threads
+verdict_case cuda_errors_after_work "failed on a CUDA error" -- "$bin/cuda_errors" --after-work --oversized
 fi
 
 if want other; then
