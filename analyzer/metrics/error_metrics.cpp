@@ -32,6 +32,12 @@ constexpr int kNoGpuHereCodes[] = {802, 805, 999};
 // A GPU with no code for it: invalid device function, invalid image, no
 // kernel image for this architecture, invalid or too-new PTX, no JIT.
 constexpr int kWrongBuildCodes[] = {98, 200, 209, 218, 221, 222, 223};
+// Answers about state that programs check for and carry on after: the
+// profiler already started or stopped, peer access already enabled or not
+// enabled, host memory already registered or not registered. Like "not
+// ready", answers rather than failures: no evidence of a fallback, never
+// what a process died of.
+constexpr int kStateAnswerCodes[] = {5, 6, 7, 8, 704, 705, 712, 713};
 // Codes only a working device raises: out of memory, a launch over the
 // device's limits, and the faults of kernels that ran (700-721).
 bool raised_by_a_device(int code) { return code == 2 || code == 9 || (code >= 700 && code <= 721); }
@@ -105,7 +111,8 @@ void call_outcome_metrics(const TraceModel& m, Metrics& x) {
 // A process that did GPU work, then got a CUDA error and no work succeeded
 // after it, and exited non-zero, most likely died of that error (a kernel's
 // fault makes every later call fail; an allocation too large ends a run).
-// Errors of a runtime already unloading at exit (4) are not a cause.
+// Errors of a runtime already unloading at exit (4) and answers about state
+// are no cause: when one is the last failure, nothing is claimed.
 namespace {
 CudaError error_of(const TraceModel& m, const TraceModel::Failure& f) {
   const std::string function = m.summary.name_of(f.function_id);
@@ -118,7 +125,7 @@ void stopped_on_error_metrics(const TraceModel& m, Metrics& x) {
   if (m.first_failure) x.first_error = error_of(m, *m.first_failure);
   if (!m.last_failure || !x.gpu_work_done || !x.exit_status || *x.exit_status == 0) return;
   const TraceModel::Failure& f = *m.last_failure;
-  if (f.start_ns < m.last_work_ns || f.result == kCudartUnloading) return;
+  if (f.start_ns < m.last_work_ns || f.result == kCudartUnloading || is_answer_not_failure(f.result)) return;
   x.stopped_on_error = error_of(m, f);
 }
 
@@ -141,6 +148,6 @@ ErrorMeaning error_meaning(const std::string& function, int code) {
   return ErrorMeaning::ProgramError;
 }
 
-bool is_answer_not_failure(int code) { return code == kNotReady; }
+bool is_answer_not_failure(int code) { return code == kNotReady || among(kStateAnswerCodes, code); }
 
 }  // namespace gpuscope::analyzer

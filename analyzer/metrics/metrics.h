@@ -33,7 +33,9 @@ bool is_no_gpu_error(int code);
 // a fault in a kernel).
 enum class ErrorMeaning { NoGpu, WrongBuild, ProgramError };
 ErrorMeaning error_meaning(const std::string& function, int code);
-// cudaErrorNotReady / CUDA_ERROR_NOT_READY (600): a query's answer, not a failure.
+// cudaErrorNotReady / CUDA_ERROR_NOT_READY (600): a query's answer, not a
+// failure; so are answers about state (peer access already enabled, host
+// memory already registered, the profiler already started, ...).
 inline constexpr int kNotReady = 600;
 bool is_answer_not_failure(int code);
 

@@ -111,6 +111,9 @@ TEST(CudaErrors, AnErrorTheProgramGotPastOrAZeroExitIsNotWhatItDiedOf) {
   // Frees that fail while the runtime unloads at exit are no cause.
   std::vector<Call> unloading = {{kMalloc, 1, 0}, {kLaunch, 2, 0}, {kFree, 3, kCudartUnloading}};
   EXPECT_FALSE(metrics_of(unloading, 1).stopped_on_error);
+  // Nor is an answer about state a program carries on after (peer access already enabled).
+  std::vector<Call> state = {{kMalloc, 1, 0}, {kLaunch, 2, 0}, {kMalloc, 3, 704}};
+  EXPECT_FALSE(metrics_of(state, 1).stopped_on_error);
   // A free that fails after the work is not work: the process still stopped there.
   std::vector<Call> bad_free = {{kMalloc, 1, 0}, {kLaunch, 2, 0}, {kFree, 3, 1}};
   ASSERT_TRUE(metrics_of(bad_free, 1).stopped_on_error);

@@ -583,6 +583,10 @@ TEST(ErrorMeaning, TheCodeAndTheCallSayWhetherTheGpuWasThere) {
   EXPECT_EQ(error_meaning("__cudaLaunchKernel", 9), ErrorMeaning::ProgramError);
   EXPECT_EQ(error_meaning("cudaMallocArray", 801), ErrorMeaning::ProgramError);  // a feature, not the GPU
   EXPECT_EQ(error_meaning("cudaMemcpy", 700), ErrorMeaning::ProgramError);
+  EXPECT_TRUE(is_answer_not_failure(600));
+  EXPECT_TRUE(is_answer_not_failure(704));  // peer access already enabled: carry on
+  EXPECT_TRUE(is_answer_not_failure(712));  // host memory already registered
+  EXPECT_FALSE(is_answer_not_failure(2));
 }
 
 TEST(CopyKinds, DeviceToDeviceCopiesAreNotPcie) {
