@@ -14,10 +14,12 @@
 namespace gpuscope::analyzer {
 namespace {
 
-std::string error_line(const CudaError& e) {
-  return fmt::format("{} returned {} ({}), {} time(s)", e.function, e.name.empty() ? "an unnamed error" : e.name,
-                     e.code, e.count);
+// "cudaMalloc returned cudaErrorMemoryAllocation (2)"
+std::string returned(const CudaError& e) {
+  return fmt::format("{} returned {} ({})", e.function, e.name.empty() ? "an unnamed error" : e.name, e.code);
 }
+
+std::string error_line(const CudaError& e) { return fmt::format("{}, {} time(s)", returned(e), e.count); }
 
 // What says CUDA did not work here, one line each: every failing outermost
 // call (name, code, error name), failed GPU library loads, hidden devices,
@@ -146,7 +148,7 @@ std::string stopped_error_fix(const CudaError& e) {
 // CUDA answered and said no: the fix is in the program, not the driver.
 Finding program_error_finding(const TraceModel& m, const Metrics& x, bool program_failed) {
   const CudaError& e = main_error(x);
-  const std::string error = fmt::format("{} returned {} ({})", e.function, e.name.empty() ? "an error" : e.name, e.code);
+  const std::string error = returned(e);
   Finding f;
   f.severity = Status::Fail;
   f.share = 1.0;
@@ -179,7 +181,7 @@ Finding program_error_finding(const TraceModel& m, const Metrics& x, bool progra
 std::optional<Finding> stopped_on_error_finding(const TraceModel& m, const Metrics& x) {
   if (!x.stopped_on_error) return std::nullopt;
   const CudaError& e = *x.stopped_on_error;
-  const std::string error = fmt::format("{} returned {} ({})", e.function, e.name.empty() ? "an error" : e.name, e.code);
+  const std::string error = returned(e);
   Finding f;
   f.id = "cuda.program_failed_on_error";
   f.cls = Bottleneck::CudaError;
