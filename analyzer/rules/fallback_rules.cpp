@@ -67,22 +67,40 @@ bool cuda_unusable(const Metrics& x) {
          (x.devices_hidden && x.cuda_attempted);
 }
 
-Finding unavailable_finding(const Metrics& x, bool program_failed) {
+// A failure that explains the whole run (share 100 %).
+Finding whole_run_failure(std::string id, Bottleneck cls, std::string title) {
   Finding f;
+  f.id = std::move(id);
+  f.cls = cls;
   f.severity = Status::Fail;
   f.share = 1.0;
-  if (program_failed) {
-    f.id = "fallback.cuda_unavailable_program_failed";
-    f.cls = Bottleneck::CudaUnavailable;
-    f.title = fmt::format("CUDA unavailable; the program failed (exit status {})", *x.exit_status);
-  } else {
-    f.id = "fallback.cpu_fallback";
-    f.cls = Bottleneck::CpuFallback;
-    f.title = x.exit_status ? "CUDA unavailable; the program carried on on the CPU and exited 0"
-                            : "CUDA unavailable; the program carried on on the CPU (its exit is not in the trace)";
-  }
+  f.title = std::move(title);
+  return f;
+}
+
+// The program failed loudly, or carried on without the GPU (fell back).
+Finding failed_or_fell_back(bool program_failed, std::string failed_id, Bottleneck failed_cls,
+                            std::string failed_title, std::string fallback_title) {
+  if (program_failed) return whole_run_failure(std::move(failed_id), failed_cls, std::move(failed_title));
+  return whole_run_failure("fallback.cpu_fallback", Bottleneck::CpuFallback, std::move(fallback_title));
+}
+
+std::string nothing_reached_the_gpu(const Metrics& x) {
+  return fmt::format("0 kernels launched, 0 copies, memsets or allocations made; {}", cpu_evidence(x));
+}
+
+// " and exited 0", or that the trace does not say how it ended.
+std::string fallback_exit(const Metrics& x) {
+  return x.exit_status ? " and exited 0" : " (its exit is not in the trace)";
+}
+
+Finding unavailable_finding(const Metrics& x, bool program_failed) {
+  Finding f = failed_or_fell_back(
+      program_failed, "fallback.cuda_unavailable_program_failed", Bottleneck::CudaUnavailable,
+      program_failed ? fmt::format("CUDA unavailable; the program failed (exit status {})", *x.exit_status) : "",
+      "CUDA unavailable; the program carried on on the CPU" + fallback_exit(x));
   f.evidence = fallback_evidence(x);
-  f.evidence.push_back(fmt::format("0 kernels launched, 0 copies, memsets or allocations made; {}", cpu_evidence(x)));
+  f.evidence.push_back(nothing_reached_the_gpu(x));
   f.fix = fallback_fix(x, program_failed);
   return f;
 }
@@ -149,24 +167,15 @@ std::string stopped_error_fix(const CudaError& e) {
 Finding program_error_finding(const TraceModel& m, const Metrics& x, bool program_failed) {
   const CudaError& e = main_error(x);
   const std::string error = returned(e);
-  Finding f;
-  f.severity = Status::Fail;
-  f.share = 1.0;
-  if (program_failed) {
-    f.id = "cuda.program_failed_on_error";
-    f.cls = Bottleneck::CudaError;
-    f.title = fmt::format("failed on a CUDA error (exit status {}): {}", *x.exit_status, error);
-  } else {
-    f.id = "fallback.cpu_fallback";
-    f.cls = Bottleneck::CpuFallback;
-    f.title = fmt::format("{}, and the program carried on without the GPU{}", error,
-                          x.exit_status ? " and exited 0" : " (its exit is not in the trace)");
-  }
+  Finding f = failed_or_fell_back(
+      program_failed, "cuda.program_failed_on_error", Bottleneck::CudaError,
+      program_failed ? fmt::format("failed on a CUDA error (exit status {}): {}", *x.exit_status, error) : "",
+      error + ", and the program carried on without the GPU" + fallback_exit(x));
   for (const CudaError& each : x.program_errors) f.evidence.push_back(error_line(each));
   f.evidence.push_back(x.cuda_answered ? "CUDA found the GPU: " + *x.cuda_answered
                                        : std::string("no error says the GPU is missing (no driver, no device, no "
                                                      "device visible, no GPU library that failed to load)"));
-  f.evidence.push_back(fmt::format("0 kernels launched, 0 copies, memsets or allocations made; {}", cpu_evidence(x)));
+  f.evidence.push_back(nothing_reached_the_gpu(x));
   f.fix = program_error_fix(e.code) + ".";
   if (!program_failed)
     f.fix += " Make the service fail at start when its GPU path does not work instead of carrying on silently.";
@@ -182,12 +191,9 @@ std::optional<Finding> stopped_on_error_finding(const TraceModel& m, const Metri
   if (!x.stopped_on_error) return std::nullopt;
   const CudaError& e = *x.stopped_on_error;
   const std::string error = returned(e);
-  Finding f;
-  f.id = "cuda.program_failed_on_error";
-  f.cls = Bottleneck::CudaError;
-  f.severity = Status::Fail;
-  f.share = 1.0;
-  f.title = fmt::format("failed on a CUDA error: the program exited with status {} after {}", *x.exit_status, error);
+  Finding f = whole_run_failure(
+      "cuda.program_failed_on_error", Bottleneck::CudaError,
+      fmt::format("failed on a CUDA error: the program exited with status {} after {}", *x.exit_status, error));
   f.evidence.push_back(fmt::format("{} was the last CUDA call to fail, and no launch, copy, memset or allocation "
                                    "succeeded after it",
                                    error));
