@@ -1,5 +1,6 @@
-// CUDA driver allocation: device, pinned host, registered, managed, pooled
-// and pitched memory, and their frees.
+// CUDA driver allocation: device, pinned host, registered, managed, pooled,
+// pitched and array memory (what texture code and video decoders allocate),
+// and their frees.
 #include <cuda.h>
 
 #include "hooks/call_info.h"
@@ -31,6 +32,58 @@ AllocCall pitched(CUdeviceptr* out, size_t* pitch, size_t rows) {
   return c;
 }
 
+// Bytes per channel of an array format; 0 where the format has no fixed
+// element (block-compressed and planar video formats): their size is not
+// counted rather than guessed.
+uint64_t channel_bytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT_101010_2: return 1;  // 4 channels in 4 bytes
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X4: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+  }
+}
+
+template <class Descriptor>
+uint64_t element_bytes(const Descriptor* d) {
+  return d == nullptr ? 0 : channel_bytes(d->Format) * d->NumChannels;
+}
+
+AllocCall array_2d(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* d) {
+  const uint64_t bytes = d == nullptr ? 0 : gpuscope::hooks::array_extent_bytes(element_bytes(d), d->Width, d->Height, 0);
+  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+}
+
+AllocCall array_3d(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  const uint64_t bytes =
+      d == nullptr ? 0 : gpuscope::hooks::array_extent_bytes(element_bytes(d), d->Width, d->Height, d->Depth);
+  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+}
+
+AllocCall mipmapped(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  const uint64_t bytes =
+      d == nullptr ? 0 : gpuscope::hooks::mipmap_chain_bytes(element_bytes(d), d->Width, d->Height, d->Depth, levels);
+  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+}
+
 }  // namespace
 
 #define GPUSCOPE_DRIVER_ALLOC(X)                                                                                   \
@@ -55,6 +108,12 @@ AllocCall pitched(CUdeviceptr* out, size_t* pitch, size_t rows) {
     (p, n, pool, s), (device_alloc(p, n, MemoryKind::Pool, s, true)))                                             \
   X(CUresult, cuMemFreeAsync, D, (CUdeviceptr p, CUstream s), (p, s), (release(ptr(p), MemoryKind::Device, s, true))) \
   X(CUresult, cuMemFreeAsync_ptsz, DP, (CUdeviceptr p, CUstream s), (p, s),                                       \
-    (release(ptr(p), MemoryKind::Device, s, true)))
+    (release(ptr(p), MemoryKind::Device, s, true)))                                                               \
+  X(CUresult, cuArrayCreate_v2, D, (CUarray* a, const CUDA_ARRAY_DESCRIPTOR* d), (a, d), (array_2d(a, d)))          \
+  X(CUresult, cuArray3DCreate_v2, D, (CUarray* a, const CUDA_ARRAY3D_DESCRIPTOR* d), (a, d), (array_3d(a, d)))      \
+  X(CUresult, cuArrayDestroy, D, (CUarray a), (a), (release(a, MemoryKind::Array)))                                \
+  X(CUresult, cuMipmappedArrayCreate, D, (CUmipmappedArray* m, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels), \
+    (m, d, levels), (mipmapped(m, d, levels)))                                                                    \
+  X(CUresult, cuMipmappedArrayDestroy, D, (CUmipmappedArray m), (m), (release(m, MemoryKind::Array)))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_DRIVER_ALLOC, driver_alloc_hooks)

@@ -26,11 +26,16 @@ int kind_of(CUmemorytype src, CUmemorytype dst) {
   return src_dev ? (dst_dev ? kDtoD : kDtoH) : (dst_dev ? kHtoD : kHtoH);
 }
 
+// One side's address: the host pointer, the array handle or the device pointer.
+const void* side(CUmemorytype type, const void* host, CUarray array, CUdeviceptr device) {
+  if (type == CU_MEMORYTYPE_HOST) return host;
+  return type == CU_MEMORYTYPE_ARRAY ? static_cast<const void*>(array) : ptr(device);
+}
 template <class Desc> const void* src_of(const Desc* d) {
-  return d->srcMemoryType == CU_MEMORYTYPE_HOST ? d->srcHost : ptr(d->srcDevice);
+  return side(d->srcMemoryType, d->srcHost, d->srcArray, d->srcDevice);
 }
 template <class Desc> const void* dst_of(const Desc* d) {
-  return d->dstMemoryType == CU_MEMORYTYPE_HOST ? d->dstHost : ptr(d->dstDevice);
+  return side(d->dstMemoryType, d->dstHost, d->dstArray, d->dstDevice);
 }
 
 gpuscope::hooks::CopyCall copy_2d(const CUDA_MEMCPY2D* d, CUstream s, bool async) {

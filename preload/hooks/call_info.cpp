@@ -129,6 +129,12 @@ void AllocCall::after(capture::ApiCallScope& s, int32_t result, uint8_t flags) n
   // now (copies may name it) but allocates only when the graph runs.
   const bool in_graph = async && captured(s, result, flags);
   const Range r = update_registry(result);
+  // A free of null frees nothing (cudaFree(0) is how programs create their
+  // context): the call, not a free that would count as allocator churn.
+  if (op == fb::AllocOp::Free && r.address == 0) {
+    finish(s, result, flags);
+    return;
+  }
   finish_work(s, result, flags, in_graph, [&](uint64_t end) {
     return fb::Alloc(s.start(), end - s.start(), s.correlation_id(), r.address, r.size, op, kind, fb::Source::Host,
                      async ? container::kAllocAsync : 0, current_device(), 0);

@@ -9,6 +9,7 @@
 // records are written only for work that happened (finish_work).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -220,6 +221,21 @@ uint64_t batch_3d_bytes(const Op* ops, size_t count) noexcept {
   for (size_t i = 0; ops != nullptr && i < count; ++i)
     total += uint64_t{ops[i].extent.width} * ops[i].extent.height * ops[i].extent.depth;
   return total;
+}
+
+// The bytes of a CUDA array of w x h x d elements (a height or depth of 0:
+// a dimension the array does not have), runtime or driver.
+inline uint64_t array_extent_bytes(uint64_t element_bytes, size_t w, size_t h, size_t d) noexcept {
+  return element_bytes * w * (h == 0 ? 1 : h) * (d == 0 ? 1 : d);
+}
+
+// Every level of a mipmapped array, each half the last in every dimension.
+inline uint64_t mipmap_chain_bytes(uint64_t element_bytes, size_t w, size_t h, size_t d, unsigned levels) noexcept {
+  const auto halved = [](size_t n, unsigned level) -> size_t { return n == 0 ? 0 : std::max<size_t>(n >> level, 1); };
+  uint64_t bytes = 0;
+  for (unsigned l = 0; l < std::max(levels, 1u) && l < 32; ++l)
+    bytes += array_extent_bytes(element_bytes, std::max<size_t>(w >> l, 1), halved(h, l), halved(d, l));
+  return bytes;
 }
 
 inline CallInfo plain(const void* stream = nullptr) noexcept {

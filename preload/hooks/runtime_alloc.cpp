@@ -31,10 +31,12 @@ AllocCall pitched_3d(cudaPitchedPtr* out, cudaExtent e) {
   return c;
 }
 
+uint64_t element_bytes(const cudaChannelFormatDesc* d) {
+  return d == nullptr ? 0 : (static_cast<uint64_t>(d->x) + d->y + d->z + d->w) / 8;
+}
+
 uint64_t array_bytes(const cudaChannelFormatDesc* d, size_t w, size_t h) {
-  if (d == nullptr) return 0;
-  const uint64_t bits = static_cast<uint64_t>(d->x) + d->y + d->z + d->w;
-  return bits / 8 * w * (h == 0 ? 1 : h);
+  return gpuscope::hooks::array_extent_bytes(element_bytes(d), w, h, 0);
 }
 
 AllocCall array(cudaArray_t* out, uint64_t bytes) {
@@ -42,16 +44,11 @@ AllocCall array(cudaArray_t* out, uint64_t bytes) {
 }
 
 uint64_t array_3d_bytes(const cudaChannelFormatDesc* d, cudaExtent e) {
-  return array_bytes(d, e.width, e.height) * (e.depth == 0 ? 1 : e.depth);
+  return gpuscope::hooks::array_extent_bytes(element_bytes(d), e.width, e.height, e.depth);
 }
 
-// Every level of a mipmapped array, each half the last in every dimension.
 uint64_t mipmapped_bytes(const cudaChannelFormatDesc* d, cudaExtent e, unsigned levels) {
-  uint64_t bytes = 0;
-  for (unsigned l = 0; l < std::max(levels, 1u) && l < 32; ++l)
-    bytes += array_3d_bytes(d, {std::max<size_t>(e.width >> l, 1), e.height == 0 ? 0 : std::max<size_t>(e.height >> l, 1),
-                                e.depth == 0 ? 0 : std::max<size_t>(e.depth >> l, 1)});
-  return bytes;
+  return gpuscope::hooks::mipmap_chain_bytes(element_bytes(d), e.width, e.height, e.depth, levels);
 }
 
 }  // namespace
