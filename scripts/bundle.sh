@@ -67,7 +67,8 @@ done
 
 programs=(pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback
           driver_api gpu_probe minimal_cuda minimal_cuda_static dlopen_cudart hooked_call_loop
-          d2d_copies queued_kernels cuda_errors write_after_idle profiled_phases service_loop)
+          d2d_copies queued_kernels cuda_errors write_after_idle profiled_phases service_loop
+          array_user array_driver_user)
 for p in "${programs[@]}"; do
   [ -x "$build/bin/$p" ] || { echo "bundle: $build/bin/$p is missing (samples need nvcc)" >&2; exit 1; }
   ship "$build/bin/$p" "$stage/samples/bin/$p"

@@ -273,6 +273,10 @@ other() {
 other minimal_cuda_static "$bin/minimal_cuda_static"
 other driver_api "$bin/driver_api"
 other dlopen_cudart "$bin/dlopen_cudart" 3
+# CUDA arrays (texture code, video decoders): every copy 16 KiB, the hooks'
+# count must equal CUPTI's HtoA/AtoH/AtoA/AtoD/DtoA records.
+other array_user "$bin/array_user"
+other array_driver_user "$bin/array_driver_user"
 if want other && [ $torch = 1 ]; then
   other pytorch_matmul "$py" -c 'import torch
 x = torch.randn(2048, 2048, device="cuda")

@@ -512,6 +512,24 @@ def pitch_copies(o):
         allocs=allocated_and_freed({"Device": (2, pitch2 * h + pitch3 * h * d)}))
 
 
+@program(args=["--width=512", "--height=256"])
+def simple_texture(o):
+    success_only(o)
+    b = o.arg("width") * o.arg("height") * FLOAT
+    # cudaCreateChannelDesc<float>() is the runtime's cudaCreateChannelDesc;
+    # the image goes into the array once and comes out of the array and of
+    # the kernel's output once each.
+    return Expect(
+        calls=merge({"cudaCreateChannelDesc": 1, "cudaMallocArray": 1, "cudaMemcpy2DToArray": 1,
+                     "cudaCreateTextureObject": 1, "cudaMalloc": 1, "__cudaLaunchKernel": 1, "cudaGetLastError": 1,
+                     "cudaDeviceSynchronize": 1, "cudaMemcpy": 1, "cudaMemcpy2DFromArray": 1,
+                     "cudaDestroyTextureObject": 1, "cudaFree": 1, "cudaFreeArray": 1}, results_check()),
+        copies={"HostToDevice Pageable->Device": pair(1, b), "DeviceToHost Device->Pageable": pair(2, b)},
+        allocs=allocated_and_freed({"Array": pair(1, b), "Device": pair(1, b)}),
+        syncs={"Device": 1},
+        kernels={"mirror_kernel": 1})
+
+
 def gemm(o):
     """gemm.cu: uploads two n x n matrices, then cuBLAS; on simgpu cuBLAS
     cannot initialize (its static runtime needs the driver's private export

@@ -1,9 +1,11 @@
-// A program making the runtime calls of CUDA arrays, mipmapped arrays,
-// batched 3D copies and flagged event records, each once, printing each
-// call's result: the calls older texture samples and newer copy code make.
-// Traced, each must be in the trace once with the result the runtime gave
-// (simgpu refuses arrays with 801; the real runtime without a driver
-// answers 35), and the output must not change.
+// A program making the calls of CUDA arrays, mipmapped arrays, batched 3D
+// copies and flagged event records, each once, printing each call's result:
+// the calls older texture samples, video decoders and newer copy code make.
+// Every copy moves 64 x 64 floats (16 KiB); array_driver_user.cpp makes the
+// driver API's calls. Traced, each must be in the trace
+// once with the result the runtime gave (the real runtime without a driver
+// answers 35), each copy with its bytes and direction, each array with its
+// size, and the output must not change.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -16,6 +18,7 @@ int main() {
   cudaArray_t a = nullptr, b = nullptr, volume = nullptr;
   cudaMipmappedArray_t levels = nullptr;
   cudaEvent_t event = nullptr;
+  std::printf("cudaFree %d\n", cudaFree(nullptr));  // the usual way to create the context: frees nothing
   std::printf("cudaEventCreate %d\n", cudaEventCreate(&event));
   std::printf("cudaEventRecordWithFlags %d\n", cudaEventRecordWithFlags(event, nullptr, 0));
   std::printf("cudaEventSynchronize %d\n", cudaEventSynchronize(event));

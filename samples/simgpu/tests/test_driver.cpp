@@ -66,19 +66,19 @@ TEST_F(Driver, ProcAddressReportsMissingSymbolsAndVersions) {
 
 TEST_F(Driver, UnsupportedEntryPointsReturnErrorsNotCrashes) {
   CUdriverProcAddressQueryResult status;
-  auto array_create = reinterpret_cast<CUresult (*)(CUarray*, const CUDA_ARRAY_DESCRIPTOR*)>(
-      lookup("cuArrayCreate", 13000, 0, &status));
-  ASSERT_NE(nullptr, array_create);
-  CUarray array = nullptr;
-  const CUDA_ARRAY_DESCRIPTOR desc{16, 16, CU_AD_FORMAT_FLOAT, 1};
-  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, array_create(&array, &desc));
-  auto tex = reinterpret_cast<CUresult (*)()>(exported("cuTexObjectCreate"));
-  ASSERT_NE(nullptr, tex);
-  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, tex());
+  auto import_memory = reinterpret_cast<CUresult (*)(CUexternalMemory*, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC*)>(
+      lookup("cuImportExternalMemory", 13000, 0, &status));
+  ASSERT_NE(nullptr, import_memory);
+  CUexternalMemory memory = nullptr;
+  const CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, import_memory(&memory, &desc));
+  auto sparse = reinterpret_cast<CUresult (*)()>(exported("cuArrayGetSparseProperties"));
+  ASSERT_NE(nullptr, sparse);
+  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, sparse());
   // The runtime: a proper error, which also becomes the last error.
-  cudaArray_t rt_array = nullptr;
-  const cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
-  EXPECT_EQ(cudaErrorNotSupported, cudaMallocArray(&rt_array, &format, 16, 16));
+  cudaExternalMemory_t rt_memory = nullptr;
+  const cudaExternalMemoryHandleDesc rt_desc{};
+  EXPECT_EQ(cudaErrorNotSupported, cudaImportExternalMemory(&rt_memory, &rt_desc));
   EXPECT_EQ(cudaErrorNotSupported, cudaGetLastError());
   EXPECT_STREQ("cudaErrorNotSupported", cudaGetErrorName(cudaErrorNotSupported));
 }

@@ -116,12 +116,62 @@ TEST(Pitched, DriverMemsetsAndArrays) {
   ASSERT_EQ(CUDA_SUCCESS, cuMemcpy3D(&c));
   EXPECT_EQ(0x01020304u, row[9]);
   EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemAllocPitch(&dev, &pitch, 40, 3, 3));  // element size 4, 8 or 16
+  // Something that is not an array, named as one.
   c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-  EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cuMemcpy3D(&c));
+  c.dstArray = reinterpret_cast<CUarray>(row.data());
+  EXPECT_EQ(CUDA_ERROR_INVALID_HANDLE, cuMemcpy3D(&c));
   cudaMemcpy3DParms p{};
   p.srcArray = reinterpret_cast<cudaArray_t>(&row);
   p.extent = make_cudaExtent(1, 1, 1);
-  EXPECT_EQ(cudaErrorNotSupported, cudaMemcpy3D(&p));
+  EXPECT_EQ(cudaErrorInvalidResourceHandle, cudaMemcpy3D(&p));
+  cudaGetLastError();
+}
+
+// CUDA arrays are dense device memory: bytes written through one kind of
+// copy read back through another, a sub-rectangle lands where its offsets
+// say, and a mipmapped array's levels are arrays of their own.
+TEST(Pitched, ArraysHoldTheBytesCopiedIntoThem) {
+  CUDA_OK(cudaSetDevice(0));
+  const cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t a = nullptr, b = nullptr;
+  CUDA_OK(cudaMallocArray(&a, &format, 8, 4));
+  CUDA_OK(cudaMallocArray(&b, &format, 8, 4));
+  std::vector<float> in(32), out(32, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, in.data(), 8 * sizeof(float), 8 * sizeof(float), 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpyArrayToArray(b, 0, 0, a, 0, 0, in.size() * sizeof(float), cudaMemcpyDeviceToDevice));
+  CUDA_OK(cudaMemcpyFromArray(out.data(), b, 0, 0, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(in, out);
+  // Row 2, columns 3..4 (x is in bytes for the 2D calls).
+  std::vector<float> two(2);
+  CUDA_OK(cudaMemcpy2DFromArray(two.data(), 2 * sizeof(float), b, 3 * sizeof(float), 2, 2 * sizeof(float), 1,
+                                cudaMemcpyDeviceToHost));
+  EXPECT_EQ((std::vector<float>{19.0f, 20.0f}), two);
+  // cudaMemcpy3D counts an array's x and width in elements.
+  cudaMemcpy3DParms p{};
+  p.srcArray = a;
+  p.srcPos = make_cudaPos(5, 1, 0);
+  p.dstPtr = make_cudaPitchedPtr(two.data(), 2 * sizeof(float), 2, 1);
+  p.extent = make_cudaExtent(2, 1, 1);
+  p.kind = cudaMemcpyDeviceToHost;
+  CUDA_OK(cudaMemcpy3D(&p));
+  EXPECT_EQ((std::vector<float>{13.0f, 14.0f}), two);
+  // Past the array's end: refused, nothing written.
+  EXPECT_EQ(cudaErrorInvalidValue, cudaMemcpyToArray(a, 0, 3, in.data(), in.size() * sizeof(float),
+                                                     cudaMemcpyHostToDevice));
+  cudaGetLastError();
+  cudaMipmappedArray_t levels = nullptr;
+  cudaArray_t level = nullptr;
+  CUDA_OK(cudaMallocMipmappedArray(&levels, &format, make_cudaExtent(8, 4, 0), 3));
+  CUDA_OK(cudaGetMipmappedArrayLevel(&level, levels, 2));
+  CUDA_OK(cudaMemcpyToArray(level, 0, 0, in.data(), 2 * sizeof(float), cudaMemcpyHostToDevice));  // 2 x 1
+  EXPECT_EQ(cudaErrorInvalidValue, cudaGetMipmappedArrayLevel(&level, levels, 3));
+  EXPECT_EQ(cudaErrorInvalidResourceHandle, cudaFreeArray(level));  // a level goes with its chain
+  cudaGetLastError();
+  CUDA_OK(cudaFreeMipmappedArray(levels));
+  CUDA_OK(cudaFreeArray(b));
+  CUDA_OK(cudaFreeArray(a));
+  EXPECT_EQ(cudaErrorInvalidResourceHandle, cudaFreeArray(a));
   cudaGetLastError();
 }
 

@@ -69,6 +69,18 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream s, bool pt, bool async) {
   return with_model([&](Model& m) { return m.copy_3d(*c, s, pt, async); });
 }
 
+// The linear array copies: n bytes from a byte offset into an array, its
+// rows end to end (the handle is the array's memory, model_arrays.cpp).
+char* in_array(CUarray a, size_t offset) { return reinterpret_cast<char*>(a) + offset; }
+
+CUresult array_copy(CopyDir dir, void* dst, bool dst_array, const void* src, bool src_array, size_t n, CUstream s,
+                    bool pt, bool async) {
+  CopyRequest r = linear(dir, dst, src, n, s, pt, async);
+  r.dst_array = dst_array;
+  r.src_array = src_array;
+  return run_copy(r);
+}
+
 CUresult memset_2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width, size_t height,
                    CUstream s, bool pt, bool async) {
   MemsetRequest r;
@@ -139,6 +151,35 @@ CUresult cuMemcpy3D_v2_impl(const CUDA_MEMCPY3D* c) {
 template <bool PT>
 CUresult cuMemcpy3DAsync_v2_impl(const CUDA_MEMCPY3D* c, CUstream s) {
   return copy_3d(c, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemcpyHtoA_v2_impl(CUarray dst, size_t offset, const void* src, size_t n) {
+  return array_copy(CopyDir::HostToDevice, in_array(dst, offset), true, src, false, n, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpyAtoH_v2_impl(void* dst, CUarray src, size_t offset, size_t n) {
+  return array_copy(CopyDir::DeviceToHost, dst, false, in_array(src, offset), true, n, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpyHtoAAsync_v2_impl(CUarray dst, size_t offset, const void* src, size_t n, CUstream s) {
+  return array_copy(CopyDir::HostToDevice, in_array(dst, offset), true, src, false, n, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemcpyAtoHAsync_v2_impl(void* dst, CUarray src, size_t offset, size_t n, CUstream s) {
+  return array_copy(CopyDir::DeviceToHost, dst, false, in_array(src, offset), true, n, s, PT, true);
+}
+template <bool PT>
+CUresult cuMemcpyAtoA_v2_impl(CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t n) {
+  return array_copy(CopyDir::DeviceToDevice, in_array(dst, dst_offset), true, in_array(src, src_offset), true, n,
+                    nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpyDtoA_v2_impl(CUarray dst, size_t offset, CUdeviceptr src, size_t n) {
+  return array_copy(CopyDir::DeviceToDevice, in_array(dst, offset), true, as_ptr(src), false, n, nullptr, PT, false);
+}
+template <bool PT>
+CUresult cuMemcpyAtoD_v2_impl(CUdeviceptr dst, CUarray src, size_t offset, size_t n) {
+  return array_copy(CopyDir::DeviceToDevice, as_ptr(dst), false, in_array(src, offset), true, n, nullptr, PT, false);
 }
 template <bool PT>
 CUresult cuMemsetD2D8_v2_impl(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height) {
@@ -240,7 +281,7 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t wid
 }
 
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
-  return with_model([&](Model& m) { return m.mem_free(as_ptr(p), false); });
+  return with_model([&](Model& m) { return m.mem_free(as_ptr(p), simgpu::drv::FreeOf::Device); });
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
@@ -251,7 +292,7 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
 CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytes) { return cuMemHostAlloc(pp, bytes, 0); }
 
 CUresult CUDAAPI cuMemFreeHost(void* p) {
-  return with_model([&](Model& m) { return m.mem_free(p, true); });
+  return with_model([&](Model& m) { return m.mem_free(p, simgpu::drv::FreeOf::Host); });
 }
 
 CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
@@ -328,3 +369,16 @@ SIMGPU_DRIVER_DUAL(cuMemsetD2D16Async, _ptsz,
 SIMGPU_DRIVER_DUAL(cuMemsetD2D32Async, _ptsz,
                    (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s),
                    (dst, pitch, v, w, h, s))
+SIMGPU_DRIVER_DUAL(cuMemcpyHtoA_v2, _ptds, (CUarray dst, size_t offset, const void* src, size_t n),
+                   (dst, offset, src, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyAtoH_v2, _ptds, (void* dst, CUarray src, size_t offset, size_t n), (dst, src, offset, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyHtoAAsync_v2, _ptsz, (CUarray dst, size_t offset, const void* src, size_t n, CUstream s),
+                   (dst, offset, src, n, s))
+SIMGPU_DRIVER_DUAL(cuMemcpyAtoHAsync_v2, _ptsz, (void* dst, CUarray src, size_t offset, size_t n, CUstream s),
+                   (dst, src, offset, n, s))
+SIMGPU_DRIVER_DUAL(cuMemcpyAtoA_v2, _ptds, (CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t n),
+                   (dst, dst_offset, src, src_offset, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyDtoA_v2, _ptds, (CUarray dst, size_t offset, CUdeviceptr src, size_t n),
+                   (dst, offset, src, n))
+SIMGPU_DRIVER_DUAL(cuMemcpyAtoD_v2, _ptds, (CUdeviceptr dst, CUarray src, size_t offset, size_t n),
+                   (dst, src, offset, n))

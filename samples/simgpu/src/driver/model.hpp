@@ -21,7 +21,7 @@
 
 namespace simgpu::drv {
 
-inline bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed; }
+inline bool is_device_kind(MemKind k) { return k == MemKind::Device || k == MemKind::Managed || k == MemKind::Array; }
 inline bool is_pinned_kind(MemKind k) { return k == MemKind::HostPinned || k == MemKind::HostRegistered; }
 void* map_memory(size_t bytes, bool populate = false);
 void unmap_memory(const Allocation& a);
@@ -115,13 +115,25 @@ class Model {
   CUresult mem_alloc(size_t bytes, MemKind kind, unsigned flags, void** out);
   // A null pool: the device's current pool (model_pool.cpp).
   CUresult mem_alloc_async(size_t bytes, CUstream s, bool per_thread, CUmemoryPool pool, void** out);
-  CUresult mem_free(void* p, bool host);
+  CUresult mem_free(void* p, FreeOf what);
   CUresult mem_free_async(void* p, CUstream s, bool per_thread);
   CUresult host_register(void* p, size_t bytes, unsigned flags);
   CUresult host_unregister(void* p);
   CUresult mem_info(size_t* free_bytes, size_t* total_bytes);  // the current context's device
   CUresult device_mem_info(int dev, size_t* free_bytes, size_t* total_bytes) const;
   CUresult mem_alloc_pitch(size_t width, size_t height, void** out, size_t* pitch);
+  // CUDA arrays and mipmapped arrays (model_arrays.cpp).
+  CUresult array_create(const CUDA_ARRAY3D_DESCRIPTOR& d, CUarray* out);
+  CUresult mipmapped_create(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned levels, CUmipmappedArray* out);
+  CUresult array_destroy(CUarray a);
+  CUresult mipmapped_destroy(CUmipmappedArray m);
+  CUresult array_descriptor(CUarray a, CUDA_ARRAY3D_DESCRIPTOR* out);
+  CUresult mipmapped_level(CUmipmappedArray m, unsigned level, CUarray* out);
+  // Texture and surface objects: handles over an array or device memory
+  // that kernels would read (kernels compute nothing here); checked, kept,
+  // destroyed.
+  CUresult texture_create(const CUDA_RESOURCE_DESC& r, bool surface, unsigned long long* out);
+  CUresult texture_destroy(unsigned long long handle, bool surface);
   // Device memory for a graph's memory-allocation node, with mu_ held.
   CUresult reserve_graph_memory(size_t bytes, int dev, void** out);
 
@@ -245,11 +257,18 @@ class Model {
   void wait_until_scheduled(const std::shared_ptr<Scheduled>& op);
   Slot enqueue(CUstream_st& s, Work work, int64_t submit);
   int64_t device_idle_time(int dev) const;
-  CUresult free_locked(void* p, bool host, Allocation* freed);
+  CUresult free_locked(void* p, FreeOf what, Allocation* freed);
   bool find_locked(const void* p, size_t bytes, Allocation* out) const;
   uint8_t memory_kind_at(const void* p, size_t len) const;
   enum class HostHold { None, Staging, UntilDone };
   CUresult describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const;
+  struct CopySide {
+    const char* at = nullptr;
+    size_t pitch = 0, rows = 0;
+    bool array = false;
+  };
+  CUresult copy_side_locked(const CUDA_MEMCPY3D& c, bool source, CopySide* out) const;
+  bool texture_resource_ok(const CUDA_RESOURCE_DESC& r, bool surface) const;
   CUresult plan_copy(const CopyRequest& req, CUstream_st* st, Work* work, HostHold* hold);
   CUresult plan_memset(const MemsetRequest& req, int device, Work* work, bool* holds = nullptr);
   CUresult plan_kernel(const KernelNodeParams& k, int device, Work* work);
@@ -301,6 +320,9 @@ class Model {
   std::set<CUmod_st*> modules_;
   std::set<CUfunc_st*> functions_;
   std::map<uintptr_t, Allocation> allocations_;  // by base address
+  std::map<uintptr_t, ArrayShape> arrays_;       // by handle (its base address)
+  std::map<unsigned long long, bool> textures_;  // texture (false) and surface (true) objects
+  unsigned long long next_texture_ = 1;
   std::set<CUgraph_st*> graphs_;
   std::set<CUgraphNode_st*> nodes_;
   std::set<CUgraphExec_st*> execs_;

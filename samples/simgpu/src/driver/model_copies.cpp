@@ -58,18 +58,6 @@ void set_bytes(const MemsetRequest& r) {
   if (r.elem_size == 4) fill_rows<uint32_t>(r, r.value);
 }
 
-// The address one side of a copy starts at.
-CUresult copy_side(CUmemorytype type, const void* host, CUdeviceptr dev, size_t offset, const void** address) {
-  if (type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;  // simgpu has no CUDA arrays
-  if (type != CU_MEMORYTYPE_HOST && type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
-    return CUDA_ERROR_INVALID_VALUE;
-  const char* base = type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host)
-                                                : reinterpret_cast<const char*>(static_cast<uintptr_t>(dev));
-  if (!base) return CUDA_ERROR_INVALID_VALUE;
-  *address = base + offset;
-  return CUDA_SUCCESS;
-}
-
 // A captured copy as a memcpy node's parameters.
 CUDA_MEMCPY3D as_node(const CopyRequest& r) {
   const bool src_dev = r.dir == CopyDir::DeviceToHost || r.dir == CopyDir::DeviceToDevice;
@@ -98,10 +86,18 @@ DeviceRecord copy_record(const CopyRequest& req, size_t bytes, uint8_t dst_kind,
   r.dst_kind = dst_kind;
   r.src_kind = src_kind;
   switch (req.dir) {
-    case CopyDir::HostToDevice: r.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD; break;
-    case CopyDir::DeviceToHost: r.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH; break;
+    case CopyDir::HostToDevice:
+      r.copy_kind = req.dst_array ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOA : CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+      break;
+    case CopyDir::DeviceToHost:
+      r.copy_kind = req.src_array ? CUPTI_ACTIVITY_MEMCPY_KIND_ATOH : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+      break;
     case CopyDir::DeviceToDevice:
-      r.copy_kind = peer ? CUPTI_ACTIVITY_MEMCPY_KIND_PTOP : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+      r.copy_kind = req.src_array && req.dst_array ? CUPTI_ACTIVITY_MEMCPY_KIND_ATOA
+                    : req.src_array                ? CUPTI_ACTIVITY_MEMCPY_KIND_ATOD
+                    : req.dst_array                ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOA
+                    : peer                         ? CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
+                                                   : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
       break;
     case CopyDir::HostToHost: r.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOH; break;
   }
@@ -119,31 +115,57 @@ uint8_t Model::memory_kind_at(const void* p, size_t len) const {
     case MemKind::Managed: return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
     case MemKind::HostPinned:
     case MemKind::HostRegistered: return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    case MemKind::Array: return CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
   }
   return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
 }
 
+// One side of a 3D copy: where it starts, its pitch and the rows of a
+// slice. An array's come from its shape, other memory's from the descriptor.
+CUresult Model::copy_side_locked(const CUDA_MEMCPY3D& c, bool source, CopySide* out) const {
+  const CUmemorytype type = source ? c.srcMemoryType : c.dstMemoryType;
+  size_t pitch = source ? c.srcPitch : c.dstPitch, rows = source ? c.srcHeight : c.dstHeight;
+  const char* base = nullptr;
+  if (type == CU_MEMORYTYPE_ARRAY) {
+    const auto it = arrays_.find(reinterpret_cast<uintptr_t>(source ? c.srcArray : c.dstArray));
+    if (it == arrays_.end()) return CUDA_ERROR_INVALID_HANDLE;
+    base = reinterpret_cast<const char*>(it->first);
+    pitch = it->second.row_bytes;
+    rows = it->second.height;
+  } else if (type == CU_MEMORYTYPE_HOST) {
+    base = static_cast<const char*>(source ? c.srcHost : c.dstHost);
+  } else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) {
+    base = reinterpret_cast<const char*>(static_cast<uintptr_t>(source ? c.srcDevice : c.dstDevice));
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!base) return CUDA_ERROR_INVALID_VALUE;
+  out->pitch = pitch ? pitch : c.WidthInBytes;
+  out->rows = rows ? rows : c.Height;
+  out->array = type == CU_MEMORYTYPE_ARRAY;
+  const size_t x = source ? c.srcXInBytes : c.dstXInBytes, y = source ? c.srcY : c.dstY,
+               z = source ? c.srcZ : c.dstZ;
+  out->at = base + z * out->pitch * out->rows + y * out->pitch + x;
+  return CUDA_SUCCESS;
+}
+
 CUresult Model::describe_copy_locked(const CUDA_MEMCPY3D& c, CopyRequest* out) const {
+  CopySide src, dst;
+  if (CUresult e = copy_side_locked(c, true, &src)) return e;
+  if (CUresult e = copy_side_locked(c, false, &dst)) return e;
   CopyRequest& r = *out;
   r.width = c.WidthInBytes;
   r.height = c.Height;
   r.depth = c.Depth;
-  r.src_pitch = c.srcPitch ? c.srcPitch : c.WidthInBytes;
-  r.dst_pitch = c.dstPitch ? c.dstPitch : c.WidthInBytes;
-  r.src_slice = r.src_pitch * (c.srcHeight ? c.srcHeight : c.Height);
-  r.dst_slice = r.dst_pitch * (c.dstHeight ? c.dstHeight : c.Height);
+  r.src_pitch = src.pitch, r.src_slice = src.pitch * src.rows, r.src_array = src.array;
+  r.dst_pitch = dst.pitch, r.dst_slice = dst.pitch * dst.rows, r.dst_array = dst.array;
   if (r.src_pitch < r.width || r.dst_pitch < r.width) return CUDA_ERROR_INVALID_VALUE;
-  if (r.depth > 1 && ((c.srcHeight && c.srcHeight < c.Height) || (c.dstHeight && c.dstHeight < c.Height)))
-    return CUDA_ERROR_INVALID_VALUE;
-  const size_t src_offset = c.srcZ * r.src_slice + c.srcY * r.src_pitch + c.srcXInBytes;
-  const size_t dst_offset = c.dstZ * r.dst_slice + c.dstY * r.dst_pitch + c.dstXInBytes;
-  const void* dst = nullptr;
-  if (CUresult e = copy_side(c.srcMemoryType, c.srcHost, c.srcDevice, src_offset, &r.src)) return e;
-  if (CUresult e = copy_side(c.dstMemoryType, c.dstHost, c.dstDevice, dst_offset, &dst)) return e;
-  r.dst = const_cast<void*>(dst);
+  if (r.depth > 1 && (src.rows < c.Height || dst.rows < c.Height)) return CUDA_ERROR_INVALID_VALUE;
+  r.src = src.at;
+  r.dst = const_cast<char*>(dst.at);
   // Unified addresses are looked up, as cudaMemcpyDefault does.
   auto on_device = [&](CUmemorytype type, const void* p) {
-    if (type != CU_MEMORYTYPE_UNIFIED) return type == CU_MEMORYTYPE_DEVICE;
+    if (type != CU_MEMORYTYPE_UNIFIED) return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY;
     Allocation a;
     return find_locked(p, 1, &a) && is_device_kind(a.kind);
   };

@@ -42,6 +42,7 @@ uint8_t cupti_memory_kind(MemKind kind) {
     case MemKind::Managed: return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
     case MemKind::HostPinned:
     case MemKind::HostRegistered: return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    case MemKind::Array: return CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
   }
   return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
 }
@@ -50,6 +51,16 @@ int64_t alloc_cost(const HostCosts& c, MemKind kind, size_t bytes) {
   const double mib = static_cast<double>(bytes) / kMiB;
   if (kind == MemKind::HostPinned) return us_to_ns(c.host_alloc + c.host_alloc_per_mib * mib);
   return us_to_ns(c.malloc + c.malloc_per_mib * mib);
+}
+
+// Whether a free call of this sort may free memory of this kind.
+bool frees(FreeOf what, MemKind kind) {
+  switch (what) {
+    case FreeOf::Device: return kind == MemKind::Device || kind == MemKind::Managed;
+    case FreeOf::Host: return kind == MemKind::HostPinned;
+    case FreeOf::Array: return kind == MemKind::Array;
+  }
+  return false;
 }
 
 }  // namespace
@@ -143,7 +154,8 @@ CUresult Model::mem_alloc_pitch(size_t width, size_t height, void** out, size_t*
   return CUDA_SUCCESS;
 }
 
-CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
+CUresult Model::free_locked(void* p, FreeOf what, Allocation* freed) {
+  const bool host = what == FreeOf::Host;
   auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations_.end() || it->second.vmm) return CUDA_ERROR_INVALID_VALUE;  // a mapping: cuMemUnmap
   // A graph's allocation may be freed outside the graph; its pages stay
@@ -154,7 +166,7 @@ CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
     return CUDA_SUCCESS;
   }
   const MemKind kind = it->second.kind;
-  if (host ? kind != MemKind::HostPinned : !is_device_kind(kind)) return CUDA_ERROR_INVALID_VALUE;
+  if (!frees(what, kind)) return CUDA_ERROR_INVALID_VALUE;
   *freed = it->second;
   allocations_.erase(it);
   if (freed->pool) return CUDA_SUCCESS;  // the block stays reserved in its pool
@@ -166,7 +178,8 @@ CUresult Model::free_locked(void* p, bool host, Allocation* freed) {
   return CUDA_SUCCESS;
 }
 
-CUresult Model::mem_free(void* p, bool host) {
+CUresult Model::mem_free(void* p, FreeOf what) {
+  const bool host = what == FreeOf::Host;
   int64_t idle = 0, bytes_idle = 0;
   {
     std::unique_lock lock(mu_);
@@ -187,7 +200,7 @@ CUresult Model::mem_free(void* p, bool host) {
   Allocation freed;
   {
     std::lock_guard lock(mu_);
-    if (CUresult r = free_locked(p, host, &freed)) return r;
+    if (CUresult r = free_locked(p, what, &freed)) return r;
     // Memory from a pool goes back to it, idle now that the device is.
     if (freed.pool) pool_free(freed, nullptr, std::make_shared<Marker>(Marker{true, idle}));
   }
@@ -207,7 +220,7 @@ CUresult Model::mem_free_async(void* p, CUstream s, bool per_thread) {
     if (CUresult r = resolve_stream(s, per_thread, &st)) return r;
     Allocation freed;
     if (st->capture) return capture_free(*st, p);
-    if (CUresult r = free_locked(p, false, &freed)) return r;
+    if (CUresult r = free_locked(p, FreeOf::Device, &freed)) return r;
     if (freed.pool) {
       // Back to the pool where the stream reaches the free: later work on
       // this stream may reuse it at once, other streams once it is done.

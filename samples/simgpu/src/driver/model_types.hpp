@@ -23,7 +23,13 @@
 namespace simgpu::drv {
 
 enum class Engine { Compute, HostToDevice, DeviceToHost, Count };
-enum class MemKind { Device, Managed, HostPinned, HostRegistered };
+// Array: the memory of a CUDA array (cuArrayCreate), device memory that
+// only array copies and textures reach.
+enum class MemKind { Device, Managed, HostPinned, HostRegistered, Array };
+
+// What a free call may free: cuMemFree device memory, cuMemFreeHost pinned
+// host memory, cuArrayDestroy/cuMipmappedArrayDestroy an array.
+enum class FreeOf { Device, Host, Array };
 enum class CopyDir { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
 
 // One operation for a device engine: how long it runs once started, the
@@ -211,7 +217,19 @@ struct CopyRequest {
   CUstream stream = nullptr;
   bool per_thread = false;  // the _ptsz/_ptds entry point was called
   bool async = false;       // the *Async entry point was called
+  bool dst_array = false, src_array = false;  // a side is a CUDA array (CUPTI's HtoA, AtoD, ...)
   size_t bytes() const { return width * height * depth; }
+};
+
+// A CUDA array: dense rows of width elements, height rows a slice (1 for a
+// 1D array), depth slices. Its handle is its memory's base address, so the
+// allocation map finds it; a mipmapped array's levels lie end to end in one
+// allocation, each level an array whose `mipmap` is the chain's handle.
+struct ArrayShape {
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  size_t row_bytes = 0, height = 1, depth = 1;
+  uintptr_t mipmap = 0;
+  size_t bytes() const { return row_bytes * height * depth; }
 };
 
 // One memset of `elem_size`-byte elements: height rows of `width` elements,

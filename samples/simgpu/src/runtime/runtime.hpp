@@ -58,7 +58,12 @@ namespace simgpu::rt {
   X(cuMemPoolSetAccess, 11020) X(cuMemPoolGetAccess, 11020) X(cuMemPrefetchAsync, 12020)             \
   X(cuMemAdvise, 12020) X(cuMemRangeGetAttribute, 8000) X(cuStreamAttachMemAsync, 6000)                \
   X(cuCtxSetLimit, 3010) X(cuCtxGetLimit, 3010) X(cuCtxSetCacheConfig, 3020) X(cuCtxGetCacheConfig, 3020) \
-  X(cuStreamGetId, 12000) X(cuStreamGetDevice, 12080) X(cuLaunchCooperativeKernel, 9000)
+  X(cuStreamGetId, 12000) X(cuStreamGetDevice, 12080) X(cuLaunchCooperativeKernel, 9000)             \
+  X(cuArray3DCreate, 3020) X(cuArrayDestroy, 2000) X(cuArray3DGetDescriptor, 3020)                    \
+  X(cuMipmappedArrayCreate, 5000) X(cuMipmappedArrayDestroy, 5000) X(cuMipmappedArrayGetLevel, 5000)  \
+  X(cuMemcpyHtoA, 3020) X(cuMemcpyAtoH, 3020) X(cuMemcpyHtoAAsync, 3020) X(cuMemcpyAtoHAsync, 3020)   \
+  X(cuMemcpyAtoA, 3020) X(cuMemcpyDtoA, 3020) X(cuMemcpyAtoD, 3020) X(cuTexObjectCreate, 5000)       \
+  X(cuTexObjectDestroy, 5000) X(cuSurfObjectCreate, 5000) X(cuSurfObjectDestroy, 5000)
 
 // The graph and stream capture entry points (runtime_graph*.cpp).
 #define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \
@@ -117,8 +122,11 @@ cudaError_t ensure_context();
 cudaError_t primary_context(int dev, CUcontext* out);
 
 // cudaMemcpy3DParms in the driver's terms; cudaErrorNotSupported for CUDA
-// arrays, which simgpu does not model.
+// arrays, which graph nodes in simgpu do not take.
 cudaError_t to_driver_copy(const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out);
+// The same with array sides, whose element size the driver is asked for
+// (runtime_arrays.cpp).
+cudaError_t array_copy_3d(const DriverTable& d, const cudaMemcpy3DParms& p, CUDA_MEMCPY3D* out);
 // One row of `bytes` bytes, as the 1D memcpy node calls describe it.
 cudaMemcpy3DParms linear_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 

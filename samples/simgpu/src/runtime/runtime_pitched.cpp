@@ -1,6 +1,6 @@
 // Runtime entry points for pitched (2D and 3D) memory: cudaMallocPitch,
-// cudaMalloc3D, cudaMemcpy3D and cudaMemset2D/3D.  simgpu has no CUDA
-// arrays: a copy naming one answers cudaErrorNotSupported.
+// cudaMalloc3D, cudaMemcpy3D and cudaMemset2D/3D; cudaMemcpy3D's array sides
+// are runtime_arrays.cpp's.
 #include "runtime.hpp"
 
 using simgpu::rt::DriverTable;
@@ -24,7 +24,7 @@ cudaError_t cudaMemcpy3D_impl(const cudaMemcpy3DParms* p) {
   return with_driver(PT, [&](const DriverTable& d) -> cudaError_t {
     if (!p) return cudaErrorInvalidValue;
     CUDA_MEMCPY3D c;
-    if (cudaError_t e = simgpu::rt::to_driver_copy(*p, &c)) return e;
+    if (cudaError_t e = simgpu::rt::array_copy_3d(d, *p, &c)) return e;
     return from_driver(d.cuMemcpy3D(&c));
   });
 }
@@ -34,7 +34,7 @@ cudaError_t cudaMemcpy3DAsync_impl(const cudaMemcpy3DParms* p, cudaStream_t s) {
   return with_driver(PT, [&](const DriverTable& d) -> cudaError_t {
     if (!p) return cudaErrorInvalidValue;
     CUDA_MEMCPY3D c;
-    if (cudaError_t e = simgpu::rt::to_driver_copy(*p, &c)) return e;
+    if (cudaError_t e = simgpu::rt::array_copy_3d(d, *p, &c)) return e;
     return from_driver(d.cuMemcpy3DAsync(&c, s));
   });
 }

@@ -1,0 +1,45 @@
+// The driver API's CUDA array calls, each once, printing each call's
+// result: what driver-API texture code and video decoders make (the
+// runtime's are array_user.cpp's). Every 2D copy moves 64 x 64 floats
+// (16 KiB); the volume is 16 x 16 x 4 uchar4, its mipmapped twin two levels.
+#include <cuda.h>
+
+#include <cstdio>
+
+int main() {
+  static float host[64 * 64];
+  std::printf("cuInit %d\n", cuInit(0));
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  std::printf("cuDeviceGet %d\n", cuDeviceGet(&dev, 0));
+  std::printf("cuDevicePrimaryCtxRetain %d\n", cuDevicePrimaryCtxRetain(&ctx, dev));
+  std::printf("cuCtxSetCurrent %d\n", cuCtxSetCurrent(ctx));
+  const CUDA_ARRAY_DESCRIPTOR plane{64, 64, CU_AD_FORMAT_FLOAT, 1};
+  CUDA_ARRAY3D_DESCRIPTOR volume{};
+  volume.Width = 16, volume.Height = 16, volume.Depth = 4, volume.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  volume.NumChannels = 4;
+  CUarray a = nullptr, b = nullptr, v = nullptr;
+  CUmipmappedArray levels = nullptr;
+  CUdeviceptr linear = 0;
+  std::printf("cuArrayCreate %d\n", cuArrayCreate(&a, &plane));
+  std::printf("cuArrayCreate %d\n", cuArrayCreate(&b, &plane));
+  std::printf("cuArray3DCreate %d\n", cuArray3DCreate(&v, &volume));
+  std::printf("cuMipmappedArrayCreate %d\n", cuMipmappedArrayCreate(&levels, &volume, 2));
+  std::printf("cuMemAlloc %d\n", cuMemAlloc(&linear, sizeof host));
+  std::printf("cuMemcpyHtoA %d\n", cuMemcpyHtoA(a, 0, host, sizeof host));
+  std::printf("cuMemcpyAtoA %d\n", cuMemcpyAtoA(b, 0, a, 0, sizeof host));
+  std::printf("cuMemcpyAtoD %d\n", cuMemcpyAtoD(linear, b, 0, sizeof host));
+  std::printf("cuMemcpyDtoA %d\n", cuMemcpyDtoA(a, 0, linear, sizeof host));
+  std::printf("cuMemcpyAtoH %d\n", cuMemcpyAtoH(host, a, 0, sizeof host));
+  CUDA_MEMCPY2D rect{};
+  rect.srcMemoryType = CU_MEMORYTYPE_ARRAY, rect.srcArray = b;
+  rect.dstMemoryType = CU_MEMORYTYPE_HOST, rect.dstHost = host, rect.dstPitch = 64 * sizeof(float);
+  rect.WidthInBytes = 64 * sizeof(float), rect.Height = 64;
+  std::printf("cuMemcpy2D %d\n", cuMemcpy2D(&rect));
+  std::printf("cuMemFree %d\n", cuMemFree(linear));
+  std::printf("cuMipmappedArrayDestroy %d\n", cuMipmappedArrayDestroy(levels));
+  std::printf("cuArrayDestroy %d\n", cuArrayDestroy(v));
+  std::printf("cuArrayDestroy %d\n", cuArrayDestroy(b));
+  std::printf("cuArrayDestroy %d\n", cuArrayDestroy(a));
+  return 0;
+}
