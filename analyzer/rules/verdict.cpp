@@ -265,6 +265,15 @@ void too_short(const TraceModel& m, const Metrics& x, Analysis* a) {
                        pct(judged.share));
   a->verdict.headline = fmt::format("too short to judge: {:.3f} s traced, {:.3f} s of it initialization; seen {}{}",
                                     x.wall_s, x.init_s, seen_text(x), hint);
+  // A finding's share of so little time is as unconfirmed as the verdict's:
+  // it stays, as a hint, never as a failure with a fix to act on.
+  for (Finding& f : a->findings) {
+    if (f.severity != Status::Fail) continue;
+    f.severity = Status::Warn;
+    f.evidence.push_back(fmt::format("unconfirmed: {:.3f} s judged after initialization, under the {:.1f} s a "
+                                     "verdict needs",
+                                     x.judged_s, kMinJudgedSeconds));
+  }
   // Sampled device tracing judges only its windows: a short run, or one
   // with narrow windows, has too few of them whatever its length.
   if (!m.device_windows.empty())
@@ -322,13 +331,14 @@ Analysis analyze(const TraceModel& model, const Metrics& metrics) {
     if ((l.severity == Status::Fail) != (r.severity == Status::Fail)) return l.severity == Status::Fail;
     return l.share > r.share;
   });
-  a.checks = {host_check(metrics, a.findings), useful_work_check(metrics, a.findings),
-              memory_check(metrics, a.findings), topology_check(model, metrics, a.findings),
-              environment_check(metrics, a.findings)};
   a.verdict = make_verdict(metrics, a.findings);
   const bool cuda_failed = is_cuda_failure(a.verdict.cls);
   if (!metrics.gpu_work_done && !cuda_failed) no_cuda_work(model, metrics, &a);
   else if (!cuda_failed && !enough_evidence(metrics)) too_short(model, metrics, &a);
+  // The checks summarize the findings as the verdict left them.
+  a.checks = {host_check(metrics, a.findings), useful_work_check(metrics, a.findings),
+              memory_check(metrics, a.findings), topology_check(model, metrics, a.findings),
+              environment_check(metrics, a.findings)};
   a.coverage = coverage_lines(model, metrics);
   if (model.capture_windows.empty() && !model.capture_trigger.empty()) nothing_captured(model, &a);
   return a;

@@ -615,7 +615,19 @@ TEST(ShortRuns, BelowTheFloorTheAnswerIsTooShortToJudge) {
   const Analysis a = analyze(model, x);
   EXPECT_EQ(a.verdict.cls, Bottleneck::TooShort);
   EXPECT_NE(a.verdict.headline.find("it looked sync-bound"), std::string::npos) << a.verdict.headline;
-  EXPECT_FALSE(a.findings.empty());  // what was seen stays in the report
+  ASSERT_FALSE(a.findings.empty());  // what was seen stays in the report, as hints
+  for (const Finding& f : a.findings)
+    EXPECT_NE(f.severity, Status::Fail) << f.id << ": a failure with a fix to act on, under a hedged verdict";
+  ASSERT_NE(find(a, "sync.host_blocked_in_synchronization"), nullptr);
+  EXPECT_NE(find(a, "sync.host_blocked_in_synchronization")->evidence.back().find("unconfirmed: "), std::string::npos);
+  for (const Check& c : a.checks) EXPECT_NE(c.status, Status::Fail) << c.name;
+  const Analysis judged = analyze(model, [&] {
+    Metrics longer = x;
+    longer.judged_s = kMinJudgedSeconds;
+    return longer;
+  }());
+  ASSERT_NE(find(judged, "sync.host_blocked_in_synchronization"), nullptr);
+  EXPECT_EQ(find(judged, "sync.host_blocked_in_synchronization")->severity, Status::Fail);
   x.judged_s = kMinJudgedSeconds;
   EXPECT_EQ(verdict(x), Bottleneck::SyncBound);
   x.launches = 5;  // long enough, but a handful of operations: still not evidence
