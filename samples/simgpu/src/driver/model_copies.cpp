@@ -120,32 +120,46 @@ uint8_t Model::memory_kind_at(const void* p, size_t len) const {
   return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
 }
 
+namespace {
+
+// One side's fields of a 3D copy descriptor.
+struct SideFields {
+  CUmemorytype type;
+  const void* host;
+  CUdeviceptr device;
+  CUarray array;
+  size_t pitch, rows, x, y, z;
+};
+
+SideFields side_fields(const CUDA_MEMCPY3D& c, bool source) {
+  if (source)
+    return {c.srcMemoryType, c.srcHost, c.srcDevice, c.srcArray, c.srcPitch, c.srcHeight, c.srcXInBytes, c.srcY, c.srcZ};
+  return {c.dstMemoryType, c.dstHost, c.dstDevice, c.dstArray, c.dstPitch, c.dstHeight, c.dstXInBytes, c.dstY, c.dstZ};
+}
+
+}  // namespace
+
 // One side of a 3D copy: where it starts, its pitch and the rows of a
 // slice. An array's come from its shape, other memory's from the descriptor.
 CUresult Model::copy_side_locked(const CUDA_MEMCPY3D& c, bool source, CopySide* out) const {
-  const CUmemorytype type = source ? c.srcMemoryType : c.dstMemoryType;
-  size_t pitch = source ? c.srcPitch : c.dstPitch, rows = source ? c.srcHeight : c.dstHeight;
+  SideFields f = side_fields(c, source);
   const char* base = nullptr;
-  if (type == CU_MEMORYTYPE_ARRAY) {
-    const auto it = arrays_.find(reinterpret_cast<uintptr_t>(source ? c.srcArray : c.dstArray));
+  if (f.type == CU_MEMORYTYPE_ARRAY) {
+    const auto it = arrays_.find(reinterpret_cast<uintptr_t>(f.array));
     if (it == arrays_.end()) return CUDA_ERROR_INVALID_HANDLE;
     base = reinterpret_cast<const char*>(it->first);
-    pitch = it->second.row_bytes;
-    rows = it->second.height;
-  } else if (type == CU_MEMORYTYPE_HOST) {
-    base = static_cast<const char*>(source ? c.srcHost : c.dstHost);
-  } else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) {
-    base = reinterpret_cast<const char*>(static_cast<uintptr_t>(source ? c.srcDevice : c.dstDevice));
-  } else {
-    return CUDA_ERROR_INVALID_VALUE;
+    f.pitch = it->second.row_bytes;
+    f.rows = it->second.height;
+  } else if (f.type == CU_MEMORYTYPE_HOST) {
+    base = static_cast<const char*>(f.host);
+  } else if (f.type == CU_MEMORYTYPE_DEVICE || f.type == CU_MEMORYTYPE_UNIFIED) {
+    base = reinterpret_cast<const char*>(static_cast<uintptr_t>(f.device));
   }
-  if (!base) return CUDA_ERROR_INVALID_VALUE;
-  out->pitch = pitch ? pitch : c.WidthInBytes;
-  out->rows = rows ? rows : c.Height;
-  out->array = type == CU_MEMORYTYPE_ARRAY;
-  const size_t x = source ? c.srcXInBytes : c.dstXInBytes, y = source ? c.srcY : c.dstY,
-               z = source ? c.srcZ : c.dstZ;
-  out->at = base + z * out->pitch * out->rows + y * out->pitch + x;
+  if (!base) return CUDA_ERROR_INVALID_VALUE;  // no address, or a type CUDA does not have
+  out->pitch = f.pitch ? f.pitch : c.WidthInBytes;
+  out->rows = f.rows ? f.rows : c.Height;
+  out->array = f.type == CU_MEMORYTYPE_ARRAY;
+  out->at = base + f.z * out->pitch * out->rows + f.y * out->pitch + f.x;
   return CUDA_SUCCESS;
 }
 

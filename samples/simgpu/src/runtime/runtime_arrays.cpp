@@ -23,22 +23,36 @@ namespace {
 CUarray as_cu(cudaArray_const_t a) { return reinterpret_cast<CUarray>(const_cast<cudaArray_t>(a)); }
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
+struct ChannelFormat {
+  cudaChannelFormatKind kind;
+  int bits;
+  CUarray_format format;
+};
+constexpr ChannelFormat kChannelFormats[] = {
+    {cudaChannelFormatKindUnsigned, 8, CU_AD_FORMAT_UNSIGNED_INT8},
+    {cudaChannelFormatKindUnsigned, 16, CU_AD_FORMAT_UNSIGNED_INT16},
+    {cudaChannelFormatKindUnsigned, 32, CU_AD_FORMAT_UNSIGNED_INT32},
+    {cudaChannelFormatKindSigned, 8, CU_AD_FORMAT_SIGNED_INT8},
+    {cudaChannelFormatKindSigned, 16, CU_AD_FORMAT_SIGNED_INT16},
+    {cudaChannelFormatKindSigned, 32, CU_AD_FORMAT_SIGNED_INT32},
+    {cudaChannelFormatKindFloat, 16, CU_AD_FORMAT_HALF},
+    {cudaChannelFormatKindFloat, 32, CU_AD_FORMAT_FLOAT},
+};
+
 // The driver format of a channel descriptor: 1, 2 or 4 channels of one
 // integer or float size; false for what simgpu does not model.
 bool driver_format(const cudaChannelFormatDesc* c, CUarray_format* format, unsigned* channels) {
   if (!c) return false;
-  const int bits = c->x;
   *channels = (c->x > 0) + (c->y > 0) + (c->z > 0) + (c->w > 0);
-  for (int b : {c->y, c->z, c->w})
-    if (b != 0 && b != bits) return false;
-  const bool is_float = c->f == cudaChannelFormatKindFloat, is_signed = c->f == cudaChannelFormatKindSigned;
-  if (!is_float && !is_signed && c->f != cudaChannelFormatKindUnsigned) return false;
-  if (is_float) *format = bits == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
-  if (!is_float && bits == 8) *format = is_signed ? CU_AD_FORMAT_SIGNED_INT8 : CU_AD_FORMAT_UNSIGNED_INT8;
-  if (!is_float && bits == 16) *format = is_signed ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT16;
-  if (!is_float && bits == 32) *format = is_signed ? CU_AD_FORMAT_SIGNED_INT32 : CU_AD_FORMAT_UNSIGNED_INT32;
-  const bool sized = is_float ? bits == 16 || bits == 32 : bits == 8 || bits == 16 || bits == 32;
-  return sized && *channels != 3 && *channels != 0;
+  for (int bits : {c->y, c->z, c->w})
+    if (bits != 0 && bits != c->x) return false;
+  if (*channels == 0 || *channels == 3) return false;
+  for (const ChannelFormat& f : kChannelFormats)
+    if (f.kind == c->f && f.bits == c->x) {
+      *format = f.format;
+      return true;
+    }
+  return false;
 }
 
 cudaError_t array_descriptor(const cudaChannelFormatDesc* c, cudaExtent e, CUDA_ARRAY3D_DESCRIPTOR* out) {
