@@ -530,6 +530,22 @@ def simple_texture(o):
         kernels={"mirror_kernel": 1})
 
 
+@program(args=["--n=262144", "--radius=8"])
+def constant_filter(o):
+    success_only(o)
+    b, t = o.arg("n") * FLOAT, (2 * o.arg("radius") + 1) * FLOAT
+    # The taps go to __constant__ memory and back (symbol copies), the
+    # signal up and the result back (cudaMemcpy).
+    return Expect(
+        calls=merge({"cudaMemcpyToSymbol": 1, "cudaMemcpyFromSymbol": 1, "cudaMalloc": 2, "cudaMemcpy": 2,
+                     "__cudaLaunchKernel": 1, "cudaGetLastError": 1, "cudaDeviceSynchronize": 1, "cudaFree": 2},
+                    results_check()),
+        copies={"HostToDevice Pageable->Device": (2, t + b), "DeviceToHost Device->Pageable": (2, t + b)},
+        allocs=allocated_and_freed({"Device": pair(2, b)}),
+        syncs={"Device": 1},
+        kernels={"convolve": 1})
+
+
 def gemm(o):
     """gemm.cu: uploads two n x n matrices, then cuBLAS; on simgpu cuBLAS
     cannot initialize (its static runtime needs the driver's private export

@@ -7,6 +7,13 @@
 
 #include "test_support.hpp"
 
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the 1D array copies, still exported
+
+// nvcc's startup code calls these; a test calls them as it would.
+extern "C" void** __cudaRegisterFatBinary(void* fat_cubin);
+extern "C" void __cudaRegisterVar(void** handle, char* host_shadow, char* device_address, const char* name, int ext,
+                                  size_t size, int constant, int global);
+
 namespace {
 
 using simgpu_test::kernel;
@@ -172,6 +179,41 @@ TEST(Pitched, ArraysHoldTheBytesCopiedIntoThem) {
   CUDA_OK(cudaFreeArray(b));
   CUDA_OK(cudaFreeArray(a));
   EXPECT_EQ(cudaErrorInvalidResourceHandle, cudaFreeArray(a));
+  cudaGetLastError();
+}
+
+// __device__ / __constant__ variables as nvcc's startup code registers them:
+// a module image (PTX here, which declares its kernel and variable) and a
+// host shadow holding the variable's initial value.
+const char kModuleWithATable[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n.const .align 4 .b8 table[64];\n"
+    ".visible .entry uses_table() { ret; }\n";
+float g_table_shadow[16] = {1.0f, 2.0f, 3.0f};
+
+TEST(Pitched, SymbolsHoldTheirInitialValuesAndTheBytesCopiedToThem) {
+  CUDA_OK(cudaSetDevice(0));
+  void** binary = __cudaRegisterFatBinary(const_cast<char*>(kModuleWithATable));
+  __cudaRegisterVar(binary, reinterpret_cast<char*>(g_table_shadow), nullptr, "table", 0, sizeof g_table_shadow, 1, 0);
+  size_t size = 0;
+  CUDA_OK(cudaGetSymbolSize(&size, g_table_shadow));
+  EXPECT_EQ(sizeof g_table_shadow, size);
+  std::vector<float> back(16, -1.0f);
+  CUDA_OK(cudaMemcpyFromSymbol(back.data(), g_table_shadow, sizeof g_table_shadow, 0, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::vector<float>(g_table_shadow, g_table_shadow + 16), back);  // the module's initial values
+  const std::vector<float> two = {7.0f, 8.0f};
+  CUDA_OK(cudaMemcpyToSymbol(g_table_shadow, two.data(), 2 * sizeof(float), 4 * sizeof(float)));
+  CUDA_OK(cudaMemcpyFromSymbol(back.data(), g_table_shadow, sizeof g_table_shadow));
+  EXPECT_EQ(7.0f, back[4]);
+  EXPECT_EQ(8.0f, back[5]);
+  EXPECT_EQ(3.0f, back[2]);
+  EXPECT_EQ(0.0f, g_table_shadow[4]);  // the host shadow is not the device's copy
+  void* address = nullptr;
+  CUDA_OK(cudaGetSymbolAddress(&address, g_table_shadow));
+  float one = 0;
+  CUDA_OK(cudaMemcpy(&one, static_cast<float*>(address) + 5, sizeof one, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(8.0f, one);
+  EXPECT_EQ(cudaErrorInvalidValue, cudaMemcpyToSymbol(g_table_shadow, two.data(), 2 * sizeof(float), 15 * sizeof(float)));
+  EXPECT_EQ(cudaErrorInvalidSymbol, cudaMemcpyToSymbol(&one, two.data(), sizeof(float)));
   cudaGetLastError();
 }
 

@@ -9,6 +9,7 @@
 #include "../common/errors.hpp"
 #include "driver_api.hpp"
 #include "activity.hpp"
+#include "../common/simgpu_globals.h"
 
 // cuda.h maps these names to their _v2 variants; the original exports exist
 // too (old binaries bind to them) and behave the same here.
@@ -199,14 +200,27 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char** out) {
   return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+namespace {  // simgpu's runtime declares its modules' variables here (simgpu_globals.h)
+
+CUresult declare_global(CUmodule module, const char* name, size_t bytes, const void* initial) {
+  return with_model([&](Model& m) { return m.module_declare_global(module, name, bytes, initial); });
+}
+
+const simgpu::GlobalsTable kGlobalsTable{sizeof(simgpu::GlobalsTable), declare_global};
+
+}  // namespace
+
 // The driver's private interface tables, which NVIDIA's own libraries (a
 // statically linked cudart, cuBLAS, cuDNN, ...) call instead of the public
 // API: undocumented, so simgpu cannot emulate them.  Refused with a line that
 // tells the user why the program's next CUDA call fails.
 CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
   if (!table || !id) return CUDA_ERROR_INVALID_VALUE;
-  // simgpu's own table, for its simulated CUPTI (activity.hpp).
+  // simgpu's own tables, for its simulated CUPTI (activity.hpp) and its
+  // runtime (simgpu_globals.h).
   *table = simgpu::drv::activity_export_table(*id);
+  if (*table == nullptr && std::memcmp(id->bytes, simgpu::kSimgpuGlobalsTableId.bytes, sizeof id->bytes) == 0)
+    *table = &kGlobalsTable;
   if (*table != nullptr) return CUDA_SUCCESS;
   simgpu::explain_once("cuGetExportTable",
                        "cuGetExportTable is not supported: simgpu cannot emulate the driver's private interface "
@@ -484,6 +498,10 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
 
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
   return with_model([&](Model& m) { return m.module_get_function(module, name, f); });
+}
+
+CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* address, size_t* bytes, CUmodule module, const char* name) {
+  return with_model([&](Model& m) { return m.module_get_global(module, name, address, bytes); });
 }
 
 CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {

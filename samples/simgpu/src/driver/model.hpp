@@ -164,6 +164,10 @@ class Model {
   CUresult module_load(const void* image, CUmodule* out);
   CUresult module_unload(CUmodule m);
   CUresult module_get_function(CUmodule m, const char* name, CUfunction* out);
+  // Module globals: device memory the module holds, not an allocation of
+  // the program's (no allocation record), freed when it is unloaded.
+  CUresult module_declare_global(CUmodule m, const char* name, size_t bytes, const void* initial);
+  CUresult module_get_global(CUmodule m, const char* name, CUdeviceptr* address, size_t* bytes);
   CUresult function_name(CUfunction f, const char** name);
   CUresult launch(const KernelNodeParams& k, CUstream s, bool per_thread);
 

@@ -131,7 +131,45 @@ CUresult Model::module_unload(CUmodule m) {
   std::lock_guard lock(mu_);
   if (!modules_.erase(m)) return CUDA_ERROR_INVALID_HANDLE;
   for (auto& [name, f] : m->functions) functions_.erase(f.get());
+  for (const auto& [name, global] : m->globals) {
+    const auto it = allocations_.find(global.first);
+    if (it == allocations_.end()) continue;
+    const Allocation a = it->second;
+    allocations_.erase(it);
+    devices_[a.device].memory_used -= std::min<uint64_t>(devices_[a.device].memory_used, a.size);
+    shared_.add_process_memory(devices_[a.device].node_index, -static_cast<int64_t>(a.size));
+    unmap_memory(a);
+  }
   delete m;
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::module_declare_global(CUmodule m, const char* name, size_t bytes, const void* initial) {
+  if (!name || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  if (CUresult r = current_device(&dev)) return r;
+  std::lock_guard lock(mu_);
+  if (!modules_.count(m)) return CUDA_ERROR_INVALID_HANDLE;
+  if (m->globals.contains(name)) return CUDA_SUCCESS;
+  void* p = map_memory(bytes);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (initial) std::memcpy(p, initial, bytes);  // the module image's initial values
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  allocations_[base] = Allocation{base, bytes, dev, MemKind::Device, 0, true};
+  devices_[dev].memory_used += bytes;
+  shared_.add_process_memory(devices_[dev].node_index, static_cast<int64_t>(bytes));
+  m->globals.emplace(name, std::pair{base, bytes});
+  return CUDA_SUCCESS;
+}
+
+CUresult Model::module_get_global(CUmodule m, const char* name, CUdeviceptr* address, size_t* bytes) {
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu_);
+  if (!modules_.count(m)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto it = m->globals.find(name);
+  if (it == m->globals.end()) return CUDA_ERROR_NOT_FOUND;
+  if (address) *address = static_cast<CUdeviceptr>(it->second.first);
+  if (bytes) *bytes = it->second.second;
   return CUDA_SUCCESS;
 }
 

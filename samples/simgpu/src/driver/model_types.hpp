@@ -156,6 +156,8 @@ struct CUmod_st {
   const void* image = nullptr;
   bool is_ptx = false;
   std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
+  // __device__ and __constant__ variables the runtime declared: name -> (address, bytes).
+  std::map<std::string, std::pair<uintptr_t, size_t>, std::less<>> globals;
 };
 
 struct CUfunc_st {

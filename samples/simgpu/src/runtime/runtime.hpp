@@ -63,7 +63,8 @@ namespace simgpu::rt {
   X(cuMipmappedArrayCreate, 5000) X(cuMipmappedArrayDestroy, 5000) X(cuMipmappedArrayGetLevel, 5000)  \
   X(cuMemcpyHtoA, 3020) X(cuMemcpyAtoH, 3020) X(cuMemcpyHtoAAsync, 3020) X(cuMemcpyAtoHAsync, 3020)   \
   X(cuMemcpyAtoA, 3020) X(cuMemcpyDtoA, 3020) X(cuMemcpyAtoD, 3020) X(cuTexObjectCreate, 5000)       \
-  X(cuTexObjectDestroy, 5000) X(cuSurfObjectCreate, 5000) X(cuSurfObjectDestroy, 5000)
+  X(cuTexObjectDestroy, 5000) X(cuSurfObjectCreate, 5000) X(cuSurfObjectDestroy, 5000)                \
+  X(cuModuleGetGlobal, 3020) X(cuGetExportTable, 3000)
 
 // The graph and stream capture entry points (runtime_graph*.cpp).
 #define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \
@@ -133,6 +134,10 @@ cudaMemcpy3DParms linear_copy(void* dst, const void* src, size_t bytes, cudaMemc
 // The host stub a CUfunction was made from (nullptr for one loaded through
 // the driver API): what cudaGraphKernelNodeGetParams reports.
 const void* host_function(CUfunction f);
+
+// The current device's module of a fat binary (the handle
+// __cudaRegisterFatBinary returned), loaded on first use.
+cudaError_t module_of(const DriverTable& d, void** fatbin_handle, CUmodule* out);
 
 // The current device's CUfunction for a kernel: a host stub address (what
 // <<<>>> and cudaLaunchKernel pass) or a handle from cudaGetKernel.  Loads the

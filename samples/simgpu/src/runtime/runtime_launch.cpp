@@ -79,14 +79,22 @@ Kernel* find_kernel(const void* func) {
   return r.kernels.count(k) ? const_cast<Kernel*>(k) : nullptr;
 }
 
+// The binary's module on the current device, loaded on first use (with r.mu held).
+cudaError_t module_locked(const DriverTable& d, FatBinary* binary, CUmodule* out) {
+  CUmodule& module = binary->modules[simgpu::rt::current_device()];
+  if (!module)
+    if (cudaError_t e = from_driver(d.cuModuleLoadData(&module, binary->image))) return e;
+  *out = module;
+  return cudaSuccess;
+}
+
 cudaError_t function_for(const DriverTable& d, Kernel* k, CUfunction* out) {
   const int dev = simgpu::rt::current_device();
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   if (!k->functions[dev]) {
-    CUmodule& module = k->binary->modules[dev];
-    if (!module)
-      if (cudaError_t e = from_driver(d.cuModuleLoadData(&module, k->binary->image))) return e;
+    CUmodule module = nullptr;
+    if (cudaError_t e = module_locked(d, k->binary, &module)) return e;
     if (cudaError_t e = from_driver(d.cuModuleGetFunction(&k->functions[dev], module, k->device_name.c_str())))
       return e == cudaErrorSymbolNotFound ? cudaErrorInvalidDeviceFunction : e;
   }
@@ -118,6 +126,12 @@ const void* simgpu::rt::host_function(CUfunction f) {
   for (const auto& [host, k] : r.by_host_function)
     if (std::find(k->functions.begin(), k->functions.end(), f) != k->functions.end()) return host;
   return nullptr;
+}
+
+cudaError_t simgpu::rt::module_of(const DriverTable& d, void** fatbin_handle, CUmodule* out) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  return module_locked(d, reinterpret_cast<FatBinary*>(fatbin_handle), out);
 }
 
 cudaError_t simgpu::rt::kernel_function(const DriverTable& d, const void* func, CUfunction* out) {
