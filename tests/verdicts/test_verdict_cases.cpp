@@ -119,6 +119,12 @@ const std::vector<Case>& cases() {
        {"too short to judge", "the context created in cudaMalloc"}, {"allocator churn"}},
       {"queued_kernels_short", {"@queued_kernels", "--kernels", "5"}, Runtime::Simgpu,
        {"NODE=long-kernels.json", "GPUSCOPE_NVML_HZ=0"}, "too_short", {"too short to judge"}},
+      // Most of a texture sample's few milliseconds fill and check its image
+      // on the host: a hint at most, never "[fail] CPU-bound" with a fix.
+      {"simple_texture_short", {"%simple_texture", "--width=512", "--height=256"}, Runtime::Simgpu, {}, "too_short",
+       {"too short to judge", "the context created in cudaMallocArray"}, {"[fail]"}},
+      {"constant_filter_short", {"%constant_filter", "--n=262144", "--radius=8"}, Runtime::Simgpu, {}, "too_short",
+       {"too short to judge"}, {"[fail]"}},
       // 8. Too few NVML samples: GPU busy from the host side.
       {"queued_kernels_without_nvml", {"@queued_kernels"}, Runtime::Simgpu,
        {"NODE=long-kernels.json", "GPUSCOPE_NVML_HZ=0"}, "healthy",
