@@ -111,6 +111,12 @@ struct DriverLink {
 
 const DriverLink& driver_link();
 
+// A pointer as the driver's device address.
+inline CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+// Whether a cudaMemcpyKind is one the runtime knows.
+inline bool valid_kind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
+
 // The thread's sticky last error: set by every failing call.
 cudaError_t record(cudaError_t e);
 cudaError_t from_driver(CUresult r);

@@ -17,11 +17,12 @@
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
 using simgpu::rt::with_driver;
+using simgpu::rt::dptr;
+using simgpu::rt::valid_kind;
 
 namespace {
 
 CUarray as_cu(cudaArray_const_t a) { return reinterpret_cast<CUarray>(const_cast<cudaArray_t>(a)); }
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 struct ChannelFormat {
   cudaChannelFormatKind kind;
@@ -80,8 +81,6 @@ bool on_device(const DriverTable& d, const void* p, cudaMemcpyKind kind, bool so
   return d.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dptr(p)) == CUDA_SUCCESS &&
          type == CU_MEMORYTYPE_DEVICE;
 }
-
-bool valid_kind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
 
 // One side of a 2D copy: an array at (x bytes, y rows), or memory of a pitch.
 struct Side2D {

@@ -8,10 +8,9 @@
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
 using simgpu::rt::with_driver;
+using simgpu::rt::dptr;
 
 namespace {
-
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 cudaError_t kernel_node(const DriverTable& d, const cudaKernelNodeParams* p, CUDA_KERNEL_NODE_PARAMS* out) {
   if (!p) return cudaErrorInvalidValue;

@@ -4,10 +4,10 @@
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
 using simgpu::rt::with_driver;
+using simgpu::rt::dptr;
+using simgpu::rt::valid_kind;
 
 namespace {
-
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 CUresult copy_1d(const DriverTable& d, void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   switch (kind) {
@@ -27,8 +27,6 @@ CUresult copy_1d_async(const DriverTable& d, void* dst, const void* src, size_t 
     default: return d.cuMemcpyAsync(dptr(dst), dptr(src), n, s);
   }
 }
-
-bool valid_kind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
 
 CUDA_MEMCPY2D describe_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                           cudaMemcpyKind kind) {

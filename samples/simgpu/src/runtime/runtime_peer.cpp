@@ -5,10 +5,9 @@
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
 using simgpu::rt::with_driver;
+using simgpu::rt::dptr;
 
 namespace {
-
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // The primary contexts of two devices, for the driver's peer calls.
 cudaError_t contexts(int a, int b, CUcontext* ca, CUcontext* cb) {

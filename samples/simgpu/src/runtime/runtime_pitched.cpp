@@ -6,10 +6,9 @@
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
 using simgpu::rt::with_driver;
+using simgpu::rt::dptr;
 
 namespace {
-
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // The driver memory type of each side of a copy of this kind.
 void memory_types(cudaMemcpyKind kind, CUmemorytype* src, CUmemorytype* dst) {

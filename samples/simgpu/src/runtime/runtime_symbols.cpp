@@ -17,6 +17,7 @@
 using simgpu::rt::DriverTable;
 using simgpu::rt::from_driver;
 using simgpu::rt::with_driver;
+using simgpu::rt::valid_kind;
 
 namespace {
 
@@ -66,8 +67,6 @@ cudaError_t symbol_address(const DriverTable& d, const void* symbol, CUdeviceptr
   return r == CUDA_ERROR_NOT_FOUND ? cudaErrorInvalidSymbol : from_driver(r);
 }
 
-bool valid_kind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
-
 // n bytes between the variable at `offset` and `other`, in the direction the
 // kind gives (to the symbol: host or device to it; from: it to host or device).
 cudaError_t symbol_copy(bool per_thread, const void* symbol, void* other, size_t n, size_t offset,
@@ -78,7 +77,7 @@ cudaError_t symbol_copy(bool per_thread, const void* symbol, void* other, size_t
     size_t size = 0;
     if (cudaError_t e = symbol_address(d, symbol, &base, &size)) return e;
     if (offset > size || n > size - offset) return cudaErrorInvalidValue;
-    const CUdeviceptr at = base + offset, ptr = reinterpret_cast<CUdeviceptr>(other);
+    const CUdeviceptr at = base + offset, ptr = simgpu::rt::dptr(other);
     if (kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault) {
       const CUdeviceptr dst = to_symbol ? at : ptr, src = to_symbol ? ptr : at;
       const bool unified = kind == cudaMemcpyDefault;
