@@ -273,8 +273,9 @@ other() {
 other minimal_cuda_static "$bin/minimal_cuda_static"
 other driver_api "$bin/driver_api"
 other dlopen_cudart "$bin/dlopen_cudart" 3
-# CUDA arrays (texture code, video decoders): every copy 16 KiB, the hooks'
-# count must equal CUPTI's HtoA/AtoH/AtoA/AtoD/DtoA records.
+# CUDA arrays (texture code, video decoders) and batched copies: the hooks'
+# copies must match CUPTI's HtoA/AtoH/AtoA/AtoD/DtoA records, one more device
+# record than host records for array_user (its two-copy batch is one call).
 other array_user "$bin/array_user"
 other array_driver_user "$bin/array_driver_user"
 if want other && [ $torch = 1 ]; then

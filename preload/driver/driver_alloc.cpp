@@ -68,20 +68,22 @@ uint64_t element_bytes(const Descriptor* d) {
 }
 
 AllocCall array_2d(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* d) {
-  const uint64_t bytes = d == nullptr ? 0 : gpuscope::hooks::array_extent_bytes(element_bytes(d), d->Width, d->Height, 0);
-  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+  const uint64_t element = element_bytes(d);
+  const uint64_t bytes = d == nullptr ? 0 : gpuscope::hooks::array_extent_bytes(element, d->Width, d->Height, 0);
+  return gpuscope::hooks::array_allocation(reinterpret_cast<void* const*>(out), element, bytes);
 }
 
 AllocCall array_3d(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d) {
-  const uint64_t bytes =
-      d == nullptr ? 0 : gpuscope::hooks::array_extent_bytes(element_bytes(d), d->Width, d->Height, d->Depth);
-  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+  const uint64_t element = element_bytes(d);
+  const uint64_t bytes = d == nullptr ? 0 : gpuscope::hooks::array_extent_bytes(element, d->Width, d->Height, d->Depth);
+  return gpuscope::hooks::array_allocation(reinterpret_cast<void* const*>(out), element, bytes);
 }
 
 AllocCall mipmapped(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  const uint64_t element = element_bytes(d);
   const uint64_t bytes =
-      d == nullptr ? 0 : gpuscope::hooks::mipmap_chain_bytes(element_bytes(d), d->Width, d->Height, d->Depth, levels);
-  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
+      d == nullptr ? 0 : gpuscope::hooks::mipmap_chain_bytes(element, d->Width, d->Height, d->Depth, levels);
+  return gpuscope::hooks::array_allocation(reinterpret_cast<void* const*>(out), element, bytes);
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ gpuscope::hooks::CopyCall batch(const CUdeviceptr* dsts, const CUdeviceptr* srcs
 
 gpuscope::hooks::CopyCall batch_3d(size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops, CUstream s) {
   if (ops == nullptr || n == 0) return copy(nullptr, nullptr, 0, kUnified, s, true);
-  return copy(operand(ops[0].dst), operand(ops[0].src), gpuscope::hooks::batch_3d_bytes(ops, n), kUnified, s, true);
+  return copy(operand(ops[0].dst), operand(ops[0].src),
+              gpuscope::hooks::batch_3d_bytes<CU_MEMCPY_OPERAND_TYPE_ARRAY>(ops, n), kUnified, s, true);
 }
 
 const void* array(CUarray a) { return static_cast<const void*>(a); }

@@ -75,6 +75,17 @@ Endpoints endpoints(CopyKind kind, const void* dst, const void* src) {
 
 }  // namespace
 
+uint64_t element_extent_bytes(const void* dst_array, const void* src_array, uint64_t width, uint64_t height,
+                              uint64_t depth) noexcept {
+  const void* array = dst_array != nullptr ? dst_array : src_array;
+  uint64_t element = 1;
+  if (array != nullptr) {
+    const registry::MemoryRange r = registry::memory_registry().find(reinterpret_cast<uint64_t>(array));
+    if (r.kind == MemoryKind::Array && r.element_bytes != 0) element = r.element_bytes;
+  }
+  return element * width * height * depth;
+}
+
 namespace detail {
 thread_local constinit int16_t t_device __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace detail
@@ -116,7 +127,7 @@ AllocCall::Range AllocCall::update_registry(int32_t result) const noexcept {
     if (out_pointer != nullptr) r.address = reinterpret_cast<uint64_t>(*out_pointer);
     if (out_address != nullptr) r.address = *out_address;
     if (out_pitch != nullptr) r.size = *out_pitch * rows;
-    reg.add(r.address, r.size, kind, current_device());
+    reg.add(r.address, r.size, kind, current_device(), element_bytes);
   } else {
     const uint64_t removed = forget_range(r.address);
     if (r.size == 0) r.size = removed;

@@ -148,6 +148,7 @@ struct AllocCall : CallInfo {
   uint64_t rows = 1;
   const void* address = nullptr;           // frees, registrations
   uint64_t bytes = 0;
+  uint32_t element_bytes = 0;  // arrays: bytes of one element, what copies' extents count
   bool async = false;
 
   void after(capture::ApiCallScope& scope, int32_t result, uint8_t flags) noexcept;
@@ -214,12 +215,23 @@ inline uint64_t batch_bytes(const size_t* sizes, size_t count) noexcept {
   return total;
 }
 
-// The bytes of a batch of 3D copies, runtime or driver operations (ops may be null).
-template <class Op>
+// The bytes of a copy whose extent counts elements of the array on either
+// side (bytes when neither side is an array): the runtime's 3D copies and
+// every batched 3D copy. An array gpuscope did not see allocated (a mipmap
+// level, a graphics interop array) counts 1-byte elements: undercounted,
+// never guessed (docs/interception.md).
+uint64_t element_extent_bytes(const void* dst_array, const void* src_array, uint64_t width, uint64_t height,
+                              uint64_t depth) noexcept;
+
+// The bytes of a batch of 3D copies, runtime or driver operations (ops may
+// be null); kArray is the API's operand type of an array.
+template <auto kArray, class Op>
 uint64_t batch_3d_bytes(const Op* ops, size_t count) noexcept {
+  const auto array = [](const auto& o) -> const void* { return o.type == kArray ? o.op.array.array : nullptr; };
   uint64_t total = 0;
   for (size_t i = 0; ops != nullptr && i < count; ++i)
-    total += uint64_t{ops[i].extent.width} * ops[i].extent.height * ops[i].extent.depth;
+    total += element_extent_bytes(array(ops[i].dst), array(ops[i].src), ops[i].extent.width, ops[i].extent.height,
+                                  ops[i].extent.depth);
   return total;
 }
 
@@ -288,6 +300,12 @@ PollCall poll_of(fb::SyncKind kind, const void* object) noexcept;
 AllocCall allocation(void* const* out, uint64_t bytes, fb::MemoryKind kind, const void* stream = nullptr,
                      bool async = false) noexcept;
 AllocCall release(const void* address, fb::MemoryKind kind, const void* stream = nullptr, bool async = false) noexcept;
+// A CUDA array (or mipmapped array) of `bytes`, elements of `element` bytes.
+inline AllocCall array_allocation(void* const* out, uint64_t element, uint64_t bytes) noexcept {
+  AllocCall c = allocation(out, bytes, fb::MemoryKind::Array);
+  c.element_bytes = static_cast<uint32_t>(element);
+  return c;
+}
 AllocCall registration(const void* address, uint64_t bytes) noexcept;
 AllocCall unregistration(const void* address) noexcept;
 // Inline: built on every launch, in the hook's own frame.

@@ -35,20 +35,17 @@ uint64_t element_bytes(const cudaChannelFormatDesc* d) {
   return d == nullptr ? 0 : (static_cast<uint64_t>(d->x) + d->y + d->z + d->w) / 8;
 }
 
-uint64_t array_bytes(const cudaChannelFormatDesc* d, size_t w, size_t h) {
-  return gpuscope::hooks::array_extent_bytes(element_bytes(d), w, h, 0);
+// An array of w x h x d elements (a height or depth of 0: one it lacks).
+AllocCall array(cudaArray_t* out, const cudaChannelFormatDesc* desc, cudaExtent e) {
+  const uint64_t element = element_bytes(desc);
+  return gpuscope::hooks::array_allocation(reinterpret_cast<void* const*>(out), element,
+                                           gpuscope::hooks::array_extent_bytes(element, e.width, e.height, e.depth));
 }
 
-AllocCall array(cudaArray_t* out, uint64_t bytes) {
-  return allocation(reinterpret_cast<void* const*>(out), bytes, MemoryKind::Array);
-}
-
-uint64_t array_3d_bytes(const cudaChannelFormatDesc* d, cudaExtent e) {
-  return gpuscope::hooks::array_extent_bytes(element_bytes(d), e.width, e.height, e.depth);
-}
-
-uint64_t mipmapped_bytes(const cudaChannelFormatDesc* d, cudaExtent e, unsigned levels) {
-  return gpuscope::hooks::mipmap_chain_bytes(element_bytes(d), e.width, e.height, e.depth, levels);
+AllocCall mipmapped(cudaMipmappedArray_t* out, const cudaChannelFormatDesc* desc, cudaExtent e, unsigned levels) {
+  const uint64_t element = element_bytes(desc);
+  return gpuscope::hooks::array_allocation(reinterpret_cast<void* const*>(out), element,
+                                           gpuscope::hooks::mipmap_chain_bytes(element, e.width, e.height, e.depth, levels));
 }
 
 }  // namespace
@@ -78,14 +75,14 @@ uint64_t mipmapped_bytes(const cudaChannelFormatDesc* d, cudaExtent e, unsigned 
   X(cudaError_t, cudaMalloc3D, 0, (cudaPitchedPtr* out, cudaExtent e), (out, e), (pitched_3d(out, e)))               \
   X(cudaError_t, cudaMallocArray, 0,                                                                                 \
     (cudaArray_t* a, const cudaChannelFormatDesc* d, size_t w, size_t h, unsigned f), (a, d, w, h, f),               \
-    (array(a, array_bytes(d, w, h))))                                                                                \
-  X(cudaError_t, cudaFreeArray, 0, (cudaArray_t a), (a), (release(a, MemoryKind::Array)))                         \
+    (array(a, d, cudaExtent{w, h, 0})))                                                                              \
+  X(cudaError_t, cudaFreeArray, 0, (cudaArray_t a), (a), (release(a, MemoryKind::Array)))                            \
   X(cudaError_t, cudaMalloc3DArray, 0, (cudaArray_t* a, const cudaChannelFormatDesc* d, cudaExtent e, unsigned f),   \
-    (a, d, e, f), (array(a, array_3d_bytes(d, e))))                                                                  \
+    (a, d, e, f), (array(a, d, e)))                                                                                  \
   X(cudaError_t, cudaMallocMipmappedArray, 0,                                                                        \
     (cudaMipmappedArray_t* m, const cudaChannelFormatDesc* d, cudaExtent e, unsigned levels, unsigned f),            \
     (m, d, e, levels, f),                                                                                            \
-    (allocation(reinterpret_cast<void* const*>(m), mipmapped_bytes(d, e, levels), MemoryKind::Array)))               \
+    (mipmapped(m, d, e, levels)))                                                                                    \
   X(cudaError_t, cudaFreeMipmappedArray, 0, (cudaMipmappedArray_t m), (m), (release(m, MemoryKind::Array)))
 
 GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_ALLOC, runtime_alloc_hooks)

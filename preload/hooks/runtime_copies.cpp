@@ -1,10 +1,24 @@
 // CUDA runtime copies: every cudaMemcpy* form (arrays, peers and batches
 // included), with the per-thread default stream variants (_ptds, _ptsz)
 // that code built with --default-stream per-thread calls instead.
+//
+// The batched copies' declarations are renamed out of the way: their hooks
+// take CUDA 12's parameter lists (cuda12_runtime below).
+#define cudaMemcpyBatchAsync gpuscope_cuda13_cudaMemcpyBatchAsync
+#define cudaMemcpyBatchAsync_ptsz gpuscope_cuda13_cudaMemcpyBatchAsync_ptsz
+#define cudaMemcpy3DBatchAsync gpuscope_cuda13_cudaMemcpy3DBatchAsync
+#define cudaMemcpy3DBatchAsync_ptsz gpuscope_cuda13_cudaMemcpy3DBatchAsync_ptsz
 #include <cuda_runtime_api.h>
+#undef cudaMemcpyBatchAsync
+#undef cudaMemcpyBatchAsync_ptsz
+#undef cudaMemcpy3DBatchAsync
+#undef cudaMemcpy3DBatchAsync_ptsz
+
+#include <atomic>
 
 #include "call_info.h"
 #include "hook_support.h"
+#include "loader/object_of.h"
 
 namespace {
 
@@ -13,12 +27,19 @@ using gpuscope::hooks::copy;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
 using ConstArray = cudaArray_const_t;
 
+// A 3D copy's extent counts the elements of its array side, if it has one.
 uint64_t extent_bytes(const cudaMemcpy3DParms* p) {
-  return p == nullptr ? 0 : uint64_t{p->extent.width} * p->extent.height * p->extent.depth;
+  return p == nullptr ? 0
+                      : gpuscope::hooks::element_extent_bytes(p->dstArray, p->srcArray, p->extent.width,
+                                                              p->extent.height, p->extent.depth);
 }
-// Array copies have no host pointer on the array side.
-const void* dst_of(const cudaMemcpy3DParms* p) { return p == nullptr ? nullptr : p->dstPtr.ptr; }
-const void* src_of(const cudaMemcpy3DParms* p) { return p == nullptr ? nullptr : p->srcPtr.ptr; }
+// Each side is named by its pointer, or by its array handle.
+const void* dst_of(const cudaMemcpy3DParms* p) {
+  return p == nullptr ? nullptr : p->dstArray != nullptr ? static_cast<const void*>(p->dstArray) : p->dstPtr.ptr;
+}
+const void* src_of(const cudaMemcpy3DParms* p) {
+  return p == nullptr ? nullptr : p->srcArray != nullptr ? static_cast<const void*>(p->srcArray) : p->srcPtr.ptr;
+}
 int kind_of(const cudaMemcpy3DParms* p) { return p == nullptr ? cudaMemcpyDefault : p->kind; }
 
 // Peer copies name each side by pointer or array.
@@ -26,17 +47,55 @@ gpuscope::hooks::CopyCall peer_3d(const cudaMemcpy3DPeerParms* p, cudaStream_t s
   if (p == nullptr) return copy(nullptr, nullptr, 0, cudaMemcpyDefault, s, async);
   const void* dst = p->dstArray != nullptr ? static_cast<const void*>(p->dstArray) : p->dstPtr.ptr;
   const void* src = p->srcArray != nullptr ? static_cast<const void*>(p->srcArray) : p->srcPtr.ptr;
-  return copy(dst, src, uint64_t{p->extent.width} * p->extent.height * p->extent.depth, 5, s, async);
+  const uint64_t bytes = gpuscope::hooks::element_extent_bytes(p->dstArray, p->srcArray, p->extent.width,
+                                                               p->extent.height, p->extent.depth);
+  return copy(dst, src, bytes, 5, s, async);
 }
+
+// CUDA 12.8 and 12.9 gave both batched copies a `failIdx` parameter before
+// the stream, which CUDA 13 dropped, and our unversioned exports interpose a
+// libcudart.so.12 too. So the hooks take CUDA 12's longer parameter list and
+// pass all of it on: a CUDA 13 runtime never reads the extra argument (the
+// caller owns its register or stack slot). Which argument is the stream
+// depends on the runtime behind the hook, asked once per runtime.
+bool cuda12_runtime(const void* real) noexcept {
+  static std::atomic<uint64_t> known{0};  // the runtime's link map (low 48 bits), then 1 + "is CUDA 12"
+  constexpr uint64_t kMapBits = (uint64_t{1} << 48) - 1;
+  link_map* const map = gpuscope::loader::object_of(real);
+  const auto key = reinterpret_cast<uint64_t>(map) & kMapBits;
+  if (const uint64_t k = known.load(std::memory_order_relaxed); map != nullptr && (k & kMapBits) == key)
+    return (k >> 48) == 2;
+  using VersionFn = cudaError_t (*)(int*);
+  const auto version = map == nullptr ? nullptr
+                                      : reinterpret_cast<VersionFn>(
+                                            gpuscope::capture::real_dlsym()(map, "cudaRuntimeGetVersion"));
+  int v = 0;
+  const bool cuda12 = version != nullptr && version(&v) == cudaSuccess && v >= 12000 && v < 13000;
+  if (map != nullptr) known.store(key | (uint64_t{cuda12 ? 2u : 1u} << 48), std::memory_order_relaxed);
+  return cuda12;
+}
+cudaStream_t stream_arg(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
 
 // A batch is one call: its bytes together, its sides the first copy's.
 const void* operand(const cudaMemcpy3DOperand& o) {
   return o.type == cudaMemcpyOperandTypeArray ? static_cast<const void*>(o.op.array.array) : o.op.ptr.ptr;
 }
-gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, cudaStream_t s) {
+// (n, ops, flags, stream) in CUDA 13; (n, ops, failIdx, flags, stream) in 12.
+gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, uintptr_t a3, uintptr_t a4, uintptr_t a5,
+                                   const void* real) {
+  const cudaStream_t s = stream_arg(cuda12_runtime(real) ? a5 : a4);
+  (void)a3;
   if (ops == nullptr || n == 0) return copy(nullptr, nullptr, 0, cudaMemcpyDefault, s, true);
-  return copy(operand(ops[0].dst), operand(ops[0].src), gpuscope::hooks::batch_3d_bytes(ops, n), cudaMemcpyDefault, s,
-              true);
+  return copy(operand(ops[0].dst), operand(ops[0].src),
+              gpuscope::hooks::batch_3d_bytes<cudaMemcpyOperandTypeArray>(ops, n), cudaMemcpyDefault, s, true);
+}
+
+// (..., numAttrs, stream) in CUDA 13; (..., numAttrs, failIdx, stream) in 12.
+gpuscope::hooks::CopyCall batch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+                                uintptr_t a8, uintptr_t a9, const void* real) {
+  const cudaStream_t s = stream_arg(cuda12_runtime(real) ? a9 : a8);
+  const bool any = dsts != nullptr && srcs != nullptr && count != 0;
+  return copy(any ? dsts[0] : nullptr, any ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true);
 }
 
 }  // namespace
@@ -53,7 +112,11 @@ gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, cud
   (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s)
 #define GPUSCOPE_FROM_ARRAY_ASYNC \
   (void* dst, ConstArray a, size_t wo, size_t ho, size_t n, cudaMemcpyKind k, cudaStream_t s)
-#define GPUSCOPE_BATCH_3D (size_t n, cudaMemcpy3DBatchOp* ops, unsigned long long f, cudaStream_t s)
+// The batched copies' CUDA 12 parameter lists (see cuda12_runtime).
+#define GPUSCOPE_BATCH_3D (size_t n, cudaMemcpy3DBatchOp* ops, uintptr_t a3, uintptr_t a4, uintptr_t a5)
+#define GPUSCOPE_BATCH                                                                                               \
+  (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,      \
+   size_t* idxs, size_t nattrs, uintptr_t a8, uintptr_t a9)
 
 // Ret, name, flags, (parameters), (arguments), CallInfo
 #define GPUSCOPE_RUNTIME_COPIES(X)                                                                                   \
@@ -155,18 +218,15 @@ gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, cud
   X(cudaError_t, cudaMemcpyPeerAsync_ptsz, P,                                                                         \
     (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t s), (dst, dd, src, sd, n, s),                \
     (copy(dst, src, n, 5, s, true)))                                                                                 \
-  X(cudaError_t, cudaMemcpyBatchAsync, 0,                                                                             \
-    (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,     \
-     size_t* idxs, size_t nattrs, cudaStream_t s),                                                                   \
-    (dsts, srcs, sizes, count, attrs, idxs, nattrs, s),                                                              \
-    (copy(count ? dsts[0] : nullptr, count ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true))) \
-  X(cudaError_t, cudaMemcpyBatchAsync_ptsz, P,                                                                        \
-    (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,     \
-     size_t* idxs, size_t nattrs, cudaStream_t s),                                                                   \
-    (dsts, srcs, sizes, count, attrs, idxs, nattrs, s),                                                              \
-    (copy(count ? dsts[0] : nullptr, count ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true))) \
-  X(cudaError_t, cudaMemcpy3DBatchAsync, 0, GPUSCOPE_BATCH_3D, (n, ops, f, s), (batch_3d(n, ops, s)))                 \
-  X(cudaError_t, cudaMemcpy3DBatchAsync_ptsz, P, GPUSCOPE_BATCH_3D, (n, ops, f, s), (batch_3d(n, ops, s)))            \
+  X(cudaError_t, cudaMemcpyBatchAsync, 0, GPUSCOPE_BATCH, (dsts, srcs, sizes, count, attrs, idxs, nattrs, a8, a9),  \
+    (batch(dsts, srcs, sizes, count, a8, a9, reinterpret_cast<void*>(real))))                                 \
+  X(cudaError_t, cudaMemcpyBatchAsync_ptsz, P, GPUSCOPE_BATCH,                                                       \
+    (dsts, srcs, sizes, count, attrs, idxs, nattrs, a8, a9),                                                         \
+    (batch(dsts, srcs, sizes, count, a8, a9, reinterpret_cast<void*>(real))))                                 \
+  X(cudaError_t, cudaMemcpy3DBatchAsync, 0, GPUSCOPE_BATCH_3D, (n, ops, a3, a4, a5),                                 \
+    (batch_3d(n, ops, a3, a4, a5, reinterpret_cast<void*>(real))))                                            \
+  X(cudaError_t, cudaMemcpy3DBatchAsync_ptsz, P, GPUSCOPE_BATCH_3D, (n, ops, a3, a4, a5),                            \
+    (batch_3d(n, ops, a3, a4, a5, reinterpret_cast<void*>(real))))                                            \
   X(cudaError_t, cudaMemcpyToArray, 0, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k), (copy(a, src, n, k, nullptr, false))) \
   X(cudaError_t, cudaMemcpyToArray_ptds, P, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k),                                \
     (copy(a, src, n, k, nullptr, false)))                                                                            \

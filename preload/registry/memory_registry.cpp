@@ -20,9 +20,10 @@ void MemoryRegistry::move_slot(size_t to, size_t from) noexcept {
   slots_[to].size.store(slots_[from].size.load(std::memory_order_relaxed), std::memory_order_relaxed);
   slots_[to].kind.store(slots_[from].kind.load(std::memory_order_relaxed), std::memory_order_relaxed);
   slots_[to].device.store(slots_[from].device.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  slots_[to].element.store(slots_[from].element.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-void MemoryRegistry::add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int16_t device) {
+void MemoryRegistry::add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int16_t device, uint32_t element_bytes) {
   if (size == 0) return;
   std::lock_guard lock(writer_);
   const size_t count = count_.load(std::memory_order_relaxed);
@@ -43,6 +44,7 @@ void MemoryRegistry::add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int
   slots_[at].size.store(size, std::memory_order_relaxed);
   slots_[at].kind.store(static_cast<uint8_t>(kind), std::memory_order_relaxed);
   slots_[at].device.store(device, std::memory_order_relaxed);
+  slots_[at].element.store(element_bytes, std::memory_order_relaxed);
 }
 
 MemoryRange MemoryRegistry::remove(uint64_t begin) {
@@ -53,7 +55,8 @@ MemoryRange MemoryRegistry::remove(uint64_t begin) {
   const size_t at = after - 1;
   const MemoryRange removed{begin, slots_[at].size.load(std::memory_order_relaxed),
                             static_cast<fb::MemoryKind>(slots_[at].kind.load(std::memory_order_relaxed)),
-                            slots_[at].device.load(std::memory_order_relaxed)};
+                            slots_[at].device.load(std::memory_order_relaxed),
+                            slots_[at].element.load(std::memory_order_relaxed)};
   const SequenceLock::Write write(sequence_);
   for (size_t i = at; i + 1 < count; ++i) move_slot(i, i + 1);
   count_.store(count - 1, std::memory_order_relaxed);
@@ -82,10 +85,12 @@ MemoryRange MemoryRegistry::find(uint64_t address) const noexcept {
         r.size = s.size.load(std::memory_order_relaxed);
         r.kind = static_cast<fb::MemoryKind>(s.kind.load(std::memory_order_relaxed));
         r.device = s.device.load(std::memory_order_relaxed);
+        r.element_bytes = s.element.load(std::memory_order_relaxed);
         return r;
       },
       MemoryRange{});
-  return address - found.begin < found.size ? found : MemoryRange{};
+  const bool inside = found.kind == fb::MemoryKind::Array ? address == found.begin : address - found.begin < found.size;
+  return inside ? found : MemoryRange{};
 }
 
 // In .bss, like kernel_names(): no 1.5 MiB of zeroing on the first

@@ -7,6 +7,11 @@
 // generation, search, read it again, retry on change), no allocation, no
 // CUDA query. Writers are allocation hooks, serialized by a mutex (they
 // follow a cudaMalloc or cudaFree, which cost microseconds anyway).
+//
+// A CUDA array is a handle, not an address range: a real driver's handles
+// point into the process's own heap, so an array's range would swallow the
+// program's pageable buffers allocated near it. An array is found at its
+// handle only; its size is what its free gives back.
 #pragma once
 
 #include <atomic>
@@ -24,6 +29,7 @@ struct MemoryRange {
   uint64_t size = 0;
   fb::MemoryKind kind = fb::MemoryKind::Unknown;
   int16_t device = 0;  // where device memory lives (the allocating thread's device)
+  uint32_t element_bytes = 0;  // a CUDA array's: what its copies' extents count (0: unknown)
 };
 
 class MemoryRegistry {
@@ -31,14 +37,15 @@ class MemoryRegistry {
   static constexpr size_t kCapacity = 1 << 16;  // live ranges; beyond it, counted and unknown
 
   // Writers.
-  void add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int16_t device = 0);
+  void add(uint64_t begin, uint64_t size, fb::MemoryKind kind, int16_t device = 0, uint32_t element_bytes = 0);
   // Removes the range starting at `begin`; returns it (kind Unknown if none).
   MemoryRange remove(uint64_t begin);
   // Removes every range that starts in [begin, begin + size): cuMemUnmap of
   // several mappings at once.
   void remove_within(uint64_t begin, uint64_t size);
 
-  // Reader: the range containing `address`, or kind Unknown.
+  // Reader: the range containing `address` (an array: the one whose handle
+  // it is), or kind Unknown.
   MemoryRange find(uint64_t address) const noexcept;
 
   uint64_t overflows() const noexcept { return overflows_.load(std::memory_order_relaxed); }
@@ -50,7 +57,9 @@ class MemoryRegistry {
     std::atomic<uint64_t> size{0};
     std::atomic<uint8_t> kind{0};
     std::atomic<int16_t> device{0};
+    std::atomic<uint32_t> element{0};  // in the padding: the slot stays 24 bytes
   };
+  static_assert(sizeof(Slot) == 24);
   size_t lower_bound(uint64_t address, size_t count) const noexcept;
   void move_slot(size_t to, size_t from) noexcept;
 

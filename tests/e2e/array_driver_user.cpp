@@ -2,6 +2,8 @@
 // result: what driver-API texture code and video decoders make (the
 // runtime's are array_user.cpp's). Every 2D copy moves 64 x 64 floats
 // (16 KiB); the volume is 16 x 16 x 4 uchar4, its mipmapped twin two levels.
+// A batched 3D copy brings the volume back to the host: its extent counts
+// the array's elements (4 bytes each), 4 KiB in all.
 #include <cuda.h>
 
 #include <cstdio>
@@ -36,6 +38,16 @@ int main() {
   rect.dstMemoryType = CU_MEMORYTYPE_HOST, rect.dstHost = host, rect.dstPitch = 64 * sizeof(float);
   rect.WidthInBytes = 64 * sizeof(float), rect.Height = 64;
   std::printf("cuMemcpy2D %d\n", cuMemcpy2D(&rect));
+  CUstream stream = nullptr;
+  std::printf("cuStreamCreate %d\n", cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUDA_MEMCPY3D_BATCH_OP op{};
+  op.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY, op.src.op.array.array = v;
+  op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER, op.dst.op.ptr.ptr = reinterpret_cast<CUdeviceptr>(host);
+  op.extent = CUextent3D{16, 16, 4};
+  op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  std::printf("cuMemcpy3DBatchAsync %d\n", cuMemcpy3DBatchAsync(1, &op, 0, stream));
+  std::printf("cuStreamSynchronize %d\n", cuStreamSynchronize(stream));
+  std::printf("cuStreamDestroy %d\n", cuStreamDestroy(stream));
   std::printf("cuMemFree %d\n", cuMemFree(linear));
   std::printf("cuMipmappedArrayDestroy %d\n", cuMipmappedArrayDestroy(levels));
   std::printf("cuArrayDestroy %d\n", cuArrayDestroy(v));

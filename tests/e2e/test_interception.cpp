@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "e2e_support.h"
@@ -183,12 +184,13 @@ TEST_F(Interception, SamplesBehaveExactlyAsWithoutGpuscope) {
 // runtime without a driver answers 35 to everything.
 TEST_F(Interception, ArrayAndBatchCallsAreRecordedWithTheRuntimesResults) {
   const std::map<std::string, uint64_t> made = {
-      {"cudaEventRecordWithFlags", 1}, {"cudaMallocArray", 2}, {"cudaMalloc3DArray", 1},
+      {"cudaEventRecordWithFlags", 1}, {"cudaMallocArray", 2}, {"cudaMalloc3DArray", 2},
       {"cudaMallocMipmappedArray", 1}, {"cudaMemcpyToArray", 1}, {"cudaMemcpyArrayToArray", 1},
       {"cudaMemcpyFromArray", 1}, {"cudaMemcpyToArrayAsync", 1}, {"cudaMemcpyFromArrayAsync", 1},
-      {"cudaMemcpy3DBatchAsync", 1}, {"cudaFreeMipmappedArray", 1}, {"cudaFreeArray", 3}};
-  // simgpu models arrays but not batched 3D copies (801); the real runtime
-  // without a driver refuses everything (35).
+      {"cudaMemcpy3DBatchAsync", 1}, {"cudaMemcpyBatchAsync", 1}, {"cudaFreeMipmappedArray", 1},
+      {"cudaFreeArray", 4}};
+  // simgpu models all of them; the real runtime without a driver refuses
+  // everything (35).
   for (const auto& [runtime, no_driver] : {std::pair<std::string, bool>{GPUSCOPE_SIMGPU_LIB_DIR, false},
                                            std::pair<std::string, bool>{"/usr/local/cuda/lib64", true}}) {
     const auto env = environment_with({"LD_LIBRARY_PATH=" + runtime}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT"});
@@ -200,11 +202,11 @@ TEST_F(Interception, ArrayAndBatchCallsAreRecordedWithTheRuntimesResults) {
     const auto t = read_trace_file(traces_in(dir.path()).at(0));
     for (const auto& [function, n] : made) {
       EXPECT_EQ(calls(t, function), n) << function << " on " << runtime;
-      const int refused = no_driver ? 35 : 801;
-      const bool fails = no_driver || function == "cudaMemcpy3DBatchAsync";
-      const auto failed = t.summary.nonzero_results.find({function, refused});
-      EXPECT_EQ(failed == t.summary.nonzero_results.end() ? 0 : failed->second, fails ? n : 0)
-          << function << " on " << runtime << ": the runtime's own result";
+      for (const int refused : {35, 801}) {
+        const auto failed = t.summary.nonzero_results.find({function, refused});
+        EXPECT_EQ(failed == t.summary.nonzero_results.end() ? 0 : failed->second, no_driver && refused == 35 ? n : 0)
+            << function << " on " << runtime << ": the runtime's own result";
+      }
     }
   }
 }
@@ -226,11 +228,13 @@ std::vector<uint64_t> array_sizes(const TraceContents& t, fb::AllocOp op) {
   return sizes;
 }
 
-// Array copies on simgpu, which models arrays as dense device memory, with
-// its simulated CUPTI: the hooks' bytes and directions (decoded from each
-// call's arguments, runtime and driver) equal what the device records say
-// moved, and every array's size is the sum of its elements (a mipmapped
-// array's of all its levels).
+// Array and batched copies on simgpu, which models arrays as dense device
+// memory behind heap handles (as a real driver's are), with its simulated
+// CUPTI: the hooks' bytes and directions (decoded from each call's
+// arguments, runtime and driver; batched 3D extents in elements) equal what
+// the device records say moved, and every array's size is the sum of its
+// elements (a mipmapped array's of all its levels). A pageable buffer next
+// to the handles stays pageable host memory.
 TEST_F(Interception, ArrayCopiesCarryTheBytesAndDirectionsTheDeviceRecorded) {
   using D = fb::CopyDirection;
   constexpr uint64_t kPlane = 64 * 64 * 4;
@@ -240,9 +244,11 @@ TEST_F(Interception, ArrayCopiesCarryTheBytesAndDirectionsTheDeviceRecorded) {
     std::vector<uint64_t> arrays;
   };
   const Case cases[] = {
-      {"array_user", {{D::HostToDevice, 2 * kPlane}, {D::DeviceToDevice, kPlane}, {D::DeviceToHost, 2 * kPlane}},
-       {kPlane, kPlane, 16 * 16 * 4 * 4, kPlane + kPlane / 4 + kPlane / 16 + kPlane / 64}},
-      {"array_driver_user", {{D::HostToDevice, kPlane}, {D::DeviceToDevice, 3 * kPlane}, {D::DeviceToHost, 2 * kPlane}},
+      {"array_user",
+       {{D::HostToDevice, 3 * kPlane + 16 * 16 * 4 * 4}, {D::DeviceToDevice, kPlane}, {D::DeviceToHost, 3 * kPlane}},
+       {kPlane, kPlane, 16 * 16 * 4 * 4, kPlane + kPlane / 4 + kPlane / 16 + kPlane / 64, 16 << 20}},
+      {"array_driver_user",
+       {{D::HostToDevice, kPlane}, {D::DeviceToDevice, 3 * kPlane}, {D::DeviceToHost, 2 * kPlane + 16 * 16 * 4 * 4}},
        {kPlane, kPlane, 16 * 16 * 4 * 4, 16 * 16 * 4 * 4 + 8 * 8 * 2 * 4}},
   };
   const std::string lib = GPUSCOPE_SIMGPU_LIB_DIR;
@@ -264,6 +270,31 @@ TEST_F(Interception, ArrayCopiesCarryTheBytesAndDirectionsTheDeviceRecorded) {
     EXPECT_EQ(array_sizes(t, fb::AllocOp::Free).size(), c.arrays.size()) << mode;
     for (const auto& a : t.allocs) EXPECT_NE(a.address(), 0u) << mode << ": cudaFree(nullptr) frees nothing";
   }
+}
+
+// CUDA 12.8's batched copies take a failIdx before the stream, which CUDA
+// 13 dropped, and gpuscope's unversioned hooks interpose both. A program
+// built against 12.8 (cuda12_batch_user, over a stand-in runtime that prints
+// what it received) passes every argument through gpuscope unchanged, and
+// the records carry the program's stream and bytes.
+TEST_F(Interception, Cuda12BatchedCopiesPassEveryArgumentOn) {
+  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
+  TempDir dir;
+  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("cuda12_batch_user")}, env);
+  EXPECT_EQ(traced.exit_code(), 0);
+  std::vector<std::string> lines;
+  std::istringstream out(traced.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u) << traced.out;
+  for (size_t passed : {0u, 3u}) EXPECT_EQ(lines[passed], lines[passed + 1]) << "passed, then received";
+  for (size_t result : {2u, 5u}) EXPECT_EQ(lines[result], "result 0, failIdx none");
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  std::vector<uint64_t> bytes;
+  for (const auto& c : t.copies) {
+    EXPECT_EQ(c.stream(), 0x5eed000u) << "the program's stream, not CUDA 13's place for it";
+    bytes.push_back(c.bytes());
+  }
+  EXPECT_EQ(bytes, (std::vector<uint64_t>{4096 + 4096 + 1024, 2 * 64 * 16 * 2}));
 }
 
 TEST(InterceptionNoDriver, RealRuntimeRecordsInsufficientDriver) {

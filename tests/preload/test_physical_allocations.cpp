@@ -135,5 +135,25 @@ TEST(MemoryRegistry, RemovingARangeRemovesEveryRangeThatStartsInIt) {
   EXPECT_EQ(3u, r->size());
 }
 
+// A real driver's array handles point into the program's heap: an array is
+// found at its handle and nowhere else, so the pageable buffers the program
+// allocates after it stay pageable, and its free still gets its size back.
+TEST(MemoryRegistry, AnArrayIsItsHandleNotARangeOfAddresses) {
+  auto r = std::make_unique<MemoryRegistry>();
+  constexpr uint64_t kHandle = 0x5555'5555'a000, kBytes = 64 << 20;
+  r->add(kHandle, kBytes, fb::MemoryKind::Array, 0, 16);
+  r->add(kHandle + 0x100000, kPage, fb::MemoryKind::Pinned);
+  const MemoryRange found = r->find(kHandle);
+  EXPECT_EQ(fb::MemoryKind::Array, found.kind);
+  EXPECT_EQ(16u, found.element_bytes);
+  EXPECT_EQ(fb::MemoryKind::Unknown, r->find(kHandle + 1).kind);
+  EXPECT_EQ(fb::MemoryKind::Unknown, r->find(kHandle + 0x4000).kind);
+  EXPECT_EQ(fb::MemoryKind::Pinned, r->find(kHandle + 0x100010).kind);
+  const MemoryRange freed = r->remove(kHandle);
+  EXPECT_EQ(kBytes, freed.size);
+  EXPECT_EQ(16u, freed.element_bytes);
+  EXPECT_EQ(fb::MemoryKind::Unknown, r->find(kHandle).kind);
+}
+
 }  // namespace
 }  // namespace gpuscope::registry

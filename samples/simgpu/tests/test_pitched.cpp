@@ -14,6 +14,13 @@ extern "C" void** __cudaRegisterFatBinary(void* fat_cubin);
 extern "C" void __cudaRegisterVar(void** handle, char* host_shadow, char* device_address, const char* name, int ext,
                                   size_t size, int constant, int global);
 
+// CUDA 12.8's form of the driver's batched copy, which cuda.h declares only
+// for the driver's own build (and otherwise renames to its _v2).
+#undef cuMemcpyBatchAsync
+extern "C" CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                       CUmemcpyAttributes* attrs, size_t* idxs, size_t nattrs, size_t* fail,
+                                       CUstream stream);
+
 namespace {
 
 using simgpu_test::kernel;
@@ -215,6 +222,68 @@ TEST(Pitched, SymbolsHoldTheirInitialValuesAndTheBytesCopiedToThem) {
   EXPECT_EQ(cudaErrorInvalidValue, cudaMemcpyToSymbol(g_table_shadow, two.data(), 2 * sizeof(float), 15 * sizeof(float)));
   EXPECT_EQ(cudaErrorInvalidSymbol, cudaMemcpyToSymbol(&one, two.data(), sizeof(float)));
   cudaGetLastError();
+}
+
+// Batched copies: every copy of a batch lands (pointer to pointer, pointer
+// to array with the extent in elements, rows of a longer pitch), and what
+// CUDA refuses is refused: the legacy stream, attributes that do not start
+// at copy 0, an access order of 0. CUDA 12.8's form names the failing copy.
+TEST(Pitched, BatchedCopiesMoveEveryCopyAndRefuseWhatCudaRefuses) {
+  CUDA_OK(cudaSetDevice(0));
+  cudaStream_t s = nullptr;
+  CUDA_OK(cudaStreamCreate(&s));
+  std::vector<float> in(32), out(32, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  float* device = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&device), in.size() * sizeof(float)));
+  void* dsts[] = {device, device + 16};
+  const void* srcs[] = {in.data(), in.data() + 16};
+  size_t sizes[] = {16 * sizeof(float), 16 * sizeof(float)}, first = 0;
+  cudaMemcpyAttributes order{};
+  order.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  CUDA_OK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &order, &first, 1, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(out.data(), device, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(cudaErrorInvalidValue, cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &order, &first, 1, nullptr));
+  size_t second = 1;
+  EXPECT_EQ(cudaErrorInvalidValue, cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &order, &second, 1, s));
+  cudaMemcpyAttributes unordered{};
+  EXPECT_EQ(cudaErrorInvalidValue, cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &unordered, &first, 1, s));
+  cudaGetLastError();
+  // Into an 8 x 4 float array (extent in elements), then its rows 1..2 out
+  // to rows 10 floats apart.
+  const cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
+  cudaArray_t a = nullptr;
+  CUDA_OK(cudaMallocArray(&a, &format, 8, 4));
+  cudaMemcpy3DBatchOp ops[2] = {};
+  ops[0].src.type = cudaMemcpyOperandTypePointer, ops[0].src.op.ptr.ptr = in.data();
+  ops[0].dst.type = cudaMemcpyOperandTypeArray, ops[0].dst.op.array.array = a;
+  ops[0].extent = make_cudaExtent(8, 4, 1), ops[0].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  std::vector<float> rows(20, -1.0f);
+  ops[1].src.type = cudaMemcpyOperandTypeArray, ops[1].src.op.array.array = a;
+  ops[1].src.op.array.offset = cudaOffset3D{0, 1, 0};
+  ops[1].dst.type = cudaMemcpyOperandTypePointer, ops[1].dst.op.ptr.ptr = rows.data();
+  ops[1].dst.op.ptr.rowLength = 10;
+  ops[1].extent = make_cudaExtent(8, 2, 1), ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  CUDA_OK(cudaMemcpy3DBatchAsync(2, ops, 0, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(8.0f, rows[0]);
+  EXPECT_EQ(15.0f, rows[7]);
+  EXPECT_EQ(-1.0f, rows[8]);  // the longer row's padding is left alone
+  EXPECT_EQ(16.0f, rows[10]);
+  // The driver's CUDA 12.8 form: the second copy has nowhere to go.
+  CUdeviceptr to[] = {reinterpret_cast<CUdeviceptr>(device), 0};
+  CUdeviceptr from[] = {reinterpret_cast<CUdeviceptr>(in.data()), reinterpret_cast<CUdeviceptr>(in.data())};
+  size_t bytes[] = {sizeof(float), sizeof(float)}, fail = 0;
+  CUmemcpyAttributes driver_order{};
+  driver_order.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE,
+            cuMemcpyBatchAsync(to, from, bytes, 2, &driver_order, &first, 1, &fail, reinterpret_cast<CUstream>(s)));
+  EXPECT_EQ(1u, fail);
+  CUDA_OK(cudaFreeArray(a));
+  CUDA_OK(cudaFree(device));
+  CUDA_OK(cudaStreamDestroy(s));
 }
 
 }  // namespace

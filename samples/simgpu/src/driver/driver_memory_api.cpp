@@ -70,8 +70,15 @@ CUresult copy_3d(const CUDA_MEMCPY3D* c, CUstream s, bool pt, bool async) {
 }
 
 // The linear array copies: n bytes from a byte offset into an array, its
-// rows end to end (the handle is the array's memory, model_arrays.cpp).
-char* in_array(CUarray a, size_t offset) { return reinterpret_cast<char*>(a) + offset; }
+// rows end to end; null for a handle of no array, which the copy refuses.
+char* in_array(CUarray a, size_t offset) {
+  char* base = nullptr;
+  with_model([&](Model& m) {
+    base = m.array_memory(a);
+    return CUDA_SUCCESS;
+  });
+  return base != nullptr ? base + offset : nullptr;
+}
 
 CUresult array_copy(CopyDir dir, void* dst, bool dst_array, const void* src, bool src_array, size_t n, CUstream s,
                     bool pt, bool async) {

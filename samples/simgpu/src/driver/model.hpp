@@ -129,6 +129,7 @@ class Model {
   CUresult mipmapped_destroy(CUmipmappedArray m);
   CUresult array_descriptor(CUarray a, CUDA_ARRAY3D_DESCRIPTOR* out);
   CUresult mipmapped_level(CUmipmappedArray m, unsigned level, CUarray* out);
+  char* array_memory(CUarray a);  // where its elements are; null for no array
   // Texture and surface objects: handles over an array or device memory
   // that kernels would read (kernels compute nothing here); checked, kept,
   // destroyed.
@@ -324,7 +325,8 @@ class Model {
   std::set<CUmod_st*> modules_;
   std::set<CUfunc_st*> functions_;
   std::map<uintptr_t, Allocation> allocations_;  // by base address
-  std::map<uintptr_t, ArrayShape> arrays_;       // by handle (its base address)
+  std::map<uintptr_t, ArrayShape> arrays_;       // by handle (a heap object, as a real driver's)
+  std::map<uintptr_t, MipmapChain> mipmaps_;     // by handle
   std::map<unsigned long long, bool> textures_;  // texture (false) and surface (true) objects
   unsigned long long next_texture_ = 1;
   std::set<CUgraph_st*> graphs_;

@@ -6,6 +6,7 @@
 // (kernels compute nothing); layered, cubemap and sparse arrays are not
 // modeled.
 #include <algorithm>
+#include <cstdlib>
 
 #include "../common/array_format.hpp"
 #include "model.hpp"
@@ -34,6 +35,10 @@ CUDA_ARRAY3D_DESCRIPTOR level_descriptor(CUDA_ARRAY3D_DESCRIPTOR d, unsigned lev
 
 uintptr_t handle_address(const void* handle) { return reinterpret_cast<uintptr_t>(handle); }
 
+// A new handle: a small heap object, where a real driver's handles are.
+uintptr_t new_handle() { return handle_address(std::malloc(64)); }
+void free_handle(uintptr_t h) { std::free(reinterpret_cast<void*>(h)); }
+
 }  // namespace
 
 CUresult Model::array_create(const CUDA_ARRAY3D_DESCRIPTOR& d, CUarray* out) {
@@ -41,9 +46,11 @@ CUresult Model::array_create(const CUDA_ARRAY3D_DESCRIPTOR& d, CUarray* out) {
   if (!out || !shape_of(d, &shape)) return CUDA_ERROR_INVALID_VALUE;
   void* p = nullptr;
   if (CUresult r = mem_alloc(shape.bytes(), MemKind::Array, 0, &p)) return r;
+  shape.base = handle_address(p);
+  const uintptr_t handle = new_handle();
   std::lock_guard lock(mu_);
-  arrays_[handle_address(p)] = shape;
-  *out = static_cast<CUarray>(p);
+  arrays_[handle] = shape;
+  *out = reinterpret_cast<CUarray>(handle);
   return CUDA_SUCCESS;
 }
 
@@ -57,39 +64,54 @@ CUresult Model::mipmapped_create(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned leve
   }
   void* p = nullptr;
   if (CUresult r = mem_alloc(bytes, MemKind::Array, 0, &p)) return r;
+  const uintptr_t chain = new_handle();
+  MipmapChain levels_of{handle_address(p), {}};
   std::lock_guard lock(mu_);
   uintptr_t at = handle_address(p);
   for (ArrayShape& s : shapes) {
-    s.mipmap = handle_address(p);
-    arrays_[at] = s;
+    s.base = at, s.mipmap = chain;
     at += s.bytes();
+    levels_of.levels.push_back(new_handle());
+    arrays_[levels_of.levels.back()] = s;
   }
-  *out = static_cast<CUmipmappedArray>(p);
+  mipmaps_[chain] = std::move(levels_of);
+  *out = reinterpret_cast<CUmipmappedArray>(chain);
   return CUDA_SUCCESS;
 }
 
 CUresult Model::array_destroy(CUarray a) {
+  uintptr_t base = 0;
   {
     std::lock_guard lock(mu_);
     const auto it = arrays_.find(handle_address(a));
     if (it == arrays_.end() || it->second.mipmap != 0) return CUDA_ERROR_INVALID_HANDLE;
+    base = it->second.base;
   }
-  if (CUresult r = mem_free(a, FreeOf::Array)) return r;
+  if (CUresult r = mem_free(reinterpret_cast<void*>(base), FreeOf::Array)) return r;
   std::lock_guard lock(mu_);
   arrays_.erase(handle_address(a));
+  free_handle(handle_address(a));
   return CUDA_SUCCESS;
 }
 
 CUresult Model::mipmapped_destroy(CUmipmappedArray m) {
   const uintptr_t chain = handle_address(m);
+  uintptr_t base = 0;
   {
     std::lock_guard lock(mu_);
-    const auto it = arrays_.find(chain);
-    if (it == arrays_.end() || it->second.mipmap != chain) return CUDA_ERROR_INVALID_HANDLE;
+    const auto it = mipmaps_.find(chain);
+    if (it == mipmaps_.end()) return CUDA_ERROR_INVALID_HANDLE;
+    base = it->second.base;
   }
-  if (CUresult r = mem_free(m, FreeOf::Array)) return r;
+  if (CUresult r = mem_free(reinterpret_cast<void*>(base), FreeOf::Array)) return r;
   std::lock_guard lock(mu_);
-  std::erase_if(arrays_, [chain](const auto& entry) { return entry.second.mipmap == chain; });
+  const auto it = mipmaps_.find(chain);
+  for (uintptr_t level : it->second.levels) {
+    arrays_.erase(level);
+    free_handle(level);
+  }
+  mipmaps_.erase(it);
+  free_handle(chain);
   return CUDA_SUCCESS;
 }
 
@@ -102,17 +124,18 @@ CUresult Model::array_descriptor(CUarray a, CUDA_ARRAY3D_DESCRIPTOR* out) {
   return CUDA_SUCCESS;
 }
 
+char* Model::array_memory(CUarray a) {
+  std::lock_guard lock(mu_);
+  const auto it = arrays_.find(handle_address(a));
+  return it == arrays_.end() ? nullptr : reinterpret_cast<char*>(it->second.base);
+}
+
 CUresult Model::mipmapped_level(CUmipmappedArray m, unsigned level, CUarray* out) {
   std::lock_guard lock(mu_);
-  const uintptr_t chain = handle_address(m);
-  auto it = arrays_.find(chain);
-  if (it == arrays_.end() || it->second.mipmap != chain) return CUDA_ERROR_INVALID_HANDLE;
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  for (unsigned l = 0; l < level; ++l) {
-    it = arrays_.find(it->first + it->second.bytes());
-    if (it == arrays_.end() || it->second.mipmap != chain) return CUDA_ERROR_INVALID_VALUE;
-  }
-  *out = reinterpret_cast<CUarray>(it->first);
+  const auto it = mipmaps_.find(handle_address(m));
+  if (it == mipmaps_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!out || level >= it->second.levels.size()) return CUDA_ERROR_INVALID_VALUE;
+  *out = reinterpret_cast<CUarray>(it->second.levels[level]);
   return CUDA_SUCCESS;
 }
 
@@ -123,10 +146,7 @@ bool Model::texture_resource_ok(const CUDA_RESOURCE_DESC& r, bool surface) const
   Allocation a;
   switch (r.resType) {
     case CU_RESOURCE_TYPE_ARRAY: return arrays_.contains(handle_address(r.res.array.hArray));
-    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: {
-      const auto it = arrays_.find(handle_address(r.res.mipmap.hMipmappedArray));
-      return !surface && it != arrays_.end() && it->second.mipmap == it->first;
-    }
+    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: return !surface && mipmaps_.contains(handle_address(r.res.mipmap.hMipmappedArray));
     case CU_RESOURCE_TYPE_LINEAR:
       return !surface && find_locked(reinterpret_cast<const void*>(r.res.linear.devPtr), r.res.linear.sizeInBytes, &a) &&
              is_device_kind(a.kind);

@@ -147,7 +147,7 @@ CUresult Model::copy_side_locked(const CUDA_MEMCPY3D& c, bool source, CopySide* 
   if (f.type == CU_MEMORYTYPE_ARRAY) {
     const auto it = arrays_.find(reinterpret_cast<uintptr_t>(f.array));
     if (it == arrays_.end()) return CUDA_ERROR_INVALID_HANDLE;
-    base = reinterpret_cast<const char*>(it->first);
+    base = reinterpret_cast<const char*>(it->second.base);
     f.pitch = it->second.row_bytes;
     f.rows = it->second.height;
   } else if (f.type == CU_MEMORYTYPE_HOST) {

@@ -224,14 +224,23 @@ struct CopyRequest {
 };
 
 // A CUDA array: dense rows of width elements, height rows a slice (1 for a
-// 1D array), depth slices. Its handle is its memory's base address, so the
-// allocation map finds it; a mipmapped array's levels lie end to end in one
-// allocation, each level an array whose `mipmap` is the chain's handle.
+// 1D array), depth slices, at `base` in device memory. Its handle is not an
+// address of it: like a real driver's, it is a small object in the
+// process's heap (so profilers meet handles where real programs have them).
+// A mipmapped array's levels lie end to end in one allocation, each level
+// an array of its own handle whose `mipmap` is the chain's handle.
 struct ArrayShape {
   CUDA_ARRAY3D_DESCRIPTOR desc{};
   size_t row_bytes = 0, height = 1, depth = 1;
+  uintptr_t base = 0;
   uintptr_t mipmap = 0;
   size_t bytes() const { return row_bytes * height * depth; }
+};
+
+// A mipmapped array: its one allocation and its levels' handles, in order.
+struct MipmapChain {
+  uintptr_t base = 0;
+  std::vector<uintptr_t> levels;
 };
 
 // One memset of `elem_size`-byte elements: height rows of `width` elements,

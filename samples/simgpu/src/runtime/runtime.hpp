@@ -64,7 +64,8 @@ namespace simgpu::rt {
   X(cuMemcpyHtoA, 3020) X(cuMemcpyAtoH, 3020) X(cuMemcpyHtoAAsync, 3020) X(cuMemcpyAtoHAsync, 3020)   \
   X(cuMemcpyAtoA, 3020) X(cuMemcpyDtoA, 3020) X(cuMemcpyAtoD, 3020) X(cuTexObjectCreate, 5000)       \
   X(cuTexObjectDestroy, 5000) X(cuSurfObjectCreate, 5000) X(cuSurfObjectDestroy, 5000)                \
-  X(cuModuleGetGlobal, 3020) X(cuGetExportTable, 3000)
+  X(cuModuleGetGlobal, 3020) X(cuGetExportTable, 3000) X(cuMemcpyBatchAsync, 13000)                \
+  X(cuMemcpy3DBatchAsync, 13000)
 
 // The graph and stream capture entry points (runtime_graph*.cpp).
 #define SIMGPU_RT_GRAPH_FUNCTIONS(X)                                                                    \

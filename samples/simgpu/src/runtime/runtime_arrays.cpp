@@ -5,8 +5,8 @@
 // runtime makes, as do the texture and surface objects over them. Two
 // simplifications: a device-to-array or array-to-device
 // "Async" 1D copy is the driver's synchronous one (the driver has no async
-// form; it never holds the host for long), and batched 3D copies are not
-// modeled.
+// form; it never holds the host for long). Batched copies are in
+// runtime_batch.cpp.
 #include <initializer_list>
 
 #include "../common/array_format.hpp"
