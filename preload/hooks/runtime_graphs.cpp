@@ -4,7 +4,21 @@
 // evidence in the trace); instantiate and update also count what the
 // executable graph runs (hooks/graph_calls.h), and a launch writes a
 // GraphLaunch record with those counts.
+//
+// Our unversioned exports also interpose a libcudart.so.11.0 a program may
+// load, and CUDA 11 passed more to two of these calls than CUDA 12 and 13
+// do: cudaGraphInstantiate took (exec, graph, errorNode, logBuffer,
+// bufferSize) where it now takes (exec, graph, flags), and
+// cudaGraphExecUpdate (exec, graph, errorNode, result) where it now takes
+// (exec, graph, resultInfo). Their hooks take CUDA 11's longer lists and
+// pass every register on (a newer runtime never reads the extra ones):
+// dropping them handed CUDA 11 garbage pointers to write its error log and
+// update result to. Their declarations are renamed out of the way.
+#define cudaGraphInstantiate gpuscope_cuda13_cudaGraphInstantiate
+#define cudaGraphExecUpdate gpuscope_cuda13_cudaGraphExecUpdate
 #include <cuda_runtime_api.h>
+#undef cudaGraphInstantiate
+#undef cudaGraphExecUpdate
 
 #include "call_info.h"
 #include "graph_calls.h"
@@ -95,7 +109,8 @@ using Graphs =
   X(cudaError_t, cudaGraphNodeGetEnabled, 0, (GPUSCOPE_EXEC_NODE, unsigned* on), (e, n, on), (plain()))               \
   X(cudaError_t, cudaGraphNodeSetEnabled, 0, (GPUSCOPE_EXEC_NODE, unsigned on), (e, n, on),                           \
     (node_enabling<Graphs>(e, n, on)))                                                                                \
-  X(cudaError_t, cudaGraphInstantiate, 0, (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long f), (e, g, f),       \
+  X(cudaError_t, cudaGraphInstantiate, 0,                                                                             \
+    (cudaGraphExec_t* e, cudaGraph_t g, uintptr_t a3, uintptr_t a4, uintptr_t a5), (e, g, a3, a4, a5),              \
     (instantiation<Graphs>(e, g)))                                                                                    \
   X(cudaError_t, cudaGraphInstantiateWithFlags, 0, (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long f),         \
     (e, g, f), (instantiation<Graphs>(e, g)))                                                                         \
@@ -103,8 +118,8 @@ using Graphs =
     (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* p), (e, g, p), (instantiation<Graphs>(e, g)))     \
   X(cudaError_t, cudaGraphInstantiateWithParams_ptsz, P,                                                              \
     (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* p), (e, g, p), (instantiation<Graphs>(e, g)))     \
-  X(cudaError_t, cudaGraphExecUpdate, 0, (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* r),        \
-    (e, g, r), (exec_update<Graphs>(e, g)))                                                                           \
+  X(cudaError_t, cudaGraphExecUpdate, 0, (cudaGraphExec_t e, cudaGraph_t g, uintptr_t a3, uintptr_t a4),              \
+    (e, g, a3, a4), (exec_update<Graphs>(e, g)))                                                                      \
   X(cudaError_t, cudaGraphExecKernelNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaKernelNodeParams* p),            \
     (e, n, p), (plain()))                                                                                             \
   X(cudaError_t, cudaGraphExecMemcpyNodeSetParams, 0, (GPUSCOPE_EXEC_NODE, const cudaMemcpy3DParms* p), (e, n, p),    \

@@ -1,5 +1,5 @@
 // A program built against CUDA 12.8, making its two batched copies: each
-// prints the arguments it passes, and the runtime (fake_cudart12.cpp)
+// prints the arguments it passes, and the runtime (fake_old_cudart.cpp)
 // prints what it received. Traced, the lines must still agree: gpuscope's
 // unversioned hooks interpose CUDA 12's entry points too, whose parameter
 // lists are longer than CUDA 13's.

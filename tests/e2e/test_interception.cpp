@@ -297,6 +297,29 @@ TEST_F(Interception, Cuda12BatchedCopiesPassEveryArgumentOn) {
   EXPECT_EQ(bytes, (std::vector<uint64_t>{4096 + 4096 + 1024, 2 * 64 * 16 * 2}));
 }
 
+// CUDA 11's cudaGraphInstantiate took an error node, a log buffer and its
+// size where CUDA 12 takes flags, and its cudaGraphExecUpdate an error node
+// and a result pointer where 12 takes one result struct. A program built
+// against CUDA 11 (over a stand-in runtime that prints what it received and
+// writes through the pointers) gets every argument through gpuscope
+// unchanged, and its log and update result where it asked.
+TEST_F(Interception, Cuda11GraphCallsPassEveryArgumentOn) {
+  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
+  TempDir dir;
+  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("cuda11_graph_user")}, env);
+  EXPECT_EQ(traced.exit_code(), 0);
+  std::vector<std::string> lines;
+  std::istringstream out(traced.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u) << traced.out;
+  for (size_t passed : {0u, 3u}) EXPECT_EQ(lines[passed], lines[passed + 1]) << "passed, then received";
+  EXPECT_EQ(lines[2], "result 1, error node the graph, log \"node 0 cannot be instantiated\"");
+  EXPECT_EQ(lines[5], "result 0, update result 0");
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  EXPECT_EQ(calls(t, "cudaGraphInstantiate"), 1u);
+  EXPECT_EQ(calls(t, "cudaGraphExecUpdate"), 1u);
+}
+
 TEST(InterceptionNoDriver, RealRuntimeRecordsInsufficientDriver) {
   if (!std::filesystem::exists(bin("minimal_cuda"))) GTEST_SKIP() << "samples not built";
   TempDir dir;
