@@ -4,6 +4,11 @@
 // are what a statically linked runtime, cuBLAS/cuDNN/NCCL and driver-API
 // programs call; nested under a hooked runtime call they count once.
 #include <cuda.h>
+// cuda.h names the batched copies' _v2; CUDA 12.8's first forms (with the
+// index of a failing copy before the stream) are hooked by their own names,
+// which cuda.h declares only for the driver's own build.
+#undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync
 
 #include "hooks/call_info.h"
 #include "hooks/hook_support.h"
@@ -82,6 +87,11 @@ const void* array(CUarray a) { return static_cast<const void*>(a); }
 #define GPUSCOPE_CU_BATCH                                                                                            \
   (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count, CUmemcpyAttributes * a, size_t * ai, size_t na,        \
    CUstream st)
+#define GPUSCOPE_CU_BATCH_V1                                                                                         \
+  (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count, CUmemcpyAttributes * a, size_t * ai, size_t na,        \
+   size_t * fail, CUstream st)
+#define GPUSCOPE_CU_BATCH_3D_V1                                                                                      \
+  (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail, unsigned long long f, CUstream st)
 
 #define GPUSCOPE_DRIVER_COPIES(X)                                                                                     \
   X(CUresult, cuMemcpy, D, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (copy(ptr(d), ptr(s), n, kUnified, nullptr, false))) \
@@ -160,6 +170,12 @@ const void* array(CUarray a) { return static_cast<const void*>(a); }
     (batch(d, s, n, count, st)))                                                                                      \
   X(CUresult, cuMemcpyBatchAsync_v2_ptsz, DP, GPUSCOPE_CU_BATCH, (d, s, n, count, a, ai, na, st),                    \
     (batch(d, s, n, count, st)))                                                                                      \
+  X(CUresult, cuMemcpyBatchAsync, D, GPUSCOPE_CU_BATCH_V1, (d, s, n, count, a, ai, na, fail, st),                   \
+    (batch(d, s, n, count, st)))                                                                                      \
+  X(CUresult, cuMemcpyBatchAsync_ptsz, DP, GPUSCOPE_CU_BATCH_V1, (d, s, n, count, a, ai, na, fail, st),              \
+    (batch(d, s, n, count, st)))                                                                                      \
+  X(CUresult, cuMemcpy3DBatchAsync, D, GPUSCOPE_CU_BATCH_3D_V1, (n, ops, fail, f, st), (batch_3d(n, ops, st)))       \
+  X(CUresult, cuMemcpy3DBatchAsync_ptsz, DP, GPUSCOPE_CU_BATCH_3D_V1, (n, ops, fail, f, st), (batch_3d(n, ops, st))) \
   X(CUresult, cuMemcpy3DBatchAsync_v2, D, GPUSCOPE_CU_BATCH_3D, (n, ops, f, st), (batch_3d(n, ops, st)))             \
   X(CUresult, cuMemcpy3DBatchAsync_v2_ptsz, DP, GPUSCOPE_CU_BATCH_3D, (n, ops, f, st), (batch_3d(n, ops, st)))       \
   X(CUresult, cuMemcpyPeer, D, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), \

@@ -3,10 +3,19 @@
 // runtime's are array_user.cpp's). Every 2D copy moves 64 x 64 floats
 // (16 KiB); the volume is 16 x 16 x 4 uchar4, its mipmapped twin two levels.
 // A batched 3D copy brings the volume back to the host: its extent counts
-// the array's elements (4 bytes each), 4 KiB in all.
+// the array's elements (4 bytes each), 4 KiB in all; then CUDA 12.8's form
+// of the batched copy (what a 12.8 program or runtime calls) brings the
+// linear buffer back, 16 KiB.
 #include <cuda.h>
 
 #include <cstdio>
+
+// CUDA 12.8's batched copy, with the index of a failing copy before the
+// stream: cuda.h declares it only for the driver's own build.
+#undef cuMemcpyBatchAsync
+extern "C" CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                       CUmemcpyAttributes* attrs, size_t* idxs, size_t nattrs, size_t* fail,
+                                       CUstream stream);
 
 int main() {
   static float host[64 * 64];
@@ -46,6 +55,12 @@ int main() {
   op.extent = CUextent3D{16, 16, 4};
   op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   std::printf("cuMemcpy3DBatchAsync %d\n", cuMemcpy3DBatchAsync(1, &op, 0, stream));
+  CUdeviceptr dst = reinterpret_cast<CUdeviceptr>(host), src = linear;
+  size_t bytes = sizeof host, first = 0, failed = 0;
+  CUmemcpyAttributes in_order{};
+  in_order.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  std::printf("cuMemcpyBatchAsync %d\n",
+              cuMemcpyBatchAsync(&dst, &src, &bytes, 1, &in_order, &first, 1, &failed, stream));
   std::printf("cuStreamSynchronize %d\n", cuStreamSynchronize(stream));
   std::printf("cuStreamDestroy %d\n", cuStreamDestroy(stream));
   std::printf("cuMemFree %d\n", cuMemFree(linear));

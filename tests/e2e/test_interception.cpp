@@ -248,7 +248,7 @@ TEST_F(Interception, ArrayCopiesCarryTheBytesAndDirectionsTheDeviceRecorded) {
        {{D::HostToDevice, 3 * kPlane + 16 * 16 * 4 * 4}, {D::DeviceToDevice, kPlane}, {D::DeviceToHost, 3 * kPlane}},
        {kPlane, kPlane, 16 * 16 * 4 * 4, kPlane + kPlane / 4 + kPlane / 16 + kPlane / 64, 16 << 20}},
       {"array_driver_user",
-       {{D::HostToDevice, kPlane}, {D::DeviceToDevice, 3 * kPlane}, {D::DeviceToHost, 2 * kPlane + 16 * 16 * 4 * 4}},
+       {{D::HostToDevice, kPlane}, {D::DeviceToDevice, 3 * kPlane}, {D::DeviceToHost, 3 * kPlane + 16 * 16 * 4 * 4}},
        {kPlane, kPlane, 16 * 16 * 4 * 4, 16 * 16 * 4 * 4 + 8 * 8 * 2 * 4}},
   };
   const std::string lib = GPUSCOPE_SIMGPU_LIB_DIR;
