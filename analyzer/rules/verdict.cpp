@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "rules_internal.h"
 
@@ -149,9 +150,28 @@ void import_coverage(const TraceModel& m, std::vector<std::string>& out) {
   for (const auto& note : im->notes) out.push_back("not in the source: " + note);
 }
 
+// Two CUDA runtimes in one process (libcudart.so.12 beside .so.13, say):
+// gpuscope's runtime hooks are one set of unversioned exports, each handing
+// its calls to one real definition, so calls made through the other runtime
+// reach the first (docs/interception.md, "Limits").
+void runtime_coverage(const Metrics& x, std::vector<std::string>& out) {
+  std::set<std::string> runtimes;
+  for (const auto& lib : x.loaded_gpu_libraries) {
+    const size_t at = lib.rfind("libcudart.so.");
+    if (at == std::string::npos) continue;
+    const size_t major = at + std::string_view("libcudart.so.").size();
+    runtimes.insert(lib.substr(at, std::min(lib.find('.', major), lib.size()) - at));  // libcudart.so.12
+  }
+  if (runtimes.size() < 2) return;
+  out.push_back(fmt::format("CUDA runtimes: {} loaded ({}): gpuscope hands every runtime call to one of them, so "
+                            "the calls meant for the others were counted but may have gone to the wrong runtime",
+                            runtimes.size(), fmt::join(runtimes, ", ")));
+}
+
 std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {
   std::vector<std::string> out;
   import_coverage(m, out);
+  runtime_coverage(x, out);
   if (x.device_collection)
     out.push_back("device activity: " + *x.device_collection);
   else  // a trace from before format 1.1

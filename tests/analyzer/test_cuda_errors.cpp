@@ -120,5 +120,25 @@ TEST(CudaErrors, AnErrorTheProgramGotPastOrAZeroExitIsNotWhatItDiedOf) {
   EXPECT_EQ(metrics_of(bad_free, 1).stopped_on_error->name, "cudaErrorInvalidValue");
 }
 
+// Two CUDA runtimes in one process: every runtime call went through one set
+// of hooks to one of them, which the coverage says; one runtime, found
+// under two spellings of its path, is not two.
+TEST(CudaErrors, TwoCudaRuntimesInOneProcessAreABlindSpotTheCoverageNames) {
+  const analyzer::TraceModel m = model_of(trace_of({{kDeviceCount, 0, 0}}, 0));
+  analyzer::Metrics x = analyzer::compute_metrics(m);
+  const auto runtime_line = [&] {
+    for (const auto& line : analyzer::analyze(m, x).coverage)
+      if (line.rfind("CUDA runtimes:", 0) == 0) return line;
+    return std::string();
+  };
+  const std::vector<std::string> one = {"/usr/local/cuda/lib64/libcudart.so.13.0.96", "libcudart.so.13",
+                                        "libcublas.so.13"};
+  x.loaded_gpu_libraries = one;
+  EXPECT_EQ(runtime_line(), "");
+  x.loaded_gpu_libraries = {one[0], one[1], "/venv/nvidia/cuda_runtime/lib/libcudart.so.12"};
+  EXPECT_EQ(runtime_line().rfind("CUDA runtimes: 2 loaded (libcudart.so.12, libcudart.so.13): ", 0), 0u)
+      << runtime_line();
+}
+
 }  // namespace
 }  // namespace gpuscope::test
