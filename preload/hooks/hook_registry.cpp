@@ -1,6 +1,8 @@
 #include "call_counts.h"
 #include "hook_support.h"
 #include "instance.h"
+#include "loader/entry_points.h"
+#include "loader/object_of.h"
 
 namespace gpuscope::hooks {
 
@@ -81,6 +83,22 @@ HookSlot* find_hook(std::string_view name) {
 }
 
 std::span<const HookFamily> hook_families() { return kFamilies; }
+
+// A real function whose object a dlclose unloaded would be a jump into
+// unmapped memory, or into whatever the loader maps there next (a plugin
+// that links the runtime, unloaded and loaded again elsewhere): such slots
+// resolve again on their next call. Handles lookups were remembered through
+// may be among the unloaded ones, and no such handle may reach dlsym: all
+// are dropped (the next lookups remember theirs again).
+void forget_unloaded_reals() noexcept {
+  for (const HookFamily family : hook_families())
+    for (HookSlot* slot : family()) {
+      void* p = slot->real.load(std::memory_order_acquire);
+      if (p != nullptr && loader::object_of(p) == nullptr)
+        slot->real.compare_exchange_strong(p, nullptr, std::memory_order_acq_rel);
+    }
+  for (auto& handle : g_handles) handle.store(nullptr, std::memory_order_release);
+}
 
 }  // namespace gpuscope::hooks
 

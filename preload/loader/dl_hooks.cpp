@@ -167,6 +167,7 @@ GPUSCOPE_EXPORT int dlclose(void* handle) {
   if (result == 0) {
     gpuscope::stacks::note_modules_changed();
     gpuscope::hooks::forget_entry_points();
+    gpuscope::hooks::forget_unloaded_reals();
   }
   if (record) {
     gpuscope::container::LibraryLoadEvent e = make_event(start_ns, path.c_str(), 0);

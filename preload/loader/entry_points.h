@@ -23,4 +23,9 @@ HookSlot* hook_defined_at(void* p);
 // A successful dlclose: an address range may now belong to another object.
 void forget_entry_points() noexcept;
 
+// A successful dlclose: every hook's real function whose object is no
+// longer loaded is forgotten (resolved again on the next call), and so is
+// every remembered library handle (hook_registry.cpp).
+void forget_unloaded_reals() noexcept;
+
 }  // namespace gpuscope::hooks

@@ -78,4 +78,10 @@ inline int count_lines_with(const std::string& text, const std::string& needle) 
   return n;
 }
 
+// How many times the trace says `function` was called.
+inline uint64_t calls(const TraceContents& t, const std::string& function) {
+  const auto it = t.summary.calls_by_function.find(function);
+  return it == t.summary.calls_by_function.end() ? 0 : it->second;
+}
+
 }  // namespace gpuscope::test

@@ -20,11 +20,6 @@ std::vector<std::string> simgpu_env(std::vector<std::string> extra) {
   return extra;
 }
 
-uint64_t calls(const TraceContents& t, const std::string& function) {
-  const auto it = t.summary.calls_by_function.find(function);
-  return it == t.summary.calls_by_function.end() ? 0 : it->second;
-}
-
 struct Compared {
   ProcessResult plain;
   ProcessResult traced;

@@ -52,11 +52,6 @@ std::map<std::string, uint64_t> kernels_by_name(const TraceContents& t) {
   return n;
 }
 
-uint64_t calls(const TraceContents& t, const std::string& function) {
-  auto it = t.summary.calls_by_function.find(function);
-  return it == t.summary.calls_by_function.end() ? 0 : it->second;
-}
-
 bool has_kernel_containing(const std::map<std::string, uint64_t>& kernels, const std::string& part, uint64_t count) {
   for (const auto& [name, n] : kernels)
     if (name.find(part) != std::string::npos) return n == count;

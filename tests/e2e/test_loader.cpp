@@ -159,5 +159,26 @@ TEST_F(LoaderTest, InfoListsGpuLibraryLoads) {
       << r.out;
 }
 
+// A plugin host (churn_host) loading a plugin that links the CUDA runtime,
+// calling it and unloading it, three times, the runtime mapped somewhere
+// else each time: every round works as without gpuscope (the hooks forget
+// the unloaded runtime's functions instead of jumping into them) and every
+// round's calls are in the trace.
+TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
+  const auto env = environment_with({std::string("LD_LIBRARY_PATH=") + GPUSCOPE_SIMGPU_LIB_DIR},
+                                    {"LD_PRELOAD", "GPUSCOPE_OUTPUT"});
+  const auto plain = run({bin("churn_host"), GPUSCOPE_CHURN_PLUGIN}, env);
+  ASSERT_EQ(plain.exit_code(), 0) << plain.out << plain.err;
+  ASSERT_NE(plain.out.find("the runtime moved 2 time(s)"), std::string::npos) << plain.out;
+  TempDir dir;
+  const auto traced =
+      run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("churn_host"), GPUSCOPE_CHURN_PLUGIN}, env);
+  EXPECT_EQ(traced.exit_code(), 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  EXPECT_EQ(calls(t, "cudaGetDeviceCount"), 3u);
+  EXPECT_EQ(calls(t, "cudaMalloc"), 3u);
+}
+
 }  // namespace
 }  // namespace gpuscope::test

@@ -19,11 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t calls(const TraceContents& t, const std::string& function) {
-  const auto it = t.summary.calls_by_function.find(function);
-  return it == t.summary.calls_by_function.end() ? 0 : it->second;
-}
-
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
