@@ -7,8 +7,11 @@
 // hands the real function to the wrapper's slot; cuGetProcAddress's answers
 // are rewritten the same way (including its answer for "cuGetProcAddress"
 // itself). Lookups of anything else, lookups relative to the caller
-// (RTLD_NEXT) and CUPTI's own lookups go straight to glibc's dlsym as a tail
-// call, so the caller's identity (which RTLD_NEXT depends on) is unchanged.
+// (RTLD_NEXT) and CUPTI's own lookups go straight to the next dlsym as a
+// tail call, so the caller's identity (which RTLD_NEXT depends on) is
+// unchanged. The next dlsym is glibc's, or another interposer's preloaded
+// after us (a GPU-sharing layer's): the program's lookups and the real
+// functions of hooked names are what that one answers, as without gpuscope.
 #include <dlfcn.h>
 
 #include <cstring>
@@ -56,7 +59,7 @@ Interception intercept(void* handle, const char* name, void* caller) {
   // A copy standing down (instance.h) is glibc's dlsym and nothing else.
   if (!preload::is_primary_instance()) return {};
   if (handle != RTLD_DEFAULT) remember_library_handle(handle);
-  void* real = handle == RTLD_DEFAULT ? nullptr : capture::real_dlsym()(handle, name);
+  void* real = handle == RTLD_DEFAULT ? nullptr : capture::next_dlsym()(handle, name);
   if (real == nullptr || real == slot->wrapper()) real = preload::next_definition(name);
   if (real == nullptr) return {true, nullptr};
   return {true, slot->adopt(real) ? slot->wrapper() : real};  // a second, different implementation stays unhooked
@@ -103,7 +106,7 @@ bool called_from_sanitizer_runtime(void* caller) {
 GPUSCOPE_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void* dlsym(void* handle, const char* name) {
 #ifdef GPUSCOPE_SANITIZER_BUILD
   if (gpuscope::hooks::called_from_sanitizer_runtime(__builtin_return_address(0)))
-    return gpuscope::capture::real_dlsym()(handle, name);  // tail call
+    return gpuscope::capture::next_versioned_dlsym()(handle, name);  // tail call
 #endif
   // <dlfcn.h> declares `name` nonnull, which would let the compiler drop the
   // check; a program passing null still deserves glibc's answer, not a crash.
@@ -113,7 +116,7 @@ GPUSCOPE_EXPORT __attribute__((optimize("optimize-sibling-calls"))) void* dlsym(
     const auto hit = gpuscope::hooks::intercept(handle, checked, __builtin_return_address(0));
     if (hit.handled) return hit.value;
   }
-  return gpuscope::capture::real_dlsym()(handle, name);  // tail call: see the file comment
+  return gpuscope::capture::next_dlsym()(handle, name);  // tail call: see the file comment
 }
 
 GPUSCOPE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,

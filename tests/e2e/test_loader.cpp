@@ -180,5 +180,28 @@ TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
   EXPECT_EQ(calls(t, "cudaMalloc"), 3u);
 }
 
+// Another interposer preloaded after gpuscope (a GPU-sharing layer such as
+// HAMi-core's, which overrides dlsym and wraps driver functions): a program
+// that links the driver and one that finds it with dlsym, as the CUDA
+// runtime does, both still reach its wrapper through gpuscope, as without
+// gpuscope, and the trace has their calls.
+TEST(LoaderChurn, AnotherInterposerAfterGpuscopeStaysInTheCallChain) {
+  const auto env = environment_with({std::string("LD_LIBRARY_PATH=") + GPUSCOPE_SIMGPU_LIB_DIR,
+                                     std::string("LD_PRELOAD=") + GPUSCOPE_OTHER_INTERPOSER},
+                                    {"GPUSCOPE_OUTPUT"});
+  for (const char* program : {"array_driver_user", "dlsym_driver_user"}) {
+    const auto plain = run({bin(program)}, env);
+    ASSERT_EQ(plain.exit_code(), 0) << program << plain.err;
+    ASSERT_EQ(count_lines_with(plain.err, "other interposer: cuMemAlloc_v2"), 1) << program << plain.err;
+    ASSERT_EQ(plain.out.find(" 999\n"), std::string::npos) << "the interposer reached the driver: " << plain.out;
+    TempDir dir;
+    const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin(program)}, env);
+    EXPECT_EQ(traced.exit_code(), 0) << program << traced.err;
+    EXPECT_EQ(traced.out, plain.out) << program;
+    EXPECT_EQ(count_lines_with(traced.err, "other interposer: cuMemAlloc_v2"), 1) << program << traced.err;
+    EXPECT_EQ(calls(read_trace_file(traces_in(dir.path()).at(0)), "cuMemAlloc_v2"), 1u) << program;
+  }
+}
+
 }  // namespace
 }  // namespace gpuscope::test
