@@ -15,19 +15,18 @@ DlsymFn versioned_dlsym(void* where) {
 
 // glibc's own dlsym, asked of the object that defines dlvsym (libc.so.6
 // since glibc 2.34, libdl.so.2 before), where dlsym is too, through a handle
-// from dlopen: a link map the loader mapped at start-up is no handle (its
+// of its own: a link map the loader mapped at start-up is no handle (its
 // search list is empty). No function-local static: its guard would be held
 // across dlvsym, which takes the loader's lock; racing first calls look it
 // up twice, harmlessly.
 std::atomic<DlsymFn> g_glibc_dlsym{nullptr};
 
+// dlmopen into the base namespace is dlopen without any override (ours, or
+// another interposer's); RTLD_NOLOAD never loads.
 void* handle_of_dlvsym_object() {
-  using DlopenFn = void* (*)(const char*, int);
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&dlvsym), &info) == 0 || info.dli_fname == nullptr) return nullptr;
-  auto open = reinterpret_cast<DlopenFn>(dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34"));
-  if (open == nullptr) open = reinterpret_cast<DlopenFn>(dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5"));
-  return open != nullptr ? open(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
+  return dlmopen(LM_ID_BASE, info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 }
 
 DlsymFn find_glibc_dlsym() {

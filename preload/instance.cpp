@@ -94,11 +94,8 @@ DlcloseFn glibc_dlclose() {
 // passing through any copy's dlopen override; RTLD_NOLOAD never loads, and
 // the reference it takes is given back at once.
 const InstanceMarker* marker_of(const LoadedObject& object) {
-  void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
-  if (handle == nullptr) return nullptr;
-  const auto* marker = static_cast<const InstanceMarker*>(capture::real_dlsym()(handle, kInstanceSymbol));
+  const auto* marker = static_cast<const InstanceMarker*>(ObjectLookup(object.name.c_str()).find(kInstanceSymbol));
   const link_map* map = marker != nullptr ? object_of(marker) : nullptr;
-  glibc_dlclose()(handle);
   if (map == nullptr || map->l_addr != object.load_bias) return nullptr;
   return std::memcmp(marker->magic, kInstanceMagic, sizeof kInstanceMagic) == 0 ? marker : nullptr;
 }
@@ -163,14 +160,24 @@ void* definition_in_any_object(const char* name) {
   const link_map* self = object_of(own_address());
   for (const LoadedObject& object : objects) {
     if (object.name.empty() || (self != nullptr && self->l_addr == object.load_bias)) continue;
-    void* handle = dlmopen(LM_ID_BASE, object.name.c_str(), RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
-    if (handle == nullptr) continue;
-    void* p = capture::real_dlsym()(handle, name);
-    glibc_dlclose()(handle);  // RTLD_NOLOAD took a reference: give it back
+    void* p = ObjectLookup(object.name.c_str()).find(name);
     // The object's scope may reach our wrapper (a preloaded library is in it) or another copy's.
     if (p != nullptr && object_of(p) != self && other_instance_at(p) == nullptr) return p;
   }
   return nullptr;
+}
+
+ObjectLookup::ObjectLookup(const char* object_name)
+    : handle_(object_name != nullptr && object_name[0] != '\0'
+                  ? dlmopen(LM_ID_BASE, object_name, RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL)
+                  : nullptr) {}
+
+ObjectLookup::~ObjectLookup() {
+  if (handle_ != nullptr) glibc_dlclose()(handle_);  // RTLD_NOLOAD took a reference: give it back
+}
+
+void* ObjectLookup::find(const char* symbol) const {
+  return handle_ != nullptr ? capture::real_dlsym()(handle_, symbol) : nullptr;
 }
 
 void* next_definition(const char* name) {

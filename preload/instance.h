@@ -63,6 +63,23 @@ void* next_definition(const char* name);
 // our exported wrapper. Takes the loader's lock: first calls only.
 void* definition_in_any_object(const char* name);
 
+// Lookups in one loaded object (and its dependencies), through a handle of
+// its own: a link map is a dlsym handle only for an object dlopen opened
+// itself (one the loader mapped at start-up, or as another's dependency,
+// has an empty search list, and glibc's dlsym dereferences it). RTLD_NOLOAD
+// never loads; the reference it takes is given back when this goes.
+class ObjectLookup {
+ public:
+  explicit ObjectLookup(const char* object_name);
+  ~ObjectLookup();
+  ObjectLookup(const ObjectLookup&) = delete;
+  ObjectLookup& operator=(const ObjectLookup&) = delete;
+  void* find(const char* symbol) const;  // null when the object is not loaded or has no such symbol
+
+ private:
+  void* handle_;
+};
+
 // Whether this copy is the primary. Decided once, on first use, from any
 // entry point and any thread (before this copy's constructors too).
 bool is_primary_instance() noexcept;

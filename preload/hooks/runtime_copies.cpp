@@ -18,6 +18,7 @@
 
 #include "call_info.h"
 #include "hook_support.h"
+#include "instance.h"
 #include "loader/object_of.h"
 
 namespace {
@@ -67,8 +68,8 @@ bool cuda12_runtime(const void* real) noexcept {
     return (k >> 48) == 2;
   using VersionFn = cudaError_t (*)(int*);
   const auto version = map == nullptr ? nullptr
-                                      : reinterpret_cast<VersionFn>(
-                                            gpuscope::capture::real_dlsym()(map, "cudaRuntimeGetVersion"));
+                                      : reinterpret_cast<VersionFn>(gpuscope::preload::ObjectLookup(map->l_name)
+                                                                        .find("cudaRuntimeGetVersion"));
   int v = 0;
   const bool cuda12 = version != nullptr && version(&v) == cudaSuccess && v >= 12000 && v < 13000;
   if (map != nullptr) known.store(key | (uint64_t{cuda12 ? 2u : 1u} << 48), std::memory_order_relaxed);

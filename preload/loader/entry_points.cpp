@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hooks/hook_support.h"
+#include "instance.h"
 #include "object_of.h"
 
 namespace gpuscope::hooks {
@@ -64,13 +65,15 @@ EntryTable* build_table(void* p) {
   auto* table = new EntryTable;
   table->epoch = g_epoch.load(std::memory_order_acquire);
   object_range(map, *table);
-  // A link map is a handle; glibc's dlsym, not ours: this is no lookup of the program's.
+  // glibc's dlsym, not ours: this is no lookup of the program's; through a
+  // handle of the object's own (a preloaded interposer's link map is none).
   // cuGetProcAddress answers with driver entry points only: the runtime's
   // names (half the hooks) are never asked for, a dlsym each saved.
+  const preload::ObjectLookup object(map->l_name);
   for (const HookFamily family : hook_families())
     for (HookSlot* slot : family()) {
       if (std::string_view(slot->name).starts_with("cuda")) continue;
-      const auto a = reinterpret_cast<uintptr_t>(capture::real_dlsym()(map, slot->name));
+      const auto a = reinterpret_cast<uintptr_t>(object.find(slot->name));
       if (a != 0 && a >= table->low && a < table->high) table->by_address.emplace_back(a, slot);
     }
   // Two hooked names at one address keep the first (the families' order).

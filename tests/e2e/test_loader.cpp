@@ -163,7 +163,9 @@ TEST_F(LoaderTest, InfoListsGpuLibraryLoads) {
 // calling it and unloading it, three times, the runtime mapped somewhere
 // else each time: every round works as without gpuscope (the hooks forget
 // the unloaded runtime's functions instead of jumping into them) and every
-// round's calls are in the trace.
+// round's calls are in the trace. The runtime is the plugin's dependency,
+// never dlopen'ed itself: what gpuscope asks of it (its version, for a
+// batched copy's parameters) goes through a handle of its own.
 TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
   const auto env = environment_with({std::string("LD_LIBRARY_PATH=") + GPUSCOPE_SIMGPU_LIB_DIR},
                                     {"LD_PRELOAD", "GPUSCOPE_OUTPUT"});
@@ -178,6 +180,7 @@ TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
   const auto t = read_trace_file(traces_in(dir.path()).at(0));
   EXPECT_EQ(calls(t, "cudaGetDeviceCount"), 3u);
   EXPECT_EQ(calls(t, "cudaMalloc"), 3u);
+  EXPECT_EQ(calls(t, "cudaMemcpyBatchAsync"), 3u);
 }
 
 // Another interposer preloaded after gpuscope (a GPU-sharing layer such as
