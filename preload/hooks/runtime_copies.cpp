@@ -81,11 +81,11 @@ cudaStream_t stream_arg(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v);
 const void* operand(const cudaMemcpy3DOperand& o) {
   return o.type == cudaMemcpyOperandTypeArray ? static_cast<const void*>(o.op.array.array) : o.op.ptr.ptr;
 }
-// (n, ops, flags, stream) in CUDA 13; (n, ops, failIdx, flags, stream) in 12.
-gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, uintptr_t a3, uintptr_t a4, uintptr_t a5,
+// (n, ops, flags, stream) in CUDA 13; (n, ops, failIdx, flags, stream) in 12:
+// the stream is the fourth argument or the fifth.
+gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, uintptr_t a4, uintptr_t a5,
                                    const void* real) {
   const cudaStream_t s = stream_arg(cuda12_runtime(real) ? a5 : a4);
-  (void)a3;
   if (ops == nullptr || n == 0) return copy(nullptr, nullptr, 0, cudaMemcpyDefault, s, true);
   return copy(operand(ops[0].dst), operand(ops[0].src),
               gpuscope::hooks::batch_3d_bytes<cudaMemcpyOperandTypeArray>(ops, n), cudaMemcpyDefault, s, true);
@@ -225,9 +225,9 @@ gpuscope::hooks::CopyCall batch(void* const* dsts, const void* const* srcs, cons
     (dsts, srcs, sizes, count, attrs, idxs, nattrs, a8, a9),                                                         \
     (batch(dsts, srcs, sizes, count, a8, a9, reinterpret_cast<void*>(real))))                                 \
   X(cudaError_t, cudaMemcpy3DBatchAsync, 0, GPUSCOPE_BATCH_3D, (n, ops, a3, a4, a5),                                 \
-    (batch_3d(n, ops, a3, a4, a5, reinterpret_cast<void*>(real))))                                            \
+    (batch_3d(n, ops, a4, a5, reinterpret_cast<void*>(real))))                                                       \
   X(cudaError_t, cudaMemcpy3DBatchAsync_ptsz, P, GPUSCOPE_BATCH_3D, (n, ops, a3, a4, a5),                            \
-    (batch_3d(n, ops, a3, a4, a5, reinterpret_cast<void*>(real))))                                            \
+    (batch_3d(n, ops, a4, a5, reinterpret_cast<void*>(real))))                                                       \
   X(cudaError_t, cudaMemcpyToArray, 0, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k), (copy(a, src, n, k, nullptr, false))) \
   X(cudaError_t, cudaMemcpyToArray_ptds, P, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k),                                \
     (copy(a, src, n, k, nullptr, false)))                                                                            \

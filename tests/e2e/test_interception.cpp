@@ -267,21 +267,31 @@ TEST_F(Interception, ArrayCopiesCarryTheBytesAndDirectionsTheDeviceRecorded) {
   }
 }
 
+// Runs a program built against an older runtime (over a stand-in that
+// prints what it received) under gpuscope, into `dir`: its output lines.
+// Each call's line as passed must equal the one the runtime printed as
+// received: lines 0 and 1, then 3 and 4.
+std::vector<std::string> run_over_old_runtime(const std::string& program, const TempDir& dir) {
+  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
+  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin(program)}, env);
+  EXPECT_EQ(traced.exit_code(), 0) << program;
+  std::vector<std::string> lines;
+  std::istringstream out(traced.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  for (size_t passed : {0u, 3u})
+    if (passed + 1 < lines.size()) EXPECT_EQ(lines[passed], lines[passed + 1]) << program << ": passed, then received";
+  return lines;
+}
+
 // CUDA 12.8's batched copies take a failIdx before the stream, which CUDA
 // 13 dropped, and gpuscope's unversioned hooks interpose both. A program
 // built against 12.8 (cuda12_batch_user, over a stand-in runtime that prints
 // what it received) passes every argument through gpuscope unchanged, and
 // the records carry the program's stream and bytes.
 TEST_F(Interception, Cuda12BatchedCopiesPassEveryArgumentOn) {
-  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
   TempDir dir;
-  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("cuda12_batch_user")}, env);
-  EXPECT_EQ(traced.exit_code(), 0);
-  std::vector<std::string> lines;
-  std::istringstream out(traced.out);
-  for (std::string line; std::getline(out, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 6u) << traced.out;
-  for (size_t passed : {0u, 3u}) EXPECT_EQ(lines[passed], lines[passed + 1]) << "passed, then received";
+  const std::vector<std::string> lines = run_over_old_runtime("cuda12_batch_user", dir);
+  ASSERT_EQ(lines.size(), 6u);
   for (size_t result : {2u, 5u}) EXPECT_EQ(lines[result], "result 0, failIdx none");
   const auto t = read_trace_file(traces_in(dir.path()).at(0));
   std::vector<uint64_t> bytes;
@@ -299,15 +309,9 @@ TEST_F(Interception, Cuda12BatchedCopiesPassEveryArgumentOn) {
 // writes through the pointers) gets every argument through gpuscope
 // unchanged, and its log and update result where it asked.
 TEST_F(Interception, Cuda11GraphCallsPassEveryArgumentOn) {
-  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
   TempDir dir;
-  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("cuda11_graph_user")}, env);
-  EXPECT_EQ(traced.exit_code(), 0);
-  std::vector<std::string> lines;
-  std::istringstream out(traced.out);
-  for (std::string line; std::getline(out, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 6u) << traced.out;
-  for (size_t passed : {0u, 3u}) EXPECT_EQ(lines[passed], lines[passed + 1]) << "passed, then received";
+  const std::vector<std::string> lines = run_over_old_runtime("cuda11_graph_user", dir);
+  ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[2], "result 1, error node the graph, log \"node 0 cannot be instantiated\"");
   EXPECT_EQ(lines[5], "result 0, update result 0");
   const auto t = read_trace_file(traces_in(dir.path()).at(0));
