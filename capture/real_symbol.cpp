@@ -76,4 +76,10 @@ void* next_symbol(const char* name) {
   return p;
 }
 
+void* next_versioned_symbol(const char* name, const char* version) {
+  void* p = dlvsym(RTLD_NEXT, name, version);
+  asm volatile("" : "+r"(p));  // as next_symbol: never a tail call
+  return p;
+}
+
 }  // namespace gpuscope::capture

@@ -25,6 +25,10 @@ DlsymFn next_versioned_dlsym();
 // The next definition of `name` after libgpuscope.so in lookup order, or null.
 void* next_symbol(const char* name);
 
+// The next definition of `name` at symbol version `version` after
+// libgpuscope.so (glibc's dlvsym: gpuscope does not override it), or null.
+void* next_versioned_symbol(const char* name, const char* version);
+
 // Typed convenience: auto* real = next<decltype(&exit)>("exit");
 template <class Fn> Fn next(const char* name) { return reinterpret_cast<Fn>(next_symbol(name)); }
 

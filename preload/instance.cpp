@@ -153,14 +153,14 @@ const InstanceMarker* primary_instance_marker() noexcept {
 
 bool in_other_instance(const void* address) { return other_instance_at(address) != nullptr; }
 
-void* definition_in_any_object(const char* name) {
+void* definition_in_any_object(const char* name, const char* version) {
   const OwnLookups own;
   std::vector<LoadedObject> objects;
   dl_iterate_phdr(collect, &objects);  // in load order
   const link_map* self = object_of(own_address());
   for (const LoadedObject& object : objects) {
     if (object.name.empty() || (self != nullptr && self->l_addr == object.load_bias)) continue;
-    void* p = ObjectLookup(object.name.c_str()).find(name);
+    void* p = ObjectLookup(object.name.c_str()).find(name, version);
     // The object's scope may reach our wrapper (a preloaded library is in it) or another copy's.
     if (p != nullptr && object_of(p) != self && other_instance_at(p) == nullptr) return p;
   }
@@ -176,8 +176,9 @@ ObjectLookup::~ObjectLookup() {
   if (handle_ != nullptr) glibc_dlclose()(handle_);  // RTLD_NOLOAD took a reference: give it back
 }
 
-void* ObjectLookup::find(const char* symbol) const {
-  return handle_ != nullptr ? capture::real_dlsym()(handle_, symbol) : nullptr;
+void* ObjectLookup::find(const char* symbol, const char* version) const {
+  if (handle_ == nullptr) return nullptr;
+  return version != nullptr ? dlvsym(handle_, symbol, version) : capture::real_dlsym()(handle_, symbol);
 }
 
 void* next_definition(const char* name) {
@@ -189,6 +190,11 @@ void* next_definition(const char* name) {
     p = has_entry_points(other) ? other->next_symbol(name) : nullptr;
   }
   return nullptr;
+}
+
+void* next_definition(const char* name, const char* version) {
+  void* p = capture::next_versioned_symbol(name, version);
+  return p != nullptr && other_instance_at(p) == nullptr ? p : nullptr;
 }
 
 void stand_down() {

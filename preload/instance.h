@@ -56,12 +56,18 @@ bool in_other_instance(const void* address);
 // from each copy it lands in.
 void* next_definition(const char* name);
 
+// The same for `name` at symbol version `version` (a runtime hook's alias,
+// hooks/runtime_versions.h). Another copy in between hands out unversioned
+// definitions only (its marker): null then, and definition_in_any_object
+// finds it.
+void* next_definition(const char* name, const char* version);
+
 // Last resort for a hook's real function: the first loaded object, in load
 // order, that defines `name` and is no copy of gpuscope. The global scope
 // cannot see a library loaded RTLD_LOCAL as another's dependency (a Python
 // extension module or a plugin that links libcudart), yet its callers reach
 // our exported wrapper. Takes the loader's lock: first calls only.
-void* definition_in_any_object(const char* name);
+void* definition_in_any_object(const char* name, const char* version = nullptr);
 
 // Lookups in one loaded object (and its dependencies), through a handle of
 // its own: a link map is a dlsym handle only for an object dlopen opened
@@ -74,7 +80,8 @@ class ObjectLookup {
   ~ObjectLookup();
   ObjectLookup(const ObjectLookup&) = delete;
   ObjectLookup& operator=(const ObjectLookup&) = delete;
-  void* find(const char* symbol) const;  // null when the object is not loaded or has no such symbol
+  // Null when the object is not loaded or has no such symbol (at `version`, when given).
+  void* find(const char* symbol, const char* version = nullptr) const;
 
  private:
   void* handle_;

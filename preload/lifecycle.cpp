@@ -14,6 +14,7 @@
 // Which thread ends the process, and the steps it takes, are decided in
 // process_end.h: one end, one end record, with the status the process
 // really ends with.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -137,6 +138,13 @@ ParentLink pass_parent_link_down(pid_t self) {
   return link;
 }
 
+// Whether this process is one of gpuscope's own programs (the CLI exports
+// protocol::kToolMarkerSymbol): they do no CUDA work worth a trace, and a
+// trace of `gpuscope run` itself in the working directory surprises.
+bool in_gpuscope_tool() {
+  return capture::real_dlsym()(RTLD_DEFAULT, protocol::kToolMarkerSymbol) != nullptr;
+}
+
 void initialize_capture() {
   if (g_initialized.exchange(true)) return;
   capture::InternalScope internal;
@@ -149,7 +157,7 @@ void initialize_capture() {
     capture::disable_capture();
     return;
   }
-  if (config.disabled) {
+  if (config.disabled || in_gpuscope_tool()) {
     capture::disable_capture();
     return;
   }

@@ -77,3 +77,14 @@ inline bool sets(std::string_view entry, std::string_view name) {
 }
 
 }  // namespace gpuscope::protocol::env
+
+namespace gpuscope::protocol {
+
+// The symbol gpuscope's own programs export (the CLI: analyzer/cli/main.cpp)
+// so that libgpuscope.so, preloaded into them by an inherited LD_PRELOAD,
+// records nothing: `gpuscope run` under a service's environment that
+// preloads the library would otherwise leave a trace of the CLI itself in
+// the working directory.
+inline constexpr char kToolMarkerSymbol[] = "gpuscope_tool";
+
+}  // namespace gpuscope::protocol

@@ -93,6 +93,10 @@ void add_progress_flags(CLI::App& app, bool* quiet) {
 
 }  // namespace
 
+// protocol::kToolMarkerSymbol: a libgpuscope.so preloaded into the CLI
+// finds it and records nothing (exported: analyzer/CMakeLists.txt).
+extern "C" __attribute__((visibility("default"), used)) const char gpuscope_tool[] = "gpuscope";
+
 int main(int argc, char** argv) {
   namespace cli = gpuscope::cli;
   // Named here, not from argv[0]: usage lines say "gpuscope run" however it was started.

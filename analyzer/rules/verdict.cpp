@@ -1,6 +1,7 @@
 // From findings to the report's skeleton: the five checks in diagnosis
 // order, the verdict with its confidence, and what the trace could not see.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -150,22 +151,32 @@ void import_coverage(const TraceModel& m, std::vector<std::string>& out) {
   for (const auto& note : im->notes) out.push_back("not in the source: " + note);
 }
 
-// Two CUDA runtimes in one process (libcudart.so.12 beside .so.13, say):
-// gpuscope's runtime hooks are one set of unversioned exports, each handing
-// its calls to one real definition, so calls made through the other runtime
-// reach the first (docs/interception.md, "Limits").
+// The CUDA runtimes the process loaded. gpuscope's runtime hooks are
+// exported once per runtime symbol version (preload/hooks/runtime_versions.h:
+// 10.x to 14), each with its own real function, so two runtimes in one
+// process are both traced, each call reaching its own runtime; a runtime of
+// another version is called around the hooks (docs/interception.md, "Two
+// CUDA runtimes in one process").
 void runtime_coverage(const Metrics& x, std::vector<std::string>& out) {
-  std::set<std::string> runtimes;
+  constexpr int kFirstHookedMajor = 10, kLastHookedMajor = 14;
+  std::set<std::string> runtimes, unhooked;
   for (const auto& lib : x.loaded_gpu_libraries) {
     const size_t at = lib.rfind("libcudart.so.");
     if (at == std::string::npos) continue;
     const size_t major = at + std::string_view("libcudart.so.").size();
-    runtimes.insert(lib.substr(at, std::min(lib.find('.', major), lib.size()) - at));  // libcudart.so.12
+    const std::string soname = lib.substr(at, std::min(lib.find('.', major), lib.size()) - at);  // libcudart.so.12
+    runtimes.insert(soname);
+    const int number = std::atoi(soname.c_str() + std::string_view("libcudart.so.").size());
+    if (number < kFirstHookedMajor || number > kLastHookedMajor) unhooked.insert(soname);
   }
-  if (runtimes.size() < 2) return;
-  out.push_back(fmt::format("CUDA runtimes: {} loaded ({}): gpuscope hands every runtime call to one of them, so "
-                            "the calls meant for the others were counted but may have gone to the wrong runtime",
-                            runtimes.size(), fmt::join(runtimes, ", ")));
+  if (runtimes.size() >= 2)
+    out.push_back(fmt::format("CUDA runtimes: {} loaded ({}): each traced through hooks of its own symbol version, "
+                              "its calls passed to it",
+                              runtimes.size(), fmt::join(runtimes, ", ")));
+  if (!unhooked.empty())
+    out.push_back(fmt::format("CUDA runtime calls: not seen through {}, a version gpuscope has no hooks for; the "
+                              "driver calls under them were",
+                              fmt::join(unhooked, ", ")));
 }
 
 std::vector<std::string> coverage_lines(const TraceModel& m, const Metrics& x) {

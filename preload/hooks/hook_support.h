@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "exported.h"
+#include "runtime_versions.h"
 #include "real_symbol.h"
 #include "record_flags.h"
 #include "recorder.h"
@@ -51,6 +52,11 @@ struct HookSlot {
   uint64_t name_hash;  // hook_name_hash(name): find_hook's first comparison
   AddressFn wrapper_address;
   uint8_t flags;
+  // A runtime hook's alias for an older or newer libcudart (runtime_versions.h):
+  // the symbol version its callers bind with, and the slot of the default
+  // export, whose function id and call counter it shares. Null in a default slot.
+  const char* version = nullptr;
+  HookSlot* const function = nullptr;
   std::atomic<void*> real{nullptr};
   std::atomic<uint32_t> function_id{0};
   std::atomic<uint16_t> counter{0};  // call_counts.h index; kNoCounter when none was free
@@ -59,6 +65,8 @@ struct HookSlot {
 
   constexpr HookSlot(const char* n, AddressFn w, uint8_t f)
       : name(n), name_hash(hook_name_hash(n)), wrapper_address(w), flags(f) {}
+  constexpr HookSlot(const char* n, AddressFn w, uint8_t f, const char* v, HookSlot* default_slot)
+      : name(n), name_hash(hook_name_hash(n)), wrapper_address(w), flags(f), version(v), function(default_slot) {}
 
   void* wrapper() const noexcept { return wrapper_address(); }
   template <class Fn> Fn real_function() noexcept {
@@ -70,12 +78,14 @@ struct HookSlot {
   // `p` is our own wrapper or a different implementation than the one held.
   bool adopt(void* p) noexcept;
   uint32_t id() {
+    if (function != nullptr) return function->id();
     const uint32_t v = function_id.load(std::memory_order_relaxed);
     return __builtin_expect(v != 0, 1) ? v : intern_name();
   }
   // Where this function's successful nested calls are counted; 0: nowhere,
   // record them in full.
   uint16_t counter_index() {
+    if (function != nullptr) return function->counter_index();
     const uint16_t v = counter.load(std::memory_order_relaxed);
     if (__builtin_expect(v != 0, 1)) return v == kNoCounter ? 0 : v;
     return assign_counter();
@@ -121,6 +131,25 @@ std::span<HookSlot* const> driver_graph_hooks();
 std::span<HookSlot* const> driver_memory_hooks();
 std::span<HookSlot* const> driver_host_work_hooks();
 std::span<HookSlot* const> driver_vmm_hooks();  // virtual memory management
+
+// Each runtime family's alias slots, one per hook and runtime version
+// (runtime_versions.h); not in hook_families(): the dlsym and
+// cuGetProcAddress overrides hand out default slots' wrappers.
+std::span<HookSlot* const> runtime_copy_hooks_aliases();
+std::span<HookSlot* const> runtime_memset_hooks_aliases();
+std::span<HookSlot* const> runtime_alloc_hooks_aliases();
+std::span<HookSlot* const> runtime_sync_hooks_aliases();
+std::span<HookSlot* const> runtime_launch_hooks_aliases();
+std::span<HookSlot* const> runtime_device_hooks_aliases();
+std::span<HookSlot* const> runtime_graph_hooks_aliases();
+std::span<HookSlot* const> runtime_memory_hooks_aliases();
+std::span<HookSlot* const> runtime_host_work_hooks_aliases();
+std::span<const HookFamily> runtime_alias_families();
+
+// The slot of runtime hook `name` for symbol version `version`: the default
+// slot for GPUSCOPE_CUDART_DEFAULT_VERSION, an alias slot for the others;
+// null when `name` is no runtime hook or `version` none gpuscope exports.
+HookSlot* find_versioned_hook(std::string_view name, std::string_view version);
 
 // What a wrapper returns when no real function exists anywhere (only
 // reachable through a direct call to our export with no CUDA library
@@ -228,12 +257,60 @@ inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype
 #define GPUSCOPE_DEFINE_HOOK(Ret, name, flags, params, args, describe)                          \
   GPUSCOPE_EXPORT Ret name params;                                                              \
   GPUSCOPE_HOOK_SLOT(name, flags)                                                               \
+  GPUSCOPE_EXPORT Ret name params { GPUSCOPE_HOOK_BODY(Ret, gpuscope::hooks::slots::name, params, args, describe) }
+
+// What every export of a hook does, with the slot that holds its real function.
+#define GPUSCOPE_HOOK_BODY(Ret, slot, params, args, describe)                                   \
+  using Fn = Ret(*) params;                                                                     \
+  const Fn real = (slot).real_function<Fn>();                                                   \
+  if (real == nullptr) return gpuscope::hooks::not_found<Ret>();                                \
+  return gpuscope::hooks::traced((slot), [&] { return real args; }, [&] { return describe; });
+
+// `, a, b` from `(a, b)`; nothing from `()`.
+#define GPUSCOPE_COMMA_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
+
+// A runtime hook: the default export (the symbol version exports.map gives
+// every runtime name, the one of the runtime gpuscope builds against), and
+// one alias per other runtime version (runtime_versions.h), each with a slot
+// of its own, so that a caller bound to libcudart.so.12 reaches
+// libcudart.so.12 even when libcudart.so.13 is loaded too. All of them run
+// one body, handed their slot.
+#define GPUSCOPE_DEFINE_RUNTIME_HOOK(Ret, name, flags, params, args, describe)                  \
+  GPUSCOPE_EXPORT Ret name params;                                                              \
+  GPUSCOPE_HOOK_SLOT(name, flags)                                                               \
+  namespace gpuscope::hooks::bodies {                                                           \
+  static Ret name(HookSlot& slot GPUSCOPE_COMMA_ARGS params) {                                  \
+    GPUSCOPE_HOOK_BODY(Ret, slot, params, args, describe)                                       \
+  }                                                                                             \
+  }                                                                                             \
+  GPUSCOPE_RUNTIME_EXPORTS(Ret, name, flags, params, args)
+
+// The exports of runtime hook `name` (declared, its slot defined), each
+// calling gpuscope::hooks::bodies::name with its slot. Hand-written runtime
+// hooks define that body themselves.
+#define GPUSCOPE_RUNTIME_EXPORTS(Ret, name, flags, params, args)                                \
   GPUSCOPE_EXPORT Ret name params {                                                             \
-    using Fn = Ret(*) params;                                                                   \
-    const Fn real = gpuscope::hooks::slots::name.real_function<Fn>();                           \
-    if (real == nullptr) return gpuscope::hooks::not_found<Ret>();                              \
-    return gpuscope::hooks::traced(gpuscope::hooks::slots::name, [&] { return real args; },    \
-                                   [&] { return describe; });                                   \
+    return gpuscope::hooks::bodies::name(gpuscope::hooks::slots::name GPUSCOPE_COMMA_ARGS args); \
+  }                                                                                             \
+  GPUSCOPE_CUDART_VERSIONS(GPUSCOPE_RUNTIME_ALIAS, Ret, name, flags, params, args)
+
+// The alias of hook `name` that callers bound to `version` reach: exported
+// under its own name (which exports.map hides) and, through .symver, as
+// name@version.
+#define GPUSCOPE_RUNTIME_ALIAS(tag, version, Ret, name, flags, params, args)                    \
+  GPUSCOPE_EXPORT Ret gpuscope_##tag##_##name params;                                           \
+  __asm__(".symver gpuscope_" #tag "_" #name ", " #name "@" version);                           \
+  extern "C" __attribute__((visibility("hidden"), alias("gpuscope_" #tag "_" #name)))           \
+  decltype(::gpuscope_##tag##_##name) gpuscope_own_##tag##_##name;                              \
+  namespace gpuscope::hooks::slots::tag {                                                       \
+  constinit HookSlot name{#name,                                                                \
+                          []() noexcept -> void* {                                              \
+                            return reinterpret_cast<void*>(&::gpuscope_own_##tag##_##name);     \
+                          },                                                                    \
+                          flags, version, &gpuscope::hooks::slots::name};                       \
+  }                                                                                             \
+  GPUSCOPE_EXPORT Ret gpuscope_##tag##_##name params {                                          \
+    return gpuscope::hooks::bodies::name(gpuscope::hooks::slots::tag::name GPUSCOPE_COMMA_ARGS args); \
   }
 
 #define GPUSCOPE_HOOK_SLOT_POINTER(Ret, name, flags, params, args, describe) &gpuscope::hooks::slots::name,
@@ -241,9 +318,28 @@ inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype
 // A family's table becomes its hooks and its slot list.
 #define GPUSCOPE_DEFINE_FAMILY(list, accessor)                                   \
   list(GPUSCOPE_DEFINE_HOOK)                                                     \
+  GPUSCOPE_FAMILY_SLOTS(list, accessor)
+
+#define GPUSCOPE_FAMILY_SLOTS(list, accessor)                                    \
   namespace gpuscope::hooks {                                                    \
   std::span<HookSlot* const> accessor() {                                        \
     static constinit HookSlot* const slots[] = {list(GPUSCOPE_HOOK_SLOT_POINTER)}; \
     return slots;                                                                \
   }                                                                              \
   }
+
+// A runtime family: its hooks with their aliases; the slot list holds the
+// default slots, `accessor_aliases()` every alias slot.
+#define GPUSCOPE_DEFINE_RUNTIME_FAMILY(list, accessor)                           \
+  list(GPUSCOPE_DEFINE_RUNTIME_HOOK)                                             \
+  GPUSCOPE_FAMILY_SLOTS(list, accessor)                                          \
+  namespace gpuscope::hooks {                                                    \
+  std::span<HookSlot* const> accessor##_aliases() {                              \
+    static constinit HookSlot* const slots[] = {list(GPUSCOPE_ALIAS_SLOT_POINTERS)}; \
+    return slots;                                                                \
+  }                                                                              \
+  }
+
+#define GPUSCOPE_ALIAS_SLOT_POINTER(tag, version, Ret, name, ...) &gpuscope::hooks::slots::tag::name,
+#define GPUSCOPE_ALIAS_SLOT_POINTERS(Ret, name, flags, params, args, describe) \
+  GPUSCOPE_CUDART_VERSIONS(GPUSCOPE_ALIAS_SLOT_POINTER, Ret, name)

@@ -85,4 +85,4 @@ AllocCall mipmapped(cudaMipmappedArray_t* out, const cudaChannelFormatDesc* desc
     (mipmapped(m, d, e, levels)))                                                                                    \
   X(cudaError_t, cudaFreeMipmappedArray, 0, (cudaMipmappedArray_t m), (m), (release(m, MemoryKind::Array)))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_ALLOC, runtime_alloc_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_ALLOC, runtime_alloc_hooks)

@@ -3,7 +3,7 @@
 // that code built with --default-stream per-thread calls instead.
 //
 // The batched copies' declarations are renamed out of the way: their hooks
-// take CUDA 12's parameter lists (cuda12_runtime below).
+// take CUDA 12's parameter lists (cuda12_caller below).
 #define cudaMemcpyBatchAsync gpuscope_cuda13_cudaMemcpyBatchAsync
 #define cudaMemcpyBatchAsync_ptsz gpuscope_cuda13_cudaMemcpyBatchAsync_ptsz
 #define cudaMemcpy3DBatchAsync gpuscope_cuda13_cudaMemcpy3DBatchAsync
@@ -14,12 +14,10 @@
 #undef cudaMemcpy3DBatchAsync
 #undef cudaMemcpy3DBatchAsync_ptsz
 
-#include <atomic>
 
 #include "call_info.h"
 #include "hook_support.h"
-#include "instance.h"
-#include "loader/object_of.h"
+#include "runtime_abi.h"
 
 namespace {
 
@@ -54,26 +52,14 @@ gpuscope::hooks::CopyCall peer_3d(const cudaMemcpy3DPeerParms* p, cudaStream_t s
 }
 
 // CUDA 12.8 and 12.9 gave both batched copies a `failIdx` parameter before
-// the stream, which CUDA 13 dropped, and our unversioned exports interpose a
-// libcudart.so.12 too. So the hooks take CUDA 12's longer parameter list and
-// pass all of it on: a CUDA 13 runtime never reads the extra argument (the
+// the stream, which CUDA 13 dropped, and a libcudart.so.12 caller reaches
+// these hooks too (its alias, runtime_versions.h; or the default export,
+// unversioned). So the hooks take CUDA 12's longer parameter list and pass
+// all of it on: a CUDA 13 runtime never reads the extra argument (the
 // caller owns its register or stack slot). Which argument is the stream
-// depends on the runtime behind the hook, asked once per runtime.
-bool cuda12_runtime(const void* real) noexcept {
-  static std::atomic<uint64_t> known{0};  // the runtime's link map (low 48 bits), then 1 + "is CUDA 12"
-  constexpr uint64_t kMapBits = (uint64_t{1} << 48) - 1;
-  link_map* const map = gpuscope::loader::object_of(real);
-  const auto key = reinterpret_cast<uint64_t>(map) & kMapBits;
-  if (const uint64_t k = known.load(std::memory_order_relaxed); map != nullptr && (k & kMapBits) == key)
-    return (k >> 48) == 2;
-  using VersionFn = cudaError_t (*)(int*);
-  const auto version = map == nullptr ? nullptr
-                                      : reinterpret_cast<VersionFn>(gpuscope::preload::ObjectLookup(map->l_name)
-                                                                        .find("cudaRuntimeGetVersion"));
-  int v = 0;
-  const bool cuda12 = version != nullptr && version(&v) == cudaSuccess && v >= 12000 && v < 13000;
-  if (map != nullptr) known.store(key | (uint64_t{cuda12 ? 2u : 1u} << 48), std::memory_order_relaxed);
-  return cuda12;
+// depends on the caller's release (runtime_abi.h).
+bool cuda12_caller(const gpuscope::hooks::HookSlot& slot, const void* real) noexcept {
+  return gpuscope::hooks::caller_cuda_major(slot, real) == 12;
 }
 cudaStream_t stream_arg(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
 
@@ -84,8 +70,8 @@ const void* operand(const cudaMemcpy3DOperand& o) {
 // (n, ops, flags, stream) in CUDA 13; (n, ops, failIdx, flags, stream) in 12:
 // the stream is the fourth argument or the fifth.
 gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, uintptr_t a4, uintptr_t a5,
-                                   const void* real) {
-  const cudaStream_t s = stream_arg(cuda12_runtime(real) ? a5 : a4);
+                                   const gpuscope::hooks::HookSlot& slot, const void* real) {
+  const cudaStream_t s = stream_arg(cuda12_caller(slot, real) ? a5 : a4);
   if (ops == nullptr || n == 0) return copy(nullptr, nullptr, 0, cudaMemcpyDefault, s, true);
   return copy(operand(ops[0].dst), operand(ops[0].src),
               gpuscope::hooks::batch_3d_bytes<cudaMemcpyOperandTypeArray>(ops, n), cudaMemcpyDefault, s, true);
@@ -93,8 +79,9 @@ gpuscope::hooks::CopyCall batch_3d(size_t n, const cudaMemcpy3DBatchOp* ops, uin
 
 // (..., numAttrs, stream) in CUDA 13; (..., numAttrs, failIdx, stream) in 12.
 gpuscope::hooks::CopyCall batch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
-                                uintptr_t a8, uintptr_t a9, const void* real) {
-  const cudaStream_t s = stream_arg(cuda12_runtime(real) ? a9 : a8);
+                                uintptr_t a8, uintptr_t a9, const gpuscope::hooks::HookSlot& slot,
+                                const void* real) {
+  const cudaStream_t s = stream_arg(cuda12_caller(slot, real) ? a9 : a8);
   const bool any = dsts != nullptr && srcs != nullptr && count != 0;
   return copy(any ? dsts[0] : nullptr, any ? srcs[0] : nullptr, batch_bytes(sizes, count), cudaMemcpyDefault, s, true);
 }
@@ -113,7 +100,7 @@ gpuscope::hooks::CopyCall batch(void* const* dsts, const void* const* srcs, cons
   (cudaArray_t a, size_t wo, size_t ho, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s)
 #define GPUSCOPE_FROM_ARRAY_ASYNC \
   (void* dst, ConstArray a, size_t wo, size_t ho, size_t n, cudaMemcpyKind k, cudaStream_t s)
-// The batched copies' CUDA 12 parameter lists (see cuda12_runtime).
+// The batched copies' CUDA 12 parameter lists (see cuda12_caller).
 #define GPUSCOPE_BATCH_3D (size_t n, cudaMemcpy3DBatchOp* ops, uintptr_t a3, uintptr_t a4, uintptr_t a5)
 #define GPUSCOPE_BATCH                                                                                               \
   (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs,      \
@@ -220,14 +207,14 @@ gpuscope::hooks::CopyCall batch(void* const* dsts, const void* const* srcs, cons
     (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t s), (dst, dd, src, sd, n, s),                \
     (copy(dst, src, n, 5, s, true)))                                                                                 \
   X(cudaError_t, cudaMemcpyBatchAsync, 0, GPUSCOPE_BATCH, (dsts, srcs, sizes, count, attrs, idxs, nattrs, a8, a9),  \
-    (batch(dsts, srcs, sizes, count, a8, a9, reinterpret_cast<void*>(real))))                                 \
+    (batch(dsts, srcs, sizes, count, a8, a9, slot, reinterpret_cast<void*>(real))))                                 \
   X(cudaError_t, cudaMemcpyBatchAsync_ptsz, P, GPUSCOPE_BATCH,                                                       \
     (dsts, srcs, sizes, count, attrs, idxs, nattrs, a8, a9),                                                         \
-    (batch(dsts, srcs, sizes, count, a8, a9, reinterpret_cast<void*>(real))))                                 \
+    (batch(dsts, srcs, sizes, count, a8, a9, slot, reinterpret_cast<void*>(real))))                                 \
   X(cudaError_t, cudaMemcpy3DBatchAsync, 0, GPUSCOPE_BATCH_3D, (n, ops, a3, a4, a5),                                 \
-    (batch_3d(n, ops, a4, a5, reinterpret_cast<void*>(real))))                                                       \
+    (batch_3d(n, ops, a4, a5, slot, reinterpret_cast<void*>(real))))                                                       \
   X(cudaError_t, cudaMemcpy3DBatchAsync_ptsz, P, GPUSCOPE_BATCH_3D, (n, ops, a3, a4, a5),                            \
-    (batch_3d(n, ops, a4, a5, reinterpret_cast<void*>(real))))                                                       \
+    (batch_3d(n, ops, a4, a5, slot, reinterpret_cast<void*>(real))))                                                       \
   X(cudaError_t, cudaMemcpyToArray, 0, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k), (copy(a, src, n, k, nullptr, false))) \
   X(cudaError_t, cudaMemcpyToArray_ptds, P, GPUSCOPE_TO_ARRAY, (a, wo, ho, src, n, k),                                \
     (copy(a, src, n, k, nullptr, false)))                                                                            \
@@ -248,4 +235,4 @@ gpuscope::hooks::CopyCall batch(void* const* dsts, const void* const* srcs, cons
   X(cudaError_t, cudaMemcpyFromArrayAsync_ptsz, P, GPUSCOPE_FROM_ARRAY_ASYNC, (dst, a, wo, ho, n, k, s),              \
     (copy(dst, a, n, k, s, true)))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_COPIES, runtime_copy_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_COPIES, runtime_copy_hooks)

@@ -73,4 +73,4 @@ StreamCreateCall stream_create(cudaStream_t* out, unsigned flags) {
     (plain(s)))                                                                                                 \
   X(cudaError_t, cudaEventDestroy, 0, (cudaEvent_t e), (e), (plain()))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_DEVICE, runtime_device_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_DEVICE, runtime_device_hooks)

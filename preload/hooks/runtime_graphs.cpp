@@ -168,4 +168,4 @@ using Graphs =
     (plain(s)))                                                                                                       \
   X(cudaError_t, cudaThreadExchangeStreamCaptureMode, 0, (cudaStreamCaptureMode * m), (m), (plain()))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_GRAPHS, runtime_graph_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_GRAPHS, runtime_graph_hooks)

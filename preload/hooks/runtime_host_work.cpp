@@ -34,4 +34,4 @@ constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
     (n, f, c), (plain()))                                                                                         \
   X(cudaError_t, cudaFuncGetAttributes, 0, (cudaFuncAttributes * a, const void* f), (a, f), (plain()))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_HOST_WORK, runtime_host_work_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_HOST_WORK, runtime_host_work_hooks)

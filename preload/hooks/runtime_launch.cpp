@@ -49,7 +49,7 @@ LaunchCall launch_ex(const cudaLaunchConfig_t* c, const void* f) {
     (const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s), (f, g, b, a, sh, s),                     \
     (launch3(f, g, b, sh, s)))
 
-GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_DEFINE_HOOK)
+GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_DEFINE_RUNTIME_HOOK)
 
 // Registration is not timed (it runs once per kernel at start-up); it names
 // host stubs, and __cudaGetKernel carries the name over to the kernel handle
@@ -57,36 +57,57 @@ GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_DEFINE_HOOK)
 using RegisterFunctionFn = void (*)(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*);
 using GetKernelFn = cudaError_t (*)(cudaKernelHandle*, const void*);
 
-GPUSCOPE_EXPORT void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun,
-                                            const char* device_name, int thread_limit, uint3* tid, uint3* bid,
-                                            dim3* block, dim3* grid, int* warp_size);
+#define GPUSCOPE_REGISTER_FUNCTION_PARAMS                                                                          \
+  (void** handle, const char* host_fun, char* device_fun, const char* device_name, int thread_limit, uint3* tid,   \
+   uint3* bid, dim3* block, dim3* grid, int* warp_size)
+#define GPUSCOPE_REGISTER_FUNCTION_ARGS \
+  (handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, warp_size)
+
+GPUSCOPE_EXPORT void __cudaRegisterFunction GPUSCOPE_REGISTER_FUNCTION_PARAMS;
 GPUSCOPE_EXPORT cudaError_t __cudaGetKernel(cudaKernelHandle* kernel, const void* host_fun);
 
 GPUSCOPE_HOOK_SLOT(__cudaRegisterFunction, 0)
 GPUSCOPE_HOOK_SLOT(__cudaGetKernel, 0)
 
-GPUSCOPE_EXPORT void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun,
-                                            const char* device_name, int thread_limit, uint3* tid, uint3* bid,
-                                            dim3* block, dim3* grid, int* warp_size) {
-  const auto real = gpuscope::hooks::slots::__cudaRegisterFunction.real_function<RegisterFunctionFn>();
-  if (real != nullptr) real(handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, warp_size);
-  if (device_name != nullptr && gpuscope::capture::thread_context().internal == 0)
-    gpuscope::registry::kernel_names().insert(host_fun, gpuscope::capture::session_strings().intern(device_name));
+namespace gpuscope::hooks::bodies {
+
+static void __cudaRegisterFunction(HookSlot& slot, void** handle, const char* host_fun, char* device_fun,
+                                   const char* device_name, int thread_limit, uint3* tid, uint3* bid, dim3* block,
+                                   dim3* grid, int* warp_size) {
+  const auto real = slot.real_function<RegisterFunctionFn>();
+  if (real != nullptr) real GPUSCOPE_REGISTER_FUNCTION_ARGS;
+  if (device_name != nullptr && capture::thread_context().internal == 0)
+    registry::kernel_names().insert(host_fun, capture::session_strings().intern(device_name));
 }
 
-GPUSCOPE_EXPORT cudaError_t __cudaGetKernel(cudaKernelHandle* kernel, const void* host_fun) {
-  const auto real = gpuscope::hooks::slots::__cudaGetKernel.real_function<GetKernelFn>();
-  if (real == nullptr) return gpuscope::hooks::not_found<cudaError_t>();
+static cudaError_t __cudaGetKernel(HookSlot& slot, cudaKernelHandle* kernel, const void* host_fun) {
+  const auto real = slot.real_function<GetKernelFn>();
+  if (real == nullptr) return not_found<cudaError_t>();
   const cudaError_t rc = real(kernel, host_fun);
-  auto& names = gpuscope::registry::kernel_names();
+  auto& names = registry::kernel_names();
   if (rc == cudaSuccess && kernel != nullptr) names.insert(*kernel, names.find(host_fun));
   return rc;
 }
 
+}  // namespace gpuscope::hooks::bodies
+
+#define GPUSCOPE_RUNTIME_REGISTRATION(X)                                                                  \
+  X(void, __cudaRegisterFunction, 0, GPUSCOPE_REGISTER_FUNCTION_PARAMS, GPUSCOPE_REGISTER_FUNCTION_ARGS, ) \
+  X(cudaError_t, __cudaGetKernel, 0, (cudaKernelHandle * kernel, const void* host_fun), (kernel, host_fun), )
+
+#define GPUSCOPE_REGISTRATION_EXPORTS(Ret, name, flags, params, args, describe) \
+  GPUSCOPE_RUNTIME_EXPORTS(Ret, name, flags, params, args)
+GPUSCOPE_RUNTIME_REGISTRATION(GPUSCOPE_REGISTRATION_EXPORTS)
+
 namespace gpuscope::hooks {
 std::span<HookSlot* const> runtime_launch_hooks() {
-  static constinit HookSlot* const slots[] = {GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_HOOK_SLOT_POINTER) & slots::__cudaRegisterFunction,
-                                    &slots::__cudaGetKernel};
+  static constinit HookSlot* const slots[] = {GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_HOOK_SLOT_POINTER)
+                                                  GPUSCOPE_RUNTIME_REGISTRATION(GPUSCOPE_HOOK_SLOT_POINTER)};
+  return slots;
+}
+std::span<HookSlot* const> runtime_launch_hooks_aliases() {
+  static constinit HookSlot* const slots[] = {GPUSCOPE_RUNTIME_LAUNCH(GPUSCOPE_ALIAS_SLOT_POINTERS)
+                                                  GPUSCOPE_RUNTIME_REGISTRATION(GPUSCOPE_ALIAS_SLOT_POINTERS)};
   return slots;
 }
 }  // namespace gpuscope::hooks

@@ -3,18 +3,21 @@
 // Plain ApiCalls with their results, except prefetches, which migrate pages
 // over the bus and are recorded as copies (docs/interception.md).
 //
-// Our unversioned exports also interpose a libcudart.so.12 a program may
-// load, and CUDA 12's cudaMemPrefetchAsync was (ptr, count, int device,
-// cudaStream_t): its stream arrives where CUDA 13 passes the 32-bit
-// `flags`. The hook takes that parameter as the whole register, so it goes
-// back to either runtime unchanged; the header's declaration is renamed
-// out of the way.
+// CUDA 12's cudaMemPrefetchAsync was (ptr, count, int device, cudaStream_t),
+// and its callers reach this hook too (its alias for libcudart.so.12, or the
+// default export): the device arrives where CUDA 13 passes the location,
+// the stream where 13 passes the 32-bit `flags`. The hook takes that
+// parameter as the whole register, so it goes back to either runtime
+// unchanged, and reads both as the caller's release passed them
+// (runtime_abi.h); the header's declaration is renamed out of the way.
+// CUDA 12.2 to 12.9 also had 13's form, as cudaMemPrefetchAsync_v2.
 #define cudaMemPrefetchAsync gpuscope_cuda13_cudaMemPrefetchAsync
 #include <cuda_runtime_api.h>
 #undef cudaMemPrefetchAsync
 
 #include "call_info.h"
 #include "hook_support.h"
+#include "runtime_abi.h"
 
 namespace {
 
@@ -23,6 +26,16 @@ using gpuscope::hooks::prefetches;
 using gpuscope::hooks::stream_work;
 constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
 constexpr int kToDevice = cudaMemLocationTypeDevice;
+
+// One prefetch, its parameters read as the caller's release passed them.
+gpuscope::hooks::CopyCall prefetch_of(const gpuscope::hooks::HookSlot& slot, const void* real, const void* p,
+                                      size_t n, cudaMemLocation to, uint64_t flags_or_stream, cudaStream_t s) {
+  const int major = gpuscope::hooks::caller_cuda_major(slot, real);
+  if (major == 0 || major >= 13) return prefetches(&p, &n, 1, &to, 1, kToDevice, s);
+  const int device = static_cast<int>(to.type);  // CUDA 12's `int dstDevice`: the location's first word
+  const cudaMemLocation old{device == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice, device};
+  return prefetches(&p, &n, 1, &old, 1, kToDevice, reinterpret_cast<cudaStream_t>(flags_or_stream));
+}
 
 }  // namespace
 
@@ -60,9 +73,15 @@ constexpr int kToDevice = cudaMemLocationTypeDevice;
   X(cudaError_t, cudaMemSetMemPool, 0, (cudaMemLocation * l, cudaMemAllocationType t, cudaMemPool_t pool),            \
     (l, t, pool), (plain()))                                                                                          \
   X(cudaError_t, cudaMemPrefetchAsync, 0, (const void* p, size_t n, cudaMemLocation to, uint64_t f, cudaStream_t s),  \
-    (p, n, to, f, s), (prefetches(&p, &n, 1, &to, 1, kToDevice, s)))                                                  \
+    (p, n, to, f, s), (prefetch_of(slot, reinterpret_cast<void*>(real), p, n, to, f, s)))                              \
   X(cudaError_t, cudaMemPrefetchAsync_ptsz, P,                                                                        \
     (const void* p, size_t n, cudaMemLocation to, uint64_t f, cudaStream_t s), (p, n, to, f, s),                      \
+    (prefetch_of(slot, reinterpret_cast<void*>(real), p, n, to, f, s)))                                               \
+  X(cudaError_t, cudaMemPrefetchAsync_v2, 0,                                                                          \
+    (const void* p, size_t n, cudaMemLocation to, unsigned f, cudaStream_t s), (p, n, to, f, s),                      \
+    (prefetches(&p, &n, 1, &to, 1, kToDevice, s)))                                                                    \
+  X(cudaError_t, cudaMemPrefetchAsync_v2_ptsz, P,                                                                     \
+    (const void* p, size_t n, cudaMemLocation to, unsigned f, cudaStream_t s), (p, n, to, f, s),                      \
     (prefetches(&p, &n, 1, &to, 1, kToDevice, s)))                                                                    \
   X(cudaError_t, cudaMemPrefetchBatchAsync, 0, GPUSCOPE_PREFETCH_BATCH_PARAMS, (p, sizes, n, to, idx, nto, f, s),     \
     (prefetches(p, sizes, n, to, nto, kToDevice, s)))                                                                 \
@@ -82,4 +101,4 @@ constexpr int kToDevice = cudaMemLocationTypeDevice;
   X(cudaError_t, cudaDeviceEnablePeerAccess, 0, (int peer, unsigned f), (peer, f), (plain()))                         \
   X(cudaError_t, cudaDeviceDisablePeerAccess, 0, (int peer), (peer), (plain()))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_MEMORY, runtime_memory_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_MEMORY, runtime_memory_hooks)

@@ -34,4 +34,4 @@ uint64_t volume(cudaExtent e) { return uint64_t{e.width} * e.height * e.depth; }
   X(cudaError_t, cudaMemset3DAsync_ptsz, P, (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t s),             \
     (p, v, e, s), (memset_of(p.ptr, v, volume(e), s, true)))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_MEMSETS, runtime_memset_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_MEMSETS, runtime_memset_hooks)

@@ -25,4 +25,4 @@ constexpr uint8_t P = gpuscope::hooks::kPerThreadStream;
   X(cudaError_t, cudaStreamQuery_ptsz, P, (cudaStream_t s), (s), (poll_of(SyncKind::StreamQuery, s)))              \
   X(cudaError_t, cudaEventQuery, 0, (cudaEvent_t e), (e), (poll_of(SyncKind::EventQuery, e)))
 
-GPUSCOPE_DEFINE_FAMILY(GPUSCOPE_RUNTIME_SYNC, runtime_sync_hooks)
+GPUSCOPE_DEFINE_RUNTIME_FAMILY(GPUSCOPE_RUNTIME_SYNC, runtime_sync_hooks)

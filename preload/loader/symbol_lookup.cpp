@@ -49,6 +49,26 @@ bool called_from_cupti(void* caller) {
   return dladdr(caller, &info) != 0 && info.dli_fname != nullptr && std::strstr(info.dli_fname, "libcupti") != nullptr;
 }
 
+// The runtime versions gpuscope exports its hooks under, the default first.
+#define GPUSCOPE_VERSION_NAME(tag, version, ...) version,
+constexpr const char* kCudartVersions[] = {GPUSCOPE_CUDART_DEFAULT_VERSION,
+                                           GPUSCOPE_CUDART_VERSIONS(GPUSCOPE_VERSION_NAME)};
+#undef GPUSCOPE_VERSION_NAME
+
+// A runtime function looked up in one libcudart goes to the slot of that
+// runtime's symbol version (runtime_versions.h): dlsym in libcudart.so.12's
+// handle must not make the default slot, which libcudart.so.13's callers
+// use, hold libcudart.so.12's function. Unversioned runtimes keep `slot`.
+HookSlot* slot_of_version(HookSlot* slot, void* handle, const char* name, void* real) {
+  if ((slot->flags & kDriverApi) != 0 || handle == RTLD_DEFAULT) return slot;
+  for (const char* version : kCudartVersions)
+    if (dlvsym(handle, name, version) == real) {
+      HookSlot* versioned = find_versioned_hook(name, version);
+      return versioned != nullptr ? versioned : slot;
+    }
+  return slot;
+}
+
 // A lookup of a hooked name: our wrapper, with the real function adopted.
 // Nothing real anywhere (only our export answered): the caller sees nothing,
 // exactly as without gpuscope.
@@ -62,6 +82,7 @@ Interception intercept(void* handle, const char* name, void* caller) {
   void* real = handle == RTLD_DEFAULT ? nullptr : capture::next_dlsym()(handle, name);
   if (real == nullptr || real == slot->wrapper()) real = preload::next_definition(name);
   if (real == nullptr) return {true, nullptr};
+  slot = slot_of_version(slot, handle, name, real);
   return {true, slot->adopt(real) ? slot->wrapper() : real};  // a second, different implementation stays unhooked
 }
 

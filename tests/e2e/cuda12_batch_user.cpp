@@ -1,13 +1,16 @@
-// A program built against CUDA 12.8, making its two batched copies: each
+// A program built against CUDA 12.8, making its two batched copies and a
+// prefetch (whose CUDA 12 form takes a device number and the stream): each
 // prints the arguments it passes, and the runtime (fake_old_cudart.cpp)
 // prints what it received. Traced, the lines must still agree: gpuscope's
 // unversioned hooks interpose CUDA 12's entry points too, whose parameter
 // lists are longer than CUDA 13's.
 #define cudaMemcpyBatchAsync gpuscope_test_cuda13_cudaMemcpyBatchAsync
 #define cudaMemcpy3DBatchAsync gpuscope_test_cuda13_cudaMemcpy3DBatchAsync
+#define cudaMemPrefetchAsync gpuscope_test_cuda13_cudaMemPrefetchAsync
 #include <cuda_runtime_api.h>
 #undef cudaMemcpyBatchAsync
 #undef cudaMemcpy3DBatchAsync
+#undef cudaMemPrefetchAsync
 
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +21,7 @@ extern "C" cudaError_t cudaMemcpyBatchAsync(void** dsts, void** srcs, size_t* si
                                             size_t* fail, cudaStream_t stream);
 extern "C" cudaError_t cudaMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, size_t* fail,
                                               unsigned long long flags, cudaStream_t stream);
+extern "C" cudaError_t cudaMemPrefetchAsync(const void* p, size_t count, int device, cudaStream_t stream);
 
 int main() {
   static char host[3][4096], device[3][4096];
@@ -45,5 +49,9 @@ int main() {
               static_cast<void*>(&fail), 0ull, static_cast<void*>(stream));
   const cudaError_t batch_3d = cudaMemcpy3DBatchAsync(2, ops, &fail, 0, stream);
   std::printf("result %d, failIdx %s\n", batch_3d, fail == SIZE_MAX ? "none" : "unchanged");
+  static char managed[1 << 20];
+  std::printf("runtime got cudaMemPrefetchAsync(%p, %zu, %d, %p)\n", static_cast<void*>(managed), sizeof managed, 0,
+              static_cast<void*>(stream));
+  std::printf("result %d\n", cudaMemPrefetchAsync(managed, sizeof managed, 0, stream));
   return 0;
 }

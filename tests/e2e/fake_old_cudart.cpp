@@ -1,7 +1,7 @@
 // A stand-in for an older CUDA runtime whose entry points took other
 // parameters than CUDA 13's under the same name: built as libcudart.so.12
 // (FAKE_CUDA_MAJOR 12: CUDA 12.8's batched copies, with a `failIdx` before
-// the stream) and as libcudart.so.11.0 (11: CUDA 11's cudaGraphInstantiate
+// the stream, and CUDA 12's cudaMemPrefetchAsync) and as libcudart.so.11.0 (11: CUDA 11's cudaGraphInstantiate
 // with an error node and log buffer, cudaGraphExecUpdate with an error node
 // and result). Each call prints the arguments it received, so the programs
 // built against them (cuda12_batch_user, cuda11_graph_user) can show that a
@@ -51,6 +51,13 @@ __attribute__((visibility("default"))) int cudaMemcpyBatchAsync(void** dsts, voi
               static_cast<void*>(srcs), static_cast<void*>(sizes), count, attrs, static_cast<void*>(idxs), nattrs,
               static_cast<void*>(fail), stream);
   if (fail != nullptr) *fail = kNoFailure;
+  return 0;
+}
+
+// CUDA 12's prefetch: a device number where 13 passes a location, and the
+// stream where 13 passes flags.
+__attribute__((visibility("default"))) int cudaMemPrefetchAsync(const void* p, size_t n, int device, void* stream) {
+  std::printf("runtime got cudaMemPrefetchAsync(%p, %zu, %d, %p)\n", p, n, device, stream);
   return 0;
 }
 

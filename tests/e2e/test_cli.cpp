@@ -5,7 +5,9 @@
 #include <fnmatch.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 
 #include "container.h"
 #include "e2e_support.h"
@@ -190,39 +192,74 @@ TEST(Cli, InfoOnACorruptFramePrintsWhatItReadThenTheOffset) {
   EXPECT_TRUE(std::regex_search(r.err, std::regex("corrupt frame at offset [0-9]+"))) << r.err;
 }
 
-// The names (and fnmatch patterns) preload/exports.map makes global.
-std::vector<std::string> export_map_globals() {
-  std::ifstream in(std::string(GPUSCOPE_SOURCE_DIR) + "/preload/exports.map");
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  text = std::regex_replace(text, std::regex(R"(/\*[\s\S]*?\*/)"), "");
-  const size_t begin = text.find("global:"), end = text.find("local:");
+// The names (and fnmatch patterns) libgpuscope.so may export without a
+// symbol version: preload/unversioned_exports.txt.
+std::vector<std::string> unversioned_exports() {
+  std::ifstream in(std::string(GPUSCOPE_SOURCE_DIR) + "/preload/unversioned_exports.txt");
   std::vector<std::string> names;
-  std::regex name(R"(([A-Za-z_][A-Za-z0-9_*]*)\s*;)");
-  const std::string globals = text.substr(begin + 7, end - begin - 7);
-  for (std::sregex_iterator it(globals.begin(), globals.end(), name), last; it != last; ++it)
-    names.push_back((*it)[1]);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') names.push_back(line);
   return names;
 }
 
+bool matches_any(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const auto& p : patterns)
+    if (fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+// Every exported symbol is a hook or an entry point: unversioned ones are
+// listed; versioned ones are CUDA runtime hooks, each under the default
+// version and every alias version (preload/hooks/runtime_versions.h).
 TEST(Cli, LibraryExportsOnlyHookSymbols) {
-  const auto r = run({"nm", "-D", "--defined-only", capture_library()}, clean_env());
+  const auto r = run({"nm", "-D", "--defined-only", "--with-symbol-versions", capture_library()}, clean_env());
   ASSERT_EQ(r.exit_code(), 0);
-  const auto globals = export_map_globals();
-  ASSERT_FALSE(globals.empty());
+  const auto unversioned = unversioned_exports();
+  ASSERT_FALSE(unversioned.empty());
+  std::map<std::string, std::set<std::string>> versions_of;  // runtime hook -> its symbol versions
   std::istringstream lines(r.out);
   std::string line;
   int exported = 0;
   while (std::getline(lines, line)) {
     const std::string sym = line.substr(line.rfind(' ') + 1);
-    bool listed = false;
-    for (const auto& g : globals) listed |= fnmatch(g.c_str(), sym.c_str(), 0) == 0;
-    EXPECT_TRUE(listed) << "exported but not in exports.map: " << line;
+    if (line.find(" A ") != std::string::npos) continue;  // the version definitions themselves
     EXPECT_NE(sym.rfind("_Z", 0), 0u) << "a C++ symbol leaks: " << line;
     ++exported;
+    const size_t at = sym.find('@');
+    if (at == std::string::npos) {
+      EXPECT_TRUE(matches_any(unversioned, sym)) << "exported but not in unversioned_exports.txt: " << line;
+      continue;
+    }
+    const std::string name = sym.substr(0, at), version = sym.substr(sym.find_first_not_of('@', at));
+    EXPECT_TRUE(matches_any({"cuda*", "__cuda*"}, name)) << "versioned but no runtime hook: " << line;
+    EXPECT_EQ(version.rfind("libcudart.so.", 0), 0u) << line;
+    EXPECT_EQ(sym.find("@@") != std::string::npos, version == "libcudart.so.13") << "default version: " << line;
+    versions_of[name].insert(version);
   }
   EXPECT_GE(exported, 12);
+  ASSERT_TRUE(versions_of.count("cudaMalloc"));
+  const std::set<std::string> all = versions_of["cudaMalloc"];
+  EXPECT_TRUE(all.count("libcudart.so.11.0") && all.count("libcudart.so.12") && all.count("libcudart.so.13"));
+  for (const auto& [name, versions] : versions_of) EXPECT_EQ(versions, all) << name;
   const auto deps = run({"readelf", "-d", capture_library()}, clean_env());
   EXPECT_EQ(deps.out.find("libstdc++"), std::string::npos) << "libstdc++ must be linked statically";
+}
+
+// A service environment that preloads the library reaches the CLI too
+// (`LD_PRELOAD=... gpuscope run -- app`): the CLI, which exports
+// protocol::kToolMarkerSymbol, is never traced itself; its program is.
+TEST(Cli, APreloadedLibraryTracesTheProgramNotTheCli) {
+  TempDir dir;
+  const std::string inherited = dir.path() + "/inherited/", out = dir.path() + "/run/";
+  std::filesystem::create_directories(inherited);
+  const auto env = environment_with({"LD_PRELOAD=" + capture_library(), "GPUSCOPE_OUTPUT=" + inherited},
+                                    {"GPUSCOPE_RUN_ID", "GPUSCOPE_ROOT_PID", "GPUSCOPE_PARENT_PID"});
+  const auto r = run({gpuscope_exe(), "run", "-q", "-o", out, "--", bin("behave"), "return:3"}, env);
+  EXPECT_EQ(r.exit_code(), 3) << r.err;
+  EXPECT_EQ(traces_in(out).size(), 1u);
+  EXPECT_TRUE(traces_in(inherited).empty()) << "the CLI traced itself: " << traces_in(inherited).at(0);
+  EXPECT_EQ(run({gpuscope_exe(), "--version"}, env).exit_code(), 0);
+  EXPECT_TRUE(traces_in(inherited).empty());
 }
 
 TEST(Cli, RealCudaRuntimeWithoutADriverIsTracedAndUnchanged) {

@@ -278,28 +278,37 @@ std::vector<std::string> run_over_old_runtime(const std::string& program, const 
   std::vector<std::string> lines;
   std::istringstream out(traced.out);
   for (std::string line; std::getline(out, line);) lines.push_back(line);
-  for (size_t passed : {0u, 3u})
-    if (passed + 1 < lines.size()) EXPECT_EQ(lines[passed], lines[passed + 1]) << program << ": passed, then received";
+  for (size_t passed : {0u, 3u, 6u}) {
+    if (passed + 1 < lines.size()) {
+      EXPECT_EQ(lines[passed], lines[passed + 1]) << program << ": passed, then received";
+    }
+  }
   return lines;
 }
 
 // CUDA 12.8's batched copies take a failIdx before the stream, which CUDA
-// 13 dropped, and gpuscope's unversioned hooks interpose both. A program
-// built against 12.8 (cuda12_batch_user, over a stand-in runtime that prints
-// what it received) passes every argument through gpuscope unchanged, and
-// the records carry the program's stream and bytes.
+// 13 dropped, and CUDA 12's cudaMemPrefetchAsync a device number and the
+// stream where 13 takes a location, flags and the stream; gpuscope's hooks
+// take both releases' callers (12's through the libcudart.so.12 aliases). A
+// program built against 12.8 (cuda12_batch_user, over a stand-in runtime
+// that prints what it received) passes every argument through gpuscope
+// unchanged, and the records carry the program's stream, bytes and direction.
 TEST_F(Interception, Cuda12BatchedCopiesPassEveryArgumentOn) {
   TempDir dir;
   const std::vector<std::string> lines = run_over_old_runtime("cuda12_batch_user", dir);
-  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines.size(), 9u);
   for (size_t result : {2u, 5u}) EXPECT_EQ(lines[result], "result 0, failIdx none");
+  EXPECT_EQ(lines[8], "result 0");
   const auto t = read_trace_file(traces_in(dir.path()).at(0));
   std::vector<uint64_t> bytes;
   for (const auto& c : t.copies) {
     EXPECT_EQ(c.stream(), 0x5eed000u) << "the program's stream, not CUDA 13's place for it";
     bytes.push_back(c.bytes());
   }
-  EXPECT_EQ(bytes, (std::vector<uint64_t>{4096 + 4096 + 1024, 2 * 64 * 16 * 2}));
+  EXPECT_EQ(bytes, (std::vector<uint64_t>{4096 + 4096 + 1024, 2 * 64 * 16 * 2, 1 << 20}));
+  // CUDA 12's prefetch to device 0: CUDA 13 would read that 0 as an invalid location, a move to the host.
+  ASSERT_EQ(t.copies.size(), 3u);
+  EXPECT_EQ(t.copies[2].direction(), fb::CopyDirection::HostToDevice);
 }
 
 // CUDA 11's cudaGraphInstantiate took an error node, a log buffer and its
@@ -317,6 +326,30 @@ TEST_F(Interception, Cuda11GraphCallsPassEveryArgumentOn) {
   const auto t = read_trace_file(traces_in(dir.path()).at(0));
   EXPECT_EQ(calls(t, "cudaGraphInstantiate"), 1u);
   EXPECT_EQ(calls(t, "cudaGraphExecUpdate"), 1u);
+}
+
+// A process with three runtimes (its own libcudart.so.13, a libcudart.so.12
+// it looks a function up in, plugins built against 12 and 11.0, loaded
+// RTLD_LOCAL): each caller reaches the runtime it was built against, under
+// gpuscope as without it, and every call is recorded. With one set of
+// unversioned hooks all four reached the first runtime a hook adopted.
+TEST_F(Interception, EachCudaRuntimeInOneProcessGetsItsOwnCallers) {
+  const std::vector<std::string> args = {bin("two_runtimes_host"), GPUSCOPE_FAKE_CUDART12, GPUSCOPE_RUNTIME_PLUGIN12,
+                                         GPUSCOPE_RUNTIME_PLUGIN11};
+  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
+  const auto plain = run(args, env);
+  EXPECT_EQ(plain.out, "looked up in " + args[1] + ": runtime 12080 (result 0)\n"
+                       "program built for CUDA 13: runtime 13000 (result 0)\n"
+                       "plugin built for CUDA 12: runtime 12080 (result 0)\n"
+                       "plugin built for CUDA 11: runtime 11080 (result 0)\n");
+  TempDir dir;
+  std::vector<std::string> traced_args = {gpuscope_exe(), "run", "-q", "-o", dir.path(), "--"};
+  traced_args.insert(traced_args.end(), args.begin(), args.end());
+  const auto traced = run(traced_args, env);
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_EQ(traced.exit_code(), 0);
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  EXPECT_EQ(calls(t, "cudaRuntimeGetVersion"), 4u);
 }
 
 TEST(InterceptionNoDriver, RealRuntimeRecordsInsufficientDriver) {
