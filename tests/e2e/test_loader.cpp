@@ -183,6 +183,24 @@ TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
   EXPECT_EQ(calls(t, "cudaMemcpyBatchAsync"), 3u);
 }
 
+// The same with a plugin built against CUDA 12 (a stand-in libcudart.so.12):
+// its calls go through the hooks' libcudart.so.12 aliases, whose real
+// functions are forgotten on unload as the default ones are.
+TEST(LoaderChurn, AnOlderRuntimeUnloadedAndLoadedElsewhereToo) {
+  const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
+  const auto plain = run({bin("churn_host"), GPUSCOPE_RUNTIME_PLUGIN12}, env);
+  ASSERT_EQ(plain.exit_code(), 0) << plain.out << plain.err;
+  ASSERT_NE(plain.out.find("round 2: plugin_work 12080"), std::string::npos) << plain.out;
+  ASSERT_NE(plain.out.find("the runtime moved 2 time(s)"), std::string::npos) << plain.out;
+  TempDir dir;
+  const auto traced =
+      run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("churn_host"), GPUSCOPE_RUNTIME_PLUGIN12}, env);
+  EXPECT_EQ(traced.exit_code(), 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  EXPECT_EQ(calls(t, "cudaRuntimeGetVersion"), 3u);
+}
+
 // Another interposer preloaded after gpuscope (a GPU-sharing layer such as
 // HAMi-core's, which overrides dlsym and wraps driver functions): a program
 // that links the driver and one that finds it with dlsym, as the CUDA
