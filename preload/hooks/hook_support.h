@@ -274,7 +274,9 @@ inline auto traced(HookSlot& slot, Call&& call, Describe&& describe) -> decltype
 // one alias per other runtime version (runtime_versions.h), each with a slot
 // of its own, so that a caller bound to libcudart.so.12 reaches
 // libcudart.so.12 even when libcudart.so.13 is loaded too. All of them run
-// one body, handed their slot.
+// one body, handed their slot; `describe` may read it (`slot`) and the real
+// function (`real`), for parameters a release passed differently
+// (runtime_abi.h).
 #define GPUSCOPE_DEFINE_RUNTIME_HOOK(Ret, name, flags, params, args, describe)                  \
   GPUSCOPE_EXPORT Ret name params;                                                              \
   GPUSCOPE_HOOK_SLOT(name, flags)                                                               \
