@@ -68,11 +68,14 @@ done
 programs=(pcie_bound sync_bound alloc_churn memory_bound cpu_bound compute_bound cpu_fallback
           driver_api gpu_probe minimal_cuda minimal_cuda_static dlopen_cudart hooked_call_loop
           d2d_copies queued_kernels cuda_errors write_after_idle profiled_phases service_loop
-          array_user array_driver_user)
+          array_user array_driver_user churn_host dlsym_driver_user)
 for p in "${programs[@]}"; do
   [ -x "$build/bin/$p" ] || { echo "bundle: $build/bin/$p is missing (samples need nvcc)" >&2; exit 1; }
   ship "$build/bin/$p" "$stage/samples/bin/$p"
 done
+# The plugin churn_host loads, and a stand-in for another interposer
+# (gpu-check.sh, "loader"; tests/e2e).
+for lib in libchurn_plugin.so libother_interposer.so; do ship "$build/tests/e2e/$lib" "$stage/samples/bin/$lib"; done
 mkdir -p "$stage/conformance/bin"
 [ -x "$build/conformance/vector_add" ] || { echo "bundle: $build/conformance is missing (samples need nvcc)" >&2; exit 1; }
 for p in "$build"/conformance/*; do ship "$p" "$stage/conformance/bin/$(basename "$p")"; done

@@ -286,6 +286,34 @@ h = x.cpu(); torch.cuda.synchronize(); print(float(h.sum()))'
 fi
 fi
 
+# Programs that reach the runtime or the driver their own way
+# (docs/interception.md): a plugin host that unloads a plugin linking the
+# runtime and loads it again, the runtime mapped elsewhere each round
+# (churn_host), and another interposer of the driver preloaded after
+# gpuscope, as GPU-sharing layers are (other_interposer, dlsym_driver_user).
+# The traced output must be the plain run's, and every round's calls in
+# the trace.
+if want loader; then
+  echo
+  echo "## Loader: a plugin host, another interposer (plain against traced)"
+  echo "| program | exit plain/traced | same output | calls in the trace |"
+  echo "|---|---|---|---|"
+  # loader_case NAME FUNCTION [VAR=VALUE...] -- CMD...: FUNCTION's count from gpuscope info.
+  loader_case() {
+    local name=$1 function=$2 vars=() plain traced rc_p rc_t n
+    shift 2
+    while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+    shift
+    plain=$(env "${vars[@]}" timeout "$limit" "$@" 2>"$out/$name.plain.err"); rc_p=$?
+    traced=$(env "${vars[@]}" timeout "$limit" "$gs" run -q -o "$out/$name.gpuscope" -- "$@" 2>"$out/$name.err"); rc_t=$?
+    printf '%s\n' "$plain" >"$out/$name.plain.out"; printf '%s\n' "$traced" >"$out/$name.out"
+    n=$("$gs" info "$out/$name.gpuscope" 2>/dev/null | awk -v f="$function" '$2 == f {print $1; exit}')
+    echo "| $name | $rc_p/$rc_t | $([ "$plain" = "$traced" ] && echo yes || echo NO) | $function ${n:-0} |"
+  }
+  loader_case churn_host cudaMalloc -- "$bin/churn_host" "$bin/libchurn_plugin.so"
+  loader_case other_interposer cuMemAlloc_v2 LD_PRELOAD="$bin/libother_interposer.so" -- "$bin/dlsym_driver_user"
+fi
+
 # Python call sites on real PyTorch (docs/python.md): a training loop that
 # copies each batch from pageable memory, then a loop that reads a result
 # with .item() every step with host work between steps; the findings must

@@ -63,4 +63,9 @@ for variant in "" --static; do
     --nodes "$root/samples/simgpu/nodes" --work "$dir/conformance$variant" >"$dir/conformance.log" 2>&1 \
     || { cat "$dir/conformance.log"; fail "the conformance corpus fails from the bundle (vector_add $variant)"; }
 done
+# gpu-check.sh's loader section on simgpu: both programs exit 0 traced and
+# plain alike, with the same output.
+loader=$(env -i PATH=/usr/bin:/bin HOME="$dir" GPU_CHECK_SECTIONS=loader "$root/gpu-check.sh" --simgpu "$dir/gpu-check" 2>&1) ||
+  { echo "$loader"; fail "gpu-check.sh --simgpu (loader) exited $?"; }
+[ "$(grep -c '| 0/0 | yes | ' <<<"$loader")" = 2 ] || { echo "$loader"; fail "gpu-check.sh's loader rows differ from the plain runs"; }
 echo "check_bundle: $(basename "$tarball") runs from an empty directory with a clean environment"
