@@ -101,12 +101,18 @@ bool Collector::start(const CuptiApi& api, const std::string& path) {
   }
   g_current.store(this, std::memory_order_release);
   if (!subscribe()) return false;
-  if (!setup_clock_and_buffers() || !enable_kinds()) {
+  if (!setup_clock_and_buffers()) {
     undo();
     return false;
   }
-  // Without the callbacks device records still come, only uncorrelated.
+  // Callbacks before kinds (as in switch_on): a launch between the two
+  // would leave a device record no call is known for. Without the
+  // callbacks device records still come, only uncorrelated.
   const std::string no_correlation = enable_callbacks();
+  if (!enable_kinds()) {
+    undo();
+    return false;
+  }
   if (options_.flush_period_ms != 0) api_.flush_period(options_.flush_period_ms);
   {
     std::lock_guard lock(mutex_);
@@ -256,10 +262,15 @@ void Collector::switch_off() {
   for (CUpti_CallbackDomain d : kDomains) api_.enable_domain(0, subscriber_, d);
 }
 
+// Callbacks first, kinds last: a call that enters between the two then
+// has its correlation and no device record, never a device record with no
+// call known for it (a window's first kernels came out uncorrelated when
+// the toggling thread was preempted there; switch_off's order, kinds
+// first, is the same rule backwards).
 void Collector::switch_on() {
-  for (CUpti_ActivityKind k : enabled_) api_.enable(k);
   for (CUpti_CallbackDomain d : whole_domains_) api_.enable_domain(1, subscriber_, d);
   for (const EnabledCallback& c : callbacks_) api_.enable_callback(1, subscriber_, c.domain, c.cbid);
+  for (CUpti_ActivityKind k : enabled_) api_.enable(k);
 }
 
 // Back to how the program was before start(): nothing enabled, no

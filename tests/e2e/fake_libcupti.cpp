@@ -58,7 +58,12 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle) { return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) { return CUPTI_SUCCESS; }
+// The runtime domain's switch, in order with the kernel kind's: a kernel
+// recorded while no API callback runs has no call to be joined to.
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) log_line(enable != 0 ? "callbacks on" : "callbacks off");
+  return CUPTI_SUCCESS;
+}
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) {
   return CUPTI_SUCCESS;
 }
