@@ -159,6 +159,29 @@ TEST_F(LoaderTest, InfoListsGpuLibraryLoads) {
       << r.out;
 }
 
+// churn_host over `plugin`, plain and then traced: the plain run must work,
+// move the runtime twice and say `plain_says`; the traced one must exit 0
+// with the same output. Returns the traced run's trace.
+TraceContents churn_plain_then_traced(const std::string& plugin, const std::vector<std::string>& env,
+                                      const std::string& plain_says) {
+  const auto plain = run({bin("churn_host"), plugin}, env);
+  if (plain.exit_code() != 0 || plain.out.find("the runtime moved 2 time(s)") == std::string::npos ||
+      plain.out.find(plain_says) == std::string::npos) {
+    ADD_FAILURE() << "the plain run: " << plain.out << plain.err;
+    return {};
+  }
+  TempDir dir;
+  const auto traced = run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("churn_host"), plugin}, env);
+  EXPECT_EQ(traced.exit_code(), 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  const auto traces = traces_in(dir.path());
+  if (traces.empty()) {
+    ADD_FAILURE() << "no trace";
+    return {};
+  }
+  return read_trace_file(traces[0]);
+}
+
 // A plugin host (churn_host) loading a plugin that links the CUDA runtime,
 // calling it and unloading it, three times, the runtime mapped somewhere
 // else each time: every round works as without gpuscope (the hooks forget
@@ -169,15 +192,7 @@ TEST_F(LoaderTest, InfoListsGpuLibraryLoads) {
 TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
   const auto env = environment_with({std::string("LD_LIBRARY_PATH=") + GPUSCOPE_SIMGPU_LIB_DIR},
                                     {"LD_PRELOAD", "GPUSCOPE_OUTPUT"});
-  const auto plain = run({bin("churn_host"), GPUSCOPE_CHURN_PLUGIN}, env);
-  ASSERT_EQ(plain.exit_code(), 0) << plain.out << plain.err;
-  ASSERT_NE(plain.out.find("the runtime moved 2 time(s)"), std::string::npos) << plain.out;
-  TempDir dir;
-  const auto traced =
-      run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("churn_host"), GPUSCOPE_CHURN_PLUGIN}, env);
-  EXPECT_EQ(traced.exit_code(), 0) << traced.err;
-  EXPECT_EQ(traced.out, plain.out);
-  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  const TraceContents t = churn_plain_then_traced(GPUSCOPE_CHURN_PLUGIN, env, "the runtime moved 2 time(s)");
   EXPECT_EQ(calls(t, "cudaGetDeviceCount"), 3u);
   EXPECT_EQ(calls(t, "cudaMalloc"), 3u);
   EXPECT_EQ(calls(t, "cudaMemcpyBatchAsync"), 3u);
@@ -188,16 +203,7 @@ TEST(LoaderChurn, ARuntimeUnloadedAndLoadedElsewhereIsCalledWhereItIsNow) {
 // functions are forgotten on unload as the default ones are.
 TEST(LoaderChurn, AnOlderRuntimeUnloadedAndLoadedElsewhereToo) {
   const auto env = environment_with({}, {"LD_PRELOAD", "GPUSCOPE_OUTPUT", "LD_LIBRARY_PATH"});
-  const auto plain = run({bin("churn_host"), GPUSCOPE_RUNTIME_PLUGIN12}, env);
-  ASSERT_EQ(plain.exit_code(), 0) << plain.out << plain.err;
-  ASSERT_NE(plain.out.find("round 2: plugin_work 12080"), std::string::npos) << plain.out;
-  ASSERT_NE(plain.out.find("the runtime moved 2 time(s)"), std::string::npos) << plain.out;
-  TempDir dir;
-  const auto traced =
-      run({gpuscope_exe(), "run", "-q", "-o", dir.path(), "--", bin("churn_host"), GPUSCOPE_RUNTIME_PLUGIN12}, env);
-  EXPECT_EQ(traced.exit_code(), 0) << traced.err;
-  EXPECT_EQ(traced.out, plain.out);
-  const auto t = read_trace_file(traces_in(dir.path()).at(0));
+  const TraceContents t = churn_plain_then_traced(GPUSCOPE_RUNTIME_PLUGIN12, env, "round 2: plugin_work 12080");
   EXPECT_EQ(calls(t, "cudaRuntimeGetVersion"), 3u);
 }
 
